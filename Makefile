@@ -1,0 +1,32 @@
+# Two commands: `make demo` and `make test`. Both create .venv with pip when missing.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test setup bench clean dev
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first and pinned: pip takes the CPU wheel from local disk; unpinned pulls a CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/goodput demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 tests
+
+dev: $(STAMP)
+	$(BIN)/dagster dev
+
+bench: $(STAMP)
+	$(BIN)/python bench/ingest.py
+
+clean:
+	rm -rf data out .pytest_cache

@@ -1,0 +1,65 @@
+"""Host names: Slurm hostlist expressions and hosts named by file paths."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import PurePath
+
+_ITEM = re.compile(r"(?:[^,\[\]]|\[[^\]]*\])+")
+_GROUP = re.compile(r"\[([^\]]*)\]")
+# Files under kernel/ etc. are named after the host: gpu001.log, gpu001.dmesg.gz,
+# kern.log-gpu001 is not supported; a folder per host (kernel/gpu001/dmesg.log) is.
+_GENERIC = {"dmesg", "kern", "kernel", "syslog", "messages", "journal", "log", "switch", "health", "nhc"}
+
+
+class HostlistError(ValueError):
+    pass
+
+
+def _expand_group(spec: str) -> list[str]:
+    out: list[str] = []
+    for part in spec.split(","):
+        part = part.strip()
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            if not (lo.isdigit() and hi.isdigit()) or int(hi) < int(lo):
+                raise HostlistError(f"bad range '{part}'")
+            if int(hi) - int(lo) > 100_000:
+                raise HostlistError(f"range '{part}' too large")
+            width = len(lo) if lo.startswith("0") else 0  # zero padding is kept
+            out.extend(str(i).zfill(width) for i in range(int(lo), int(hi) + 1))
+        elif part:
+            out.append(part)
+    return out
+
+
+@lru_cache(maxsize=65536)
+def expand_hostlist(expr: str | None) -> tuple[str, ...]:
+    """'gpu[001-003,010],login1' -> ('gpu001','gpu002','gpu003','gpu010','login1').
+    Several bracket groups in one name expand as a cartesian product."""
+    if expr is None:
+        return ()
+    expr = expr.strip()
+    if expr in ("", "None assigned", "(null)", "None"):
+        return ()
+    hosts: list[str] = []
+    for item in _ITEM.findall(expr):
+        pieces = _GROUP.split(item)  # literal, group, literal, group, ...
+        names = [""]
+        for i, piece in enumerate(pieces):
+            options = _expand_group(piece) if i % 2 else [piece]
+            names = [n + o for n in names for o in options]
+        hosts.extend(n for n in names if n)
+    if "[" in "".join(_ITEM.sub("", expr)) or "]" in "".join(_ITEM.sub("", expr)):
+        raise HostlistError(f"unbalanced brackets in '{expr}'")
+    return tuple(hosts)
+
+
+def host_from_path(relpath: PurePath) -> str | None:
+    """The host a per-host log belongs to: its folder below the source folder
+    (kernel/gpu001/dmesg.log), else the file name up to the first dot."""
+    parts = relpath.parts
+    if len(parts) >= 3:
+        return parts[1]
+    stem = parts[-1].split(".")[0]
+    return None if stem.lower() in _GENERIC or not stem else stem

@@ -1,0 +1,49 @@
+"""What every parser takes and returns.
+
+A parser is a pure function ``parse(lines, ctx) -> ParseResult``. ``lines`` is
+the ``(line_no, text)`` frame from :mod:`analysis.lines`. Each physical line
+gets exactly one disposition: it contributes to stored rows, is a reject, is
+skipped (blank, header, comment), or was merged into a neighbouring line's row
+(a continuation). The ingest engine checks that the four add up to the file's
+line count, so a parser cannot lose a line silently.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from analysis.lines import empty_rejects
+
+
+@dataclass
+class IngestOptions:
+    """Per-run options. Defaults suit a cluster that logs in UTC."""
+    tz: str = "UTC"  # time zone of naive source timestamps (sacct, syslog without zone)
+    sacct_delimiter: str | None = None  # None: detect from the header ('|', '|#', '^|^')
+    sacct_columns: list[str] | None = None  # for dumps without a header line
+    syslog_year: int | None = None  # year for RFC 3164 stamps; None: infer from file mtime
+    boot_times: dict[str, datetime] = field(default_factory=dict)  # host -> boot time (UTC) for raw dmesg
+
+
+@dataclass
+class ParseContext:
+    path: Path  # the file (for sidecars and mtime)
+    source: str  # slurm, kernel, switch, ...
+    host_hint: str | None  # host named by the file's name or folder, for logs without a host field
+    options: IngestOptions = field(default_factory=IngestOptions)
+
+    @property
+    def mtime(self) -> datetime:
+        return datetime.utcfromtimestamp(self.path.stat().st_mtime)
+
+
+@dataclass
+class ParseResult:
+    tables: dict[str, pl.DataFrame]  # warehouse table -> rows; every frame has a line_no column
+    rejects: pl.DataFrame = field(default_factory=empty_rejects)
+    skipped: int = 0  # blank lines, headers, comments
+    merged: int = 0  # continuation lines folded into the row of an earlier line
+    format: str | None = None  # the detected format, e.g. "dmesg-T", "sacct|#"

@@ -1,0 +1,66 @@
+-- Warehouse schema. Idempotent: run at every connection open.
+-- Every raw table carries (file, line_no): where the row came from.
+CREATE TABLE IF NOT EXISTS ingested_files (
+    path VARCHAR PRIMARY KEY,      -- absolute path of the file
+    source VARCHAR,                -- slurm, kernel, switch, ... (NULL: unrecognised)
+    format VARCHAR,                -- detected format (e.g. 'sacct|', 'journal-short-iso')
+    sha256 VARCHAR,                -- of the decompressed content
+    size_bytes BIGINT,
+    lines BIGINT,                  -- physical lines read
+    row_lines BIGINT,              -- lines that produced stored rows
+    rows BIGINT,                   -- rows stored (all tables; one line may give several rows)
+    rejects BIGINT,                -- lines rejected (see rejects)
+    skipped BIGINT,                -- blank, header and comment lines
+    merged BIGINT,                 -- continuation lines folded into an earlier line's row
+    status VARCHAR,                -- ok | unrecognised | duplicate | error
+    message VARCHAR,               -- file-level problems (truncated gzip, duplicate of ...)
+    ingested_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS rejects (
+    source VARCHAR, file VARCHAR, line_no BIGINT, raw VARCHAR, reason VARCHAR
+);
+CREATE TABLE IF NOT EXISTS sacct_records (
+    job_id VARCHAR,            -- JobID without step: '123', '123_4', '123_[1-3]', '123+1'
+    job_id_raw VARCHAR,        -- JobIDRaw without step (unique per array task / het component)
+    step_id VARCHAR,           -- NULL for the allocation; 'batch', 'extern', '0', ...
+    array_job_id BIGINT, array_task_id BIGINT, array_task_spec VARCHAR, het_offset INTEGER,
+    user_name VARCHAR, account VARCHAR, job_name VARCHAR, partition VARCHAR, qos VARCHAR,
+    priority BIGINT, state VARCHAR, state_raw VARCHAR, cancelled_by VARCHAR,
+    exit_code INTEGER, exit_signal INTEGER, reason VARCHAR,
+    submit_time TIMESTAMP, eligible_time TIMESTAMP, start_time TIMESTAMP, end_time TIMESTAMP,
+    elapsed_s BIGINT, n_nodes INTEGER, n_gpus INTEGER, alloc_tres VARCHAR,
+    node_list VARCHAR, nodes VARCHAR[], restarts INTEGER, submit_line VARCHAR,
+    file VARCHAR, line_no BIGINT
+);
+CREATE TABLE IF NOT EXISTS node_state_periods (
+    host VARCHAR, time_start TIMESTAMP, time_end TIMESTAMP, state VARCHAR,
+    reason VARCHAR, user_name VARCHAR, file VARCHAR, line_no BIGINT
+);
+CREATE TABLE IF NOT EXISTS node_events (
+    event_time TIMESTAMP,      -- UTC
+    host VARCHAR,              -- the compute node the event is about
+    source VARCHAR,            -- kernel | switch | health | slurm
+    kind VARCHAR,              -- xid, pcie_aer, mem_ecc, mce, ib_link, filesystem, gsp, oom, segfault, link_down, ...
+    code VARCHAR,              -- XID number, switch mnemonic, health check name, node state, ...
+    severity VARCHAR,          -- syslog level or health severity as written
+    message VARCHAR,           -- the log text after the header
+    device VARCHAR,            -- PCI address, port, DIMM, ... when the line names one
+    reporter VARCHAR,          -- who logged it: the host itself, or the switch for switch events
+    file VARCHAR, line_no BIGINT
+);
+CREATE TABLE IF NOT EXISTS benchmark_results (
+    run_time TIMESTAMP, host VARCHAR, benchmark VARCHAR, metric VARCHAR,
+    rank INTEGER, size_bytes BIGINT, sample_idx INTEGER, value DOUBLE,
+    file VARCHAR, line_no BIGINT
+);
+CREATE TABLE IF NOT EXISTS telemetry (
+    time TIMESTAMP, host VARCHAR, metric VARCHAR, gpu INTEGER, value DOUBLE,
+    file VARCHAR, line_no BIGINT
+);
+CREATE TABLE IF NOT EXISTS tickets (
+    ticket_id VARCHAR, host VARCHAR, opened TIMESTAMP, closed TIMESTAMP,
+    component VARCHAR, resolution VARCHAR, file VARCHAR, line_no BIGINT
+);
+CREATE TABLE IF NOT EXISTS topology (
+    switch VARCHAR, port VARCHAR, host VARCHAR, hca VARCHAR, file VARCHAR, line_no BIGINT
+);

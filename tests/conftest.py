@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis.accounting import account
+from analysis.hosts import host_from_path
+from analysis.lines import read_lines
+from analysis.model import IngestOptions, ParseContext
+
+REPO = Path(__file__).resolve().parents[1]
+DATASETS = REPO.parent / "shared" / "datasets"
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+@pytest.fixture
+def datasets() -> Path:
+    if not DATASETS.is_dir():
+        pytest.skip(f"shared datasets not found at {DATASETS}")
+    return DATASETS
+
+
+def parse_file(parse, path: Path, source: str, options: IngestOptions | None = None, host_hint: str | None = "__auto__"):
+    """Read ``path`` and run ``parse`` on it; assert the lines are all accounted for."""
+    lines = read_lines(path)
+    hint = host_from_path(Path(source) / path.name) if host_hint == "__auto__" else host_hint
+    ctx = ParseContext(path=path, source=source, host_hint=hint, options=options or IngestOptions())
+    result = parse(lines.lines, ctx)
+    counts = account(result, lines)
+    return result, counts
