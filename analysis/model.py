@@ -47,3 +47,9 @@ class ParseResult:
     skipped: int = 0  # blank lines, headers, comments
     merged: int = 0  # continuation lines folded into the row of an earlier line
     format: str | None = None  # the detected format, e.g. "dmesg-T", "sacct|#"
+
+
+class UnrecognisedFormat(ValueError):
+    """Raised by a parser when a file is not in any format it reads. The engine
+    records the whole file as unrecognised (one reject row) instead of rejecting
+    millions of lines one by one."""
