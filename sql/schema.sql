@@ -62,5 +62,6 @@ CREATE TABLE IF NOT EXISTS tickets (
     component VARCHAR, resolution VARCHAR, file VARCHAR, line_no BIGINT
 );
 CREATE TABLE IF NOT EXISTS topology (
-    switch VARCHAR, port VARCHAR, host VARCHAR, hca VARCHAR, file VARCHAR, line_no BIGINT
+    switch VARCHAR, port VARCHAR, port_key VARCHAR, host VARCHAR, hca VARCHAR,  -- port_key: normalised port name
+    file VARCHAR, line_no BIGINT
 );

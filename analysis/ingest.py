@@ -1,0 +1,204 @@
+"""Ingest a source directory into the warehouse, one file per transaction.
+
+Source layout (see README): one folder per source below the source directory.
+A file already ingested with the same content is skipped; a changed file has
+its old rows replaced; a file whose content was already ingested under another
+name (a rotated or re-compressed log) is recorded as a duplicate and adds
+nothing. A file no parser reads is recorded as unrecognised, never skipped
+silently.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import duckdb
+import polars as pl
+
+from analysis import sql, warehouse
+from analysis.accounting import AccountingError, account, all_rejects
+from analysis.hosts import host_from_path
+from analysis.lines import LineFile, empty_rejects, make_rejects, read_bytes, read_lines
+from analysis.model import IngestOptions, ParseContext, ParseResult, UnrecognisedFormat
+
+log = logging.getLogger(__name__)
+
+# source folder -> parser module, in ingestion order (topology first: switch
+# events are mapped to hosts through it).
+SOURCES: dict[str, str] = {
+    "topology": "topology", "slurm": "sacct", "slurm_events": "slurm_events", "kernel": "kernel",
+    "switch": "switch", "health": "health", "benchmarks": "benchmarks", "telemetry": "telemetry",
+    "tickets": "tickets",
+}
+SIDECAR_SUFFIXES = (".boottime",)  # read by parsers next to their log, not data files
+CONFIG_NAMES = ("goodput.yaml", "goodput.yml")
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    source: str | None
+    status: str  # ok | unchanged | duplicate | unrecognised | error
+    lines: int = 0
+    rows: int = 0
+    rejects: int = 0
+    message: str = ""
+
+
+@dataclass
+class IngestSummary:
+    outcomes: list[FileOutcome] = field(default_factory=list)
+
+    def by_source(self) -> pl.DataFrame:
+        frame = pl.DataFrame([o.__dict__ for o in self.outcomes], schema={
+            "path": pl.Utf8, "source": pl.Utf8, "status": pl.Utf8, "lines": pl.Int64, "rows": pl.Int64,
+            "rejects": pl.Int64, "message": pl.Utf8})
+        return frame.with_columns(pl.col("source").fill_null("(unknown)")).group_by("source").agg(
+            files=pl.len(), new=(pl.col("status") == "ok").sum(),
+            unchanged=(pl.col("status").is_in(["unchanged", "duplicate"])).sum(),
+            problems=(pl.col("status").is_in(["unrecognised", "error"])).sum(),
+            lines=pl.col("lines").sum(), rows=pl.col("rows").sum(), rejects=pl.col("rejects").sum(),
+        ).sort("source")
+
+
+def discover(source_dir: Path) -> list[tuple[Path, str | None]]:
+    """Every data file below ``source_dir`` with its source (None: unknown folder)."""
+    found = []
+    for path in sorted(p for p in source_dir.rglob("*") if p.is_file()):
+        rel = path.relative_to(source_dir)
+        if any(part.startswith(".") for part in rel.parts) or path.name.endswith(SIDECAR_SUFFIXES):
+            continue
+        if len(rel.parts) == 1 and path.name in CONFIG_NAMES:
+            continue
+        source = rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in SOURCES else None
+        found.append((path, source))
+    order = {s: i for i, s in enumerate(SOURCES)}
+    return sorted(found, key=lambda item: (order.get(item[1], len(order)), str(item[0])))
+
+
+def parser_for(source: str):
+    return importlib.import_module(f"analysis.parsers.{SOURCES[source]}")
+
+
+def _parse(path: Path, source: str, ctx: ParseContext) -> tuple[ParseResult, LineFile]:
+    module = parser_for(source)
+    name = path.name.removesuffix(".gz")
+    if name.endswith(".parquet"):
+        data, problems = read_bytes(path)
+        result = module.parse_parquet(path, ctx)
+        n = sum(df.height for df in result.tables.values()) + result.rejects.height
+        frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
+        lines = LineFile(path, hashlib.sha256(data).hexdigest(), path.stat().st_size, frame,
+                         empty_rejects(), n, problems)
+        return result, lines
+    lines = read_lines(path)
+    return module.parse(lines.lines, ctx), lines
+
+
+def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, source_dir: Path,
+                options: IngestOptions) -> FileOutcome:
+    key = str(path.resolve())
+    if source is None:
+        return _record_problem(con, key, None, "unrecognised", path,
+                               f"not in a known source folder ({', '.join(SOURCES)})")
+    try:
+        data, _ = read_bytes(path)
+    except OSError as exc:
+        return _record_problem(con, key, source, "error", path, f"cannot read file: {exc}")
+    sha = hashlib.sha256(data).hexdigest()
+    previous = sql.query(con, "file_by_path", {"path": key})
+    if previous.height and previous["sha256"][0] == sha and previous["status"][0] != "error":
+        return FileOutcome(key, source, "unchanged")
+    twin = sql.query(con, "file_by_sha", {"sha256": sha, "path": key})
+    if twin.height:
+        warehouse.replace_file_rows(con, key, {}, empty_rejects(), source, _record(
+            key, source, None, sha, path, None, "duplicate", f"same content as {twin['path'][0]}"))
+        return FileOutcome(key, source, "duplicate", message=f"same content as {twin['path'][0]}")
+    ctx = ParseContext(path=path, source=source,
+                       host_hint=host_from_path(path.relative_to(source_dir)), options=options)
+    try:
+        result, lines = _parse(path, source, ctx)
+        counts = account(result, lines)
+    except UnrecognisedFormat as exc:
+        return _record_problem(con, key, source, "unrecognised", path, str(exc))
+    except AccountingError:
+        raise  # a parser bug: let tests and the asset check fail loudly
+    except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
+        log.exception("parser failed on %s", path)
+        return _record_problem(con, key, source, "error", path, f"parser error: {type(exc).__name__}: {exc}")
+    rejects = all_rejects(result, lines)
+    message = "; ".join(lines.problems)
+    if lines.problems and any("gzip" in p for p in lines.problems):
+        rejects = pl.concat([rejects, make_rejects([None], [None], [lines.problems[0]])], how="vertical_relaxed")
+    warehouse.replace_file_rows(con, key, result.tables, rejects, source, _record(
+        key, source, result.format, sha, path, counts, "ok", message))
+    return FileOutcome(key, source, "ok", counts.lines, counts.rows, counts.rejects, message)
+
+
+def _record(key, source, fmt, sha, path, counts, status, message) -> dict:
+    c = counts.__dict__ if counts else {}
+    return {"path": key, "source": source, "format": fmt, "sha256": sha, "size_bytes": path.stat().st_size,
+            "lines": c.get("lines", 0), "row_lines": c.get("row_lines", 0), "rows": c.get("rows", 0),
+            "rejects": c.get("rejects", 0), "skipped": c.get("skipped", 0), "merged": c.get("merged", 0),
+            "status": status, "message": message}
+
+
+def _record_problem(con, key: str, source: str | None, status: str, path: Path, message: str) -> FileOutcome:
+    """A file no parser could read: one file-level reject row, status in ingested_files."""
+    try:
+        first = read_lines(path).lines["text"].head(1).to_list()
+    except OSError:
+        first = []
+    reject = make_rejects([None], [first[0] if first else None], [f"{status}: {message}"])
+    sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+    warehouse.replace_file_rows(con, key, {}, reject, source, _record(key, source, None, sha, path, None, status, message))
+    return FileOutcome(key, source, status, message=message)
+
+
+def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: IngestOptions | None = None,
+                     sources: list[str] | None = None,
+                     progress: Callable[[FileOutcome, int, int], None] | None = None) -> IngestSummary:
+    """Ingest every file (or those of ``sources``; None: all, unknown folders included)."""
+    source_dir = Path(source_dir)
+    if not source_dir.is_dir():
+        raise FileNotFoundError(f"source directory {source_dir} does not exist")
+    options = options or load_options(source_dir)
+    files = [(p, s) for p, s in discover(source_dir) if sources is None or s in sources]
+    summary = IngestSummary()
+    for i, (path, source) in enumerate(files, start=1):
+        outcome = ingest_file(con, path, source, source_dir, options)
+        summary.outcomes.append(outcome)
+        if progress:
+            progress(outcome, i, len(files))
+    return summary
+
+
+def _naive_utc(t):
+    from datetime import timezone
+
+    return t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+
+
+def load_options(source_dir: Path, **overrides) -> IngestOptions:
+    """Options from ``goodput.yaml`` at the top of the source directory, then overrides."""
+    import yaml
+
+    from datetime import datetime
+
+    values: dict = {}
+    for name in CONFIG_NAMES:
+        if (source_dir / name).is_file():
+            values = yaml.safe_load((source_dir / name).read_text()) or {}
+            break
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    boot = {h: _naive_utc(t if isinstance(t, datetime) else datetime.fromisoformat(str(t)))
+            for h, t in (values.pop("boot_times", None) or {}).items()}
+    known = IngestOptions.__dataclass_fields__
+    unknown = set(values) - set(known)
+    if unknown:
+        raise ValueError(f"unknown option(s) in {source_dir}/goodput.yaml: {', '.join(sorted(unknown))}")
+    return IngestOptions(**values, boot_times=boot)

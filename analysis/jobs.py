@@ -1,0 +1,24 @@
+"""Derived Slurm tables: jobs and job_steps from the raw sacct records."""
+from __future__ import annotations
+
+import duckdb
+
+from analysis import sql
+
+
+def build_jobs(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        sql.run(con, "build_jobs")
+        sql.run(con, "build_job_steps")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return {t: con.execute(sql.load(f"count_{t}")).fetchone()[0] for t in ("jobs", "job_steps")}
+
+
+def map_switch_ports(con: duckdb.DuckDBPyConnection) -> int:
+    """Attach switch events to the hosts cabled to their ports; returns how many stay unmapped."""
+    sql.run(con, "map_switch_ports")
+    return con.execute(sql.load("count_unmapped_switch_events")).fetchone()[0]

@@ -1,0 +1,190 @@
+"""Shared helpers for the table-shaped inputs (tickets, topology, telemetry,
+benchmark CSVs): flexible time parsing, header matching and CSV splitting that
+keeps physical line numbers.
+
+Two CSV paths exist on purpose:
+* ``split_lines`` is vectorised (``str.split``) for large files; only lines that
+  contain a double quote go through the csv module, one line at a time, so a
+  quoted field may hold a comma but not a newline.
+* ``csv_records`` runs the csv module over the whole (small) file, so a quoted
+  field may span lines; the lines after a record's first are "merged".
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+
+import polars as pl
+
+from analysis.timeutil import local_to_utc
+
+_NUMERIC = r"^[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$"
+_NAIVE_FORMATS = ("%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d")
+
+
+def parse_time_any(expr: pl.Expr, tz: str) -> pl.Expr:
+    """Text -> naive UTC Datetime("us"). Accepts epoch s/ms/us/ns (magnitude
+    decides the unit: ms epochs exceed 1e11 from 1973 on), ISO 8601 with 'T' or
+    space, optional fraction, optional zone (Z, UTC, +hh:mm, +hhmm), and plain
+    dates. Naive stamps are local time in ``tz``. Anything else gives NULL."""
+    s = expr.cast(pl.Utf8).str.strip_chars()
+    num = pl.when(s.str.contains(_NUMERIC)).then(s.cast(pl.Float64, strict=False))
+    mag = num.abs()
+    epoch_us = (pl.when(mag >= 1e17).then(num / 1000).when(mag >= 1e14).then(num)
+                .when(mag >= 1e11).then(num * 1000).otherwise(num * 1_000_000))
+    epoch = pl.from_epoch(epoch_us.round(0).cast(pl.Int64, strict=False), time_unit="us")
+    norm = (s.str.replace(r"^(\d{4})/(\d{2})/(\d{2})", "$1-$2-$3")
+            .str.replace(r"^(\d{4}-\d{2}-\d{2})[ T]+", "${1}T")
+            .str.replace(r"(?i)\s*(?:Z|UTC|GMT)$", "+00:00")
+            .str.replace(r"\s+([+-]\d{2}:?\d{2})$", "$1"))
+    aware = (norm.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%z", strict=False, time_unit="us")
+             .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
+    naive = pl.coalesce([norm.str.to_datetime(f, strict=False, time_unit="us") for f in _NAIVE_FORMATS])
+    return pl.coalesce([epoch, aware, local_to_utc(naive, tz)]).cast(pl.Datetime("us"))
+
+
+def datetime_to_utc(series: pl.Series, tz: str) -> pl.Series:
+    """A column of any type (parquet: Datetime with/without zone, epoch number,
+    text) -> naive UTC Datetime("us")."""
+    frame = series.rename("t").to_frame()
+    dtype = series.dtype
+    if isinstance(dtype, pl.Datetime):
+        expr = pl.col("t").cast(pl.Datetime("us", dtype.time_zone))
+        expr = (expr.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+                if dtype.time_zone else local_to_utc(expr, tz))
+    elif dtype == pl.Date:
+        expr = local_to_utc(pl.col("t").cast(pl.Datetime("us")), tz)
+    else:
+        expr = parse_time_any(pl.col("t").cast(pl.Utf8), tz)
+    return frame.select(expr.cast(pl.Datetime("us")))["t"]
+
+
+def match_header(names: list[str], aliases: dict[str, tuple[str, ...]]) -> dict[str, int]:
+    """Map canonical column -> index, case-insensitively, first alias wins."""
+    lowered = [n.strip().strip('"').strip().lower() for n in names]
+    found: dict[str, int] = {}
+    for canon, alts in aliases.items():
+        for alt in (canon, *alts):
+            if alt in lowered:
+                found[canon] = lowered.index(alt)
+                break
+    return found
+
+
+def split_lines(lines: pl.DataFrame, sep: str = ",") -> pl.DataFrame:
+    """(line_no, text) -> (line_no, text, fields list[str]); fields stripped of
+    surrounding blanks. Unterminated quotes leave ``fields`` NULL."""
+    plain = lines.filter(~pl.col("text").str.contains('"', literal=True)).with_columns(
+        fields=pl.col("text").str.split(sep).list.eval(pl.element().str.strip_chars()))
+    quoted = lines.filter(pl.col("text").str.contains('"', literal=True))
+    if quoted.height:  # rare: only these lines pay for the csv module
+        parsed = [_one_line(t, sep) for t in quoted["text"]]
+        quoted = quoted.with_columns(fields=pl.Series(parsed, dtype=pl.List(pl.Utf8)))
+        plain = pl.concat([plain, quoted]).sort("line_no")
+    return plain
+
+
+def _one_line(text: str, sep: str) -> list[str] | None:
+    if text.count('"') % 2:
+        return None
+    row = next(csv.reader([text], delimiter=sep), [])
+    return [f.strip() for f in row]
+
+
+@dataclass
+class Record:
+    line_no: int  # first physical line of the record
+    fields: list[str] | None  # None: broken quoting
+    raw: str
+    n_lines: int  # physical lines the record spans
+
+
+def csv_records(lines: pl.DataFrame, sep: str = ",") -> list[Record]:
+    """All records of a small CSV with multi-line quoted fields. Blank lines give
+    a record with empty fields (the caller counts them as skipped)."""
+    consumed: list[tuple[int, str]] = []
+
+    def feed():
+        for no, text in zip(lines["line_no"], lines["text"]):
+            consumed.append((no, text))
+            yield text + "\n"
+
+    out: list[Record] = []
+    gen = feed()
+    reader = csv.reader(gen, delimiter=sep, strict=True)
+    start = 0
+    while True:
+        try:
+            row = next(reader)
+            fields = [f.strip() for f in row]
+        except StopIteration:
+            break
+        except csv.Error:  # bad quoting: the lines read so far form one broken record
+            fields = None
+            reader = csv.reader(gen, delimiter=sep, strict=True)  # resume after them
+        part = consumed[start:]
+        start = len(consumed)
+        if part:
+            out.append(Record(part[0][0], fields, "\n".join(t for _, t in part), len(part)))
+    return out
+
+
+@dataclass
+class Table:
+    rows: pl.DataFrame  # line_no, raw, then one Utf8 column per canonical name (NULL when empty/absent)
+    rejects: list[tuple[int, str, str]]  # (line_no, raw, reason)
+    skipped: int  # blank lines and header lines (repeated headers included)
+    merged: int  # continuation lines of multi-line records
+
+
+def records_table(lines: pl.DataFrame, aliases: dict[str, tuple[str, ...]], required: tuple[str, ...],
+                  what: str) -> Table:
+    """Small header-led CSV -> one Utf8 column per canonical name. Raises
+    UnrecognisedFormat when the first non-blank record is not a header naming
+    every ``required`` column (any order, any case)."""
+    from analysis.model import UnrecognisedFormat
+
+    header: dict[str, int] | None = None
+    width = 0
+    header_key: list[str] = []
+    data: list[tuple[int, str, list[str]]] = []
+    rejects: list[tuple[int, str, str]] = []
+    skipped = merged = 0
+    for rec in csv_records(lines):
+        if rec.fields is not None and not any(rec.fields):
+            skipped += rec.n_lines  # blank line (or a row of empty cells)
+            continue
+        if header is None:
+            cols = match_header(rec.fields or [], aliases)
+            missing = [c for c in required if c not in cols]
+            if rec.fields is None or missing:
+                raise UnrecognisedFormat(
+                    f"not a {what} CSV: the first line must be a header naming {', '.join(required)}"
+                    f" (missing {', '.join(missing) or 'a valid header'})")
+            header, width, header_key = cols, len(rec.fields), [f.lower() for f in rec.fields]
+            skipped += rec.n_lines
+            continue
+        merged += rec.n_lines - 1  # the record's first line carries it; the rest are merged
+        if rec.fields is None:
+            rejects.append((rec.line_no, rec.raw, "broken CSV quoting (unterminated or stray quote)"))
+        elif [f.lower() for f in rec.fields] == header_key:
+            skipped += 1  # header repeated by concatenated exports
+        elif len(rec.fields) != width and any(rec.fields[width:]) or len(rec.fields) < width:
+            rejects.append((rec.line_no, rec.raw, f"{len(rec.fields)} fields, header has {width}"))
+        else:
+            data.append((rec.line_no, rec.raw, rec.fields))
+    cols = {"line_no": [d[0] for d in data], "raw": [d[1] for d in data]}
+    for canon in aliases:
+        idx = header.get(canon) if header else None
+        cols[canon] = [(d[2][idx] or None) if idx is not None else None for d in data]
+    schema = {"line_no": pl.Int64, "raw": pl.Utf8, **{c: pl.Utf8 for c in aliases}}
+    return Table(pl.DataFrame(cols, schema=schema), rejects, skipped, merged)
+
+
+def rejects_frame(listed: list[tuple[int, str, str]], bad: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Combine python-side rejects with a polars frame of (line_no, raw, reason)."""
+    from analysis.lines import make_rejects
+    frames = [make_rejects([r[0] for r in listed], [r[1] for r in listed], [r[2] for r in listed])]
+    if bad is not None and bad.height:
+        frames.append(make_rejects(bad["line_no"], bad["raw"], bad["reason"].to_list()))
+    return pl.concat(frames).sort("line_no")

@@ -1,0 +1,146 @@
+"""Slurm accounting: ``sacct --parsable2`` dumps (with or without header).
+
+sacct does not escape its delimiter or newlines inside free-text fields, so a
+row can arrive with too many fields (``|`` in a job name) or split over lines
+(newline in a comment or submit line). Rows with the right field count are
+split in bulk; the rare wrong ones are repaired in Python (see
+:mod:`analysis.parsers.sacct_repair`) or rejected with a reason.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from analysis.hosts import HostlistError, expand_hostlist
+from analysis.lines import make_rejects
+from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
+from analysis.parsers.sacct_repair import JOBID_RE, repair_rows
+from analysis.timeutil import local_to_utc, parse_duration_s
+
+# The field list SPEC.md asks sites to dump; used when a file has no header.
+DEFAULT_COLUMNS = ("JobID,JobIDRaw,JobName,User,Account,Partition,QOS,Priority,State,ExitCode,Reason,"
+                   "Submit,Eligible,Start,End,Elapsed,NNodes,AllocTRES,NodeList,Restarts,SubmitLine").split(",")
+DELIMITERS = ("^|^", "|#", "|")
+TIME_FMT = "%Y-%m-%dT%H:%M:%S"
+
+
+def detect_delimiter(first_line: str) -> str:
+    for delim in DELIMITERS:
+        if delim in first_line:
+            return delim
+    return "|"
+
+
+def _columns(lines: pl.DataFrame, ctx: ParseContext) -> tuple[list[str], str, int | None]:
+    """Column names, delimiter, and the line_no of the header (None: no header)."""
+    nonblank = lines.filter(pl.col("text").str.strip_chars() != "")
+    if nonblank.height == 0:
+        return list(DEFAULT_COLUMNS), ctx.options.sacct_delimiter or "|", None
+    first_no, first = nonblank.row(0)
+    delim = ctx.options.sacct_delimiter or detect_delimiter(first)
+    fields = first.split(delim)
+    if any(f.strip().lower() == "jobid" for f in fields):
+        return [f.strip() for f in fields], delim, first_no
+    return list(ctx.options.sacct_columns or DEFAULT_COLUMNS), delim, None
+
+
+def _field(df: pl.DataFrame, names: dict[str, int], name: str) -> pl.Expr:
+    idx = names.get(name.lower())
+    if idx is None:
+        return pl.lit(None, dtype=pl.Utf8)
+    return pl.col("fields").list.get(idx, null_on_oob=True)
+
+
+def _time(expr: pl.Expr, tz: str) -> pl.Expr:
+    return local_to_utc(expr.str.to_datetime(TIME_FMT, strict=False, time_unit="us"), tz)
+
+
+def _expand_nodes(node_lists: pl.Series) -> pl.DataFrame:
+    """Expand each distinct NodeList once (lists repeat across steps and jobs)."""
+    keys = node_lists.drop_nulls().unique().to_list()
+    values = []
+    for key in keys:
+        try:
+            values.append(list(expand_hostlist(key)))
+        except HostlistError:
+            values.append(None)  # kept as node_list text; nodes NULL
+    return pl.DataFrame({"node_list": keys, "nodes": values},
+                        schema={"node_list": pl.Utf8, "nodes": pl.List(pl.Utf8)})
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+    columns, delim, header_no = _columns(lines, ctx)
+    names: dict[str, int] = {}
+    for i, col in enumerate(columns):
+        names.setdefault(col.lower(), i)  # a repeated column (gcm dumps end with End twice): first wins
+    if "jobid" not in names:
+        raise UnrecognisedFormat("sacct dump without a JobID column (no header and no --sacct-columns?)")
+    header_text = delim.join(columns)
+    body = lines.filter(pl.col("line_no") != (header_no or -1))
+    blank = (pl.col("text").str.strip_chars() == "") | (pl.col("text") == header_text)
+    skipped = lines.height - body.height + body.filter(blank).height
+    body = body.filter(~blank).with_columns(
+        n=pl.col("text").str.count_matches(delim, literal=True) + 1)
+
+    good = body.filter(pl.col("n") == len(columns)).select(
+        "line_no", fields=pl.col("text").str.split(delim))
+    repaired, rejects, merged = repair_rows(body.filter(pl.col("n") != len(columns)), body,
+                                            columns, names, delim)
+    records = pl.concat([good, repaired], how="vertical_relaxed") if repaired.height else good
+    records, bad_ids = _parse_fields(records, names, ctx.options.tz)
+    if bad_ids.height:
+        raw = lines.join(bad_ids, on="line_no").sort("line_no")
+        rejects = pl.concat([rejects, make_rejects(raw["line_no"], raw["text"],
+                            [f"unparseable JobID '{j}'" for j in bad_ids.sort("line_no")["job_id_text"]])])
+    return ParseResult(tables={"sacct_records": records}, rejects=rejects,
+                       skipped=skipped, merged=merged, format=f"sacct{delim}")
+
+
+def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    f = lambda name: _field(records, names, name)  # noqa: E731
+    blank_none = lambda e: pl.when(e.str.strip_chars().is_in(["", "Unknown", "None"])).then(None).otherwise(e)  # noqa: E731
+    df = records.with_columns(
+        job_id_text=f("JobID").str.strip_chars(),
+        raw_text=f("JobIDRaw").str.strip_chars(),
+    ).with_columns(jid=pl.col("job_id_text").str.extract_groups(JOBID_RE))
+    bad = df.filter(pl.col("jid").struct.field("base").is_null()).select("line_no", "job_id_text")
+    df = df.filter(pl.col("jid").struct.field("base").is_not_null())
+    jid = pl.col("jid").struct
+    state = f("State").str.strip_chars().str.extract_groups(r"^(?P<state>\S+)(?:\s+by\s+(?P<by>\S+))?")
+    exit_parts = f("ExitCode").str.extract_groups(r"^(?P<code>-?\d+):(?P<sig>-?\d+)$")
+    tres = f("AllocTRES")
+    gpus_plain = tres.str.extract(r"(?:^|,)gres/gpu=(\d+)").cast(pl.Int32, strict=False)
+    gpus_typed = tres.str.extract_all(r"gres/gpu:[^=,]+=(\d+)").list.eval(
+        pl.element().str.extract(r"=(\d+)").cast(pl.Int32)).list.sum()
+    elapsed = parse_duration_s(f("Elapsed"))
+    out = df.select(
+        job_id=pl.col("job_id_text").str.extract(r"^([^.]+)"),
+        job_id_raw=pl.coalesce(pl.col("raw_text").str.extract(r"^([^.]+)"),
+                               pl.col("job_id_text").str.extract(r"^([^.]+)")),
+        step_id=jid.field("step"),
+        array_job_id=pl.when(jid.field("task").is_not_null()).then(jid.field("base").cast(pl.Int64)),
+        array_task_id=jid.field("task").cast(pl.Int64, strict=False),
+        array_task_spec=pl.when(jid.field("task").str.starts_with("[")).then(jid.field("task")),
+        het_offset=jid.field("het").cast(pl.Int32),
+        user_name=blank_none(f("User")), account=blank_none(f("Account")),
+        job_name=f("JobName"), partition=blank_none(f("Partition")), qos=blank_none(f("QOS")),
+        priority=f("Priority").cast(pl.Int64, strict=False),
+        state=state.struct.field("state").str.to_uppercase(),
+        state_raw=f("State"),
+        cancelled_by=state.struct.field("by"),
+        exit_code=exit_parts.struct.field("code").cast(pl.Int32),
+        exit_signal=exit_parts.struct.field("sig").cast(pl.Int32),
+        reason=blank_none(f("Reason")),
+        submit_time=_time(f("Submit"), tz), eligible_time=_time(f("Eligible"), tz),
+        start_time=_time(f("Start"), tz), end_time=_time(f("End"), tz),
+        elapsed_s=pl.coalesce(elapsed, f("ElapsedRaw").cast(pl.Int64, strict=False)),
+        n_nodes=pl.coalesce(f("NNodes"), f("AllocNodes")).cast(pl.Int32, strict=False),
+        n_gpus=pl.when(tres.is_null() | (tres == "")).then(None)
+        .otherwise(pl.coalesce(gpus_plain, gpus_typed, pl.lit(0, pl.Int32))).cast(pl.Int32),
+        alloc_tres=blank_none(tres),
+        node_list=blank_none(f("NodeList")),
+        restarts=f("Restarts").cast(pl.Int32, strict=False),
+        submit_line=blank_none(f("SubmitLine")),
+        line_no=pl.col("line_no"),
+    )
+    out = out.join(_expand_nodes(out["node_list"]), on="node_list", how="left", maintain_order="left")
+    return out, bad

@@ -1,0 +1,106 @@
+"""Repair of sacct rows whose field count is wrong.
+
+Only the rows with the wrong count pass through here (a handful per dump), so
+plain Python is fine. Two faults are repaired when the fix is unambiguous:
+
+* a newline inside a field splits one row over several lines: consecutive
+  short lines whose field counts add up (n1 + n2 - 1 = expected) are joined;
+* a delimiter inside a free-text field (JobName, SubmitLine, ...) gives extra
+  fields: they are folded back into the free-text field, trying each free-text
+  column present and keeping the placement for which every typed column
+  (JobID, State, times, ExitCode, NNodes, Elapsed) still parses. Zero or
+  several valid placements: the row is rejected as ambiguous.
+"""
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from analysis.lines import empty_rejects, make_rejects
+
+JOBID_RE = r"^(?P<base>\d+)(?:_(?P<task>\d+|\[[^\]]*\]))?(?:\+(?P<het>\d+))?(?:\.(?P<step>[A-Za-z0-9_+-]+))?$"
+FREE_TEXT = ("jobname", "submitline", "comment", "admincomment", "systemcomment", "workdir",
+             "constraints", "reason", "container", "extra")
+_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None|)$")
+_CHECKS = {
+    "jobid": re.compile(JOBID_RE), "jobidraw": re.compile(r"^(\d+(\.\S+)?|)$"),
+    "state": re.compile(r"^([A-Z_]+(\+|\*)?( by \d+)?|)$"), "exitcode": re.compile(r"^(-?\d+:-?\d+|)$"),
+    "nnodes": re.compile(r"^\d*$"), "elapsed": re.compile(r"^((\d+-)?\d+:\d\d:\d\d|INVALID|)$"),
+    "submit": _TIME, "eligible": _TIME, "start": _TIME, "end": _TIME,
+}
+
+
+def _valid(fields: list[str], names: dict[str, int]) -> bool:
+    return all(rx.match(fields[names[col]]) for col, rx in _CHECKS.items() if col in names)
+
+
+def _fold_extras(fields: list[str], names: dict[str, int], delim: str, ncols: int) -> tuple[list[str] | None, str]:
+    extra = len(fields) - ncols
+    placements = []
+    for col in FREE_TEXT:
+        if col not in names:
+            continue
+        k = names[col]
+        candidate = fields[:k] + [delim.join(fields[k:k + extra + 1])] + fields[k + extra + 1:]
+        if _valid(candidate, names):
+            placements.append((col, candidate))
+    if len(placements) == 1:
+        return placements[0][1], ""
+    if not placements:
+        return None, f"{len(fields)} fields, expected {ncols}, and no free-text field can hold the extra delimiters"
+    cols = ", ".join(c for c, _ in placements)
+    return None, f"{len(fields)} fields, expected {ncols}: the extra '{delim}' could belong to any of {cols}"
+
+
+def repair_rows(bad: pl.DataFrame, body: pl.DataFrame, columns: list[str], names: dict[str, int],
+                delim: str) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    """Return (repaired rows as (line_no, fields), rejects, lines merged)."""
+    empty = pl.DataFrame(schema={"line_no": pl.Int64, "fields": pl.List(pl.Utf8)})
+    if bad.height == 0:
+        return empty, empty_rejects(), 0
+    ncols = len(columns)
+    # Work on the whole non-blank body in order, so a split row can borrow the
+    # line that follows it; only positions flagged bad start a repair.
+    line_nos = body["line_no"].to_list()
+    texts = body["text"].to_list()
+    counts = body["n"].to_list()
+    pos_of = {ln: i for i, ln in enumerate(line_nos)}
+    out_no, out_fields, rej_no, rej_raw, rej_reason = [], [], [], [], []
+    merged = 0
+    consumed: set[int] = set()
+    for ln in bad["line_no"].to_list():
+        i = pos_of[ln]
+        if i in consumed:
+            continue
+        if counts[i] > ncols:
+            fields, why = _fold_extras(texts[i].split(delim), names, delim, ncols)
+        else:
+            fields, why, j = _join_split(i, texts, counts, ncols, delim, names)
+            if fields is not None:
+                consumed.update(range(i + 1, j + 1))
+                merged += j - i
+        if fields is None:
+            rej_no.append(ln)
+            rej_raw.append(texts[i])
+            rej_reason.append(why)
+        else:
+            out_no.append(ln)
+            out_fields.append(fields)
+    repaired = pl.DataFrame({"line_no": out_no, "fields": out_fields}, schema=empty.schema)
+    rejects = make_rejects(rej_no, rej_raw, rej_reason) if rej_no else empty_rejects()
+    return repaired, rejects, merged
+
+
+def _join_split(i, texts, counts, ncols, delim, names):
+    """Join line i with the lines after it while the field count stays <= ncols."""
+    total, j = counts[i], i
+    while total < ncols and j + 1 < len(texts) and counts[j + 1] < ncols and total + counts[j + 1] - 1 <= ncols:
+        j += 1
+        total += counts[j] - 1
+    if total == ncols and j > i:
+        fields = "\n".join(texts[i:j + 1]).split(delim)
+        if _valid(fields, names):
+            return fields, "", j
+        return None, "lines join to the right field count but typed fields do not parse", i
+    return None, f"truncated row: {counts[i]} of {ncols} fields", i

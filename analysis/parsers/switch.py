@@ -1,0 +1,210 @@
+"""Switch syslog (Cisco NX-OS/IOS, NVIDIA Onyx/NVOS/Cumulus, Arista EOS) -> node_events.
+
+Switch logs arrive through relays that each prepend their own header, so one
+file mixes many header shapes. Each shape is one regex; all are run over the
+column and the first that matches a line wins (no Python loop over lines).
+``host`` stays NULL: the engine maps (reporter, device) to compute hosts with
+the topology table, normalising the topology's port column with
+:func:`normalize_port` so both sides agree.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from analysis.lines import make_rejects
+from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
+from analysis.timeutil import TZ_ABBREV_MINUTES, infer_year, month_number, shift_by_abbrev
+
+SEVERITIES = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"]
+# Onyx writes "[mgmtd.NOTICE]:" after the tag; used when the line has no <PRI>.
+_WORD_SEVERITY = {s: s for s in SEVERITIES} | {"emergency": "emerg", "critical": "crit", "error": "err",
+                                               "warn": "warning", "informational": "info"}
+
+# --- header building blocks -------------------------------------------------
+# Host: name or IPv4. It must contain a letter or a dot, so a bare number (a
+# sequence number, a year) is never taken for the host.
+_HOST = r"[\w-]*[A-Za-z.][\w.-]*"
+_TIME = r"(?P<H>\d{1,2}):(?P<M>\d\d):(?P<S>\d\d)(?P<frac>\.\d+)?"
+# BSD stamp "May  2 15:21:27(.206)"; IOS prefixes '*' (clock not synced) or '.'.
+_BSD = r"[*.]?(?P<mon>[A-Za-z]{3}) +(?P<day>\d{1,2}) +" + _TIME
+_RELAY = r"[A-Za-z]{3} +\d{1,2} +\d{1,2}:\d\d:\d\d(?:\.\d+)?"  # a relay's stamp, superseded by the device's
+_ISO = (r"(?P<year>\d{4})-(?P<mon>\d\d)-(?P<day>\d\d)[T ]" + _TIME
+        + r"(?P<off>Z|[+-]\d\d:?\d\d)?")
+_TAG = r"(?:(?P<prog>[\w./-]+)(?:\[\d+\])? ?: +)?"  # "switchd[19517]: ", "Ebra: ", "AEST: "
+
+# Order matters: the first pattern that matches a line wins.
+PATTERNS: dict[str, str] = {
+    # <189>1 2023-05-02T12:57:15.123Z leaf01 switchd 1234 - [sd@1 a="b"] msg
+    "rfc5424": r"^1 " + _ISO + r" +(?P<host>\S+) +(?P<prog>\S+) +\S+ +\S+ +(?:-|(?:\[(?:[^\]\\]|\\.)*\])+) ?(?P<msg>.*)$",
+    # rsyslog/Cumulus/NVUE: 2017-05-22T11:21:07.153894-04:00 leaf01 switchd[19517]: msg
+    "iso": r"^" + _ISO + r" +(?P<host>" + _HOST + r") +" + _TAG + r"(?P<msg>.*)$",
+    # NX-OS/IOS device stamp ending in ':' with optional relay stamp, sequence
+    # numbers, host and zone in front; e.g. ": 2023 May  2 12:55:19 UTC: ",
+    # "May 3 13:20:50 10.100.0.34 6031594: May 3 13:20:48.739 AEST: ",
+    # "109692: 10.100.0.36: May 9 14:40:12.903: ", "May  3 13:55:35 h 2023 May  3 ...".
+    "nxos": (r"^(?:" + _RELAY + r" +)?(?:\d+: +)?(?:(?P<host>" + _HOST + r")(?:(?: +\d+)? *:)? +|: +)?"
+             r"(?:(?P<year>\d{4}) +)?" + _BSD + r"(?: +(?P<tz>[A-Z]{2,5}))? ?:(?: +|$)(?P<msg>.*)$"),
+    # NX-OS local logfile: 2023 May  1 22:58:09 switchname msg
+    "nxos-local": r"^(?P<year>\d{4}) +" + _BSD + r" +(?P<host>" + _HOST + r") +(?P<msg>.*)$",
+    # RFC 3164: May  2 15:21:27 leaf01 prog[pid]: msg (Onyx, EOS, Linux-based NOS)
+    "rfc3164": r"^" + _BSD + r" +(?P<host>" + _HOST + r") +" + _TAG + r"(?P<msg>.*)$",
+}
+FIELDS = ["year", "mon", "day", "H", "M", "S", "frac", "off", "tz", "host", "prog", "msg"]
+
+# --- message fields ---------------------------------------------------------
+# Cisco mnemonic %FAC[-SUB]-N-MNEMONIC: the digit before the mnemonic is the severity.
+_CODE = r"%(?P<code>[A-Z][A-Z0-9_]*(?:-[A-Z0-9_]+)*?-(?P<lvl>[0-7])-[A-Z][A-Z0-9_]*) ?:"
+_ONYX_LEVEL = r"^\[[\w.-]+\.([A-Za-z]+)\]"
+# Port names as switches print them; long IOS names before their prefixes.
+_PORT = (r"(?i)\b((?:[a-z]*ethernet|[a-z]*gige|eth|gi|te|tw|twe|fa|fo|hu|ib|swp)"
+         r" ?\d+(?:/\d+)*(?:s\d+|:\d+)?)\b")
+_BARE_PORT = r"(?i)\b(?:interface|port) +(\d+(?:/\d+)+)\b"  # "Interface 1/5 ..." on some NOSes
+
+# IOS long interface names -> Cisco's own short forms; Ethernet -> eth (NX-OS "Eth1/1").
+_PORT_PREFIXES = [("tengigabitethernet", "te"), ("twentyfivegige", "twe"), ("fortygigabitethernet", "fo"),
+                  ("hundredgigabitethernet", "hu"), ("hundredgige", "hu"), ("twogigabitethernet", "tw"),
+                  ("fivegigabitethernet", "fi"), ("gigabitethernet", "gi"), ("fastethernet", "fa"),
+                  ("ethernet", "eth"), ("infiniband", "ib")]
+
+_DOWN = (r"changed state to (?:administratively )?down|kernel carrier: down|carrier (?:is )?down"
+         r"|operational state (?:is |changed to )?down|link (?:is |went |state (?:is |changed to )?)?down"
+         r"|interface \S+,? is (?:now )?down")
+_UP = _DOWN.replace("(?:administratively )?", "").replace("down", "up")
+_PORT_ERRORS = (r"symbol error|\bber\b|bit error|\bcrc\b|fcs error|parity|excessive_\w*error|input errors"
+                r"|pcs error|fec (?:un)?correct")
+_OPTICS = r"xcvr|sff8472|transceiver|\brx power|\btx power|\boptic|\bddm\b|\bdom\b"
+
+
+def normalize_port(expr: pl.Expr) -> pl.Expr:
+    """Canonical port name, applied to log devices and to the topology's port
+    column alike: lowercase, no spaces, Ethernet1/42|Eth1/42 -> eth1/42,
+    GigabitEthernet2/0/4 -> gi2/0/4, TenGigabitEthernet2/0/17 -> te2/0/17;
+    swp51, ib1/5 and bare 1/5 stay as they are."""
+    out = expr.str.to_lowercase().str.replace_all(r"\s+", "")
+    for long, short in _PORT_PREFIXES:
+        out = out.str.replace(f"^{long}", short)
+    return out
+
+
+def _kind(msg: pl.Expr, code: pl.Expr, device: pl.Expr) -> pl.Expr:
+    m = msg.str.to_lowercase()
+    c = code.fill_null("")
+    has_dev = device.is_not_null()
+    return (
+        pl.when(m.str.contains(r"^last message repeated \d+ times?")).then(pl.lit("repeat"))
+        # NX-OS states the reason in the mnemonic (IF_DOWN_LINK_FAILURE, IF_DOWN_ADMIN_DOWN ...);
+        # rules tell admin-down from failures by code, so all IF_DOWN_* are link_down.
+        .when(c.str.contains(r"-IF_DOWN")).then(pl.lit("link_down"))
+        .when(c.str.contains(r"-IF_UP$")).then(pl.lit("link_up"))
+        .when(m.str.contains(r"flap")).then(pl.lit("link_flap"))
+        .when(m.str.contains(_PORT_ERRORS)).then(pl.lit("port_errors"))
+        .when(m.str.contains(_OPTICS) | c.str.contains("XCVR|SFF8472")).then(pl.lit("optics"))
+        # Free-text link states only count when they name a port: "changed state to
+        # down" is also printed for VLANs, BFD and routing sessions.
+        .when(has_dev & m.str.contains(_DOWN)).then(pl.lit("link_down"))
+        .when(has_dev & m.str.contains(_UP)).then(pl.lit("link_up"))
+        .otherwise(pl.lit("other"))
+    )
+
+
+def _year_reference(ctx: ParseContext) -> tuple[int, int]:
+    """(year, month) that year-less stamps are placed against. A configured
+    year takes every month as is; the file mtime rolls later months back."""
+    if ctx.options.syslog_year:
+        return ctx.options.syslog_year, 12
+    mtime = ctx.mtime
+    return mtime.year, mtime.month
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+    blank = lines["text"].str.strip_chars().str.len_chars() == 0
+    skipped = int(blank.sum())
+    df = lines.filter(~blank)
+
+    # <PRI> is common to every shape; take it off once.
+    df = df.with_columns(
+        pri=pl.col("text").str.extract(r"^\s*<(\d{1,3})>", 1).cast(pl.Int32, strict=False),
+        body=pl.col("text").str.replace(r"^\s*(?:<\d{1,3}>)?\s*", ""),
+    ).with_columns(**{f"_p{i}": pl.col("body").str.extract_groups(p) for i, p in enumerate(PATTERNS.values())})
+
+    def pick(field: str) -> pl.Expr:
+        """``field`` from the first pattern that matched the line."""
+        expr = pl.when(False).then(pl.lit(None, pl.Utf8))
+        for i, pattern in enumerate(PATTERNS.values()):
+            value = pl.col(f"_p{i}").struct.field(field) if f"(?P<{field}>" in pattern else pl.lit(None, pl.Utf8)
+            expr = expr.when(pl.col(f"_p{i}").struct.field("msg").is_not_null()).then(value)
+        return expr
+
+    which = pl.when(False).then(pl.lit(None, pl.Utf8))
+    for i, name in enumerate(PATTERNS):
+        which = which.when(pl.col(f"_p{i}").struct.field("msg").is_not_null()).then(pl.lit(name))
+    df = df.with_columns(which.alias("shape"), *[pick(f).alias(f) for f in FIELDS]).drop(
+        [f"_p{i}" for i in range(len(PATTERNS))])
+
+    unmatched = df.filter(pl.col("shape").is_null())
+    df = df.filter(pl.col("shape").is_not_null())
+    if df.height == 0 and unmatched.height:
+        raise UnrecognisedFormat("no line has a switch syslog header (RFC 3164/5424, ISO, NX-OS)")
+
+    # A 3164 tag that is a zone abbreviation ("ac45ce-sr1 AEST: %SFF...") is a zone, not a program.
+    tz_tag = pl.col("prog").str.to_uppercase().is_in(list(TZ_ABBREV_MINUTES)) & (pl.col("shape") == "rfc3164")
+    df = df.with_columns(
+        tz=pl.when(tz_tag).then(pl.col("prog")).otherwise(pl.col("tz")),
+        prog=pl.when(tz_tag | (pl.col("prog") == "-")).then(None).otherwise(pl.col("prog")),
+        host=pl.when(pl.col("host") == "-").then(None).otherwise(pl.col("host")),
+        msg=pl.col("msg").str.strip_prefix("\ufeff"),  # RFC 5424 BOM
+        mon=pl.coalesce(pl.col("mon").cast(pl.Int32, strict=False), month_number(pl.col("mon"))),
+    )
+
+    # --- time: device stamp (year or inferred) + zone/offset -> naive UTC ---
+    year = pl.col("year").cast(pl.Int32, strict=False)
+    if df.select(year.is_null().any()).item():
+        ref_year, ref_month = _year_reference(ctx)
+        year = pl.coalesce(year, infer_year(pl.col("mon"), ref_year, ref_month))
+    stamp = pl.concat_str([year, pl.lit("-"), pl.col("mon"), pl.lit("-"), pl.col("day"), pl.lit(" "),
+                           pl.col("H"), pl.lit(":"), pl.col("M"), pl.lit(":"), pl.col("S")])
+    naive = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us") + pl.duration(
+        microseconds=pl.col("frac").str.slice(1, 6).str.pad_end(6, "0").cast(pl.Int64).fill_null(0))
+    off = pl.col("off").str.replace(":", "").str.replace("^Z$", "+0000")
+    off_min = (pl.when(off.str.slice(0, 1) == "-").then(-1).otherwise(1)
+               * (off.str.slice(1, 2).cast(pl.Int64) * 60 + off.str.slice(3, 2).cast(pl.Int64)))
+    df = df.with_columns(event_time=pl.when(off_min.is_not_null()).then(naive - pl.duration(minutes=off_min))
+                         .otherwise(shift_by_abbrev(naive, pl.col("tz"), ctx.options.tz)))
+    bad_time = df.filter(pl.col("event_time").is_null())
+    df = df.filter(pl.col("event_time").is_not_null())
+
+    # --- message fields ---
+    code_parts = pl.col("msg").str.extract_groups(_CODE)
+    df = df.with_columns(_code=code_parts).with_columns(
+        device=normalize_port(pl.coalesce(pl.col("msg").str.extract(_PORT, 1),
+                                          pl.col("msg").str.extract(_BARE_PORT, 1))),
+        code=pl.coalesce(pl.col("_code").struct.field("code"), pl.col("prog")),
+        severity=pl.coalesce(
+            pl.when(pl.col("pri") <= 191).then(pl.col("pri") % 8),
+            pl.col("_code").struct.field("lvl").cast(pl.Int32),
+        ).replace_strict(dict(enumerate(SEVERITIES)), default=None, return_dtype=pl.Utf8),
+    ).with_columns(
+        severity=pl.coalesce(pl.col("severity"), pl.col("msg").str.extract(_ONYX_LEVEL, 1).str.to_lowercase()
+                             .replace_strict(_WORD_SEVERITY, default=None, return_dtype=pl.Utf8)),
+        kind=_kind(pl.col("msg"), pl.col("code"), pl.col("device")),
+    )
+    events = df.select(
+        pl.col("event_time").cast(pl.Datetime("us")),
+        pl.lit(None, pl.Utf8).alias("host"),
+        pl.lit("switch").alias("source"),
+        "kind", "code", "severity",
+        pl.col("msg").alias("message"),
+        "device",
+        pl.coalesce(pl.col("host"), pl.lit(ctx.host_hint, pl.Utf8)).alias("reporter"),
+        "line_no",
+    )
+
+    rejects = pl.concat([
+        make_rejects(unmatched["line_no"], unmatched["text"],
+                     "no switch syslog header (expected RFC 3164/5424, ISO-stamp rsyslog or NX-OS stamp)"),
+        make_rejects(bad_time["line_no"], bad_time["text"],
+                     "invalid timestamp (impossible date/time or a local time skipped by DST)"),
+    ]).sort("line_no")
+    shapes = df["shape"].value_counts(sort=True)["shape"].to_list() if df.height else []
+    return ParseResult(tables={"node_events": events}, rejects=rejects, skipped=skipped,
+                       format="switch-syslog:" + "+".join(shapes) if shapes else "switch-syslog")

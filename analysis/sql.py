@@ -1,0 +1,31 @@
+"""Load and run the statements in sql/ (one statement or script per file)."""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import duckdb
+
+SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
+
+
+@lru_cache(maxsize=None)
+def load(name: str) -> str:
+    return (SQL_DIR / f"{name}.sql").read_text()
+
+
+def statements(name: str) -> list[str]:
+    """Split a script on ';' at line ends (our .sql files keep ';' out of strings)."""
+    text = "\n".join(line for line in load(name).splitlines() if not line.strip().startswith("--"))
+    return [s.strip() for s in text.split(";\n") if s.strip().strip(";")]
+
+
+def run(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None) -> None:
+    for stmt in statements(name):
+        used = {k: v for k, v in (params or {}).items() if f"${k}" in stmt}
+        con.execute(stmt, used or None)
+
+
+def query(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None):
+    """Run a single SELECT from sql/ and return a polars frame."""
+    return con.sql(load(name), params=params or None).pl()

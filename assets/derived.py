@@ -1,0 +1,31 @@
+"""Tables derived from the raw ingest: jobs, job_steps, node_events with hosts mapped."""
+
+from dagster import AssetCheckResult, MaterializeResult, asset, asset_check
+
+from analysis import sql
+from analysis.jobs import build_jobs, map_switch_ports
+from pipelines.resources import Warehouse
+
+
+@asset(deps=["sacct_records"], group_name="slurm",
+       description="One row per job instance (requeues numbered by `instance`), deduplicated across dumps; and job_steps.")
+def jobs(warehouse: Warehouse) -> MaterializeResult:
+    with warehouse.connect() as con:
+        counts = build_jobs(con)
+    return MaterializeResult(metadata=counts)
+
+
+@asset_check(asset=jobs, blocking=True, description="(job_id, instance) identifies one row.")
+def jobs_instance_unique(warehouse: Warehouse) -> AssetCheckResult:
+    with warehouse.connect() as con:
+        dupes = con.execute(sql.load("jobs_duplicate_instances")).fetchone()[0]
+    return AssetCheckResult(passed=dupes == 0, metadata={"duplicate_keys": dupes})
+
+
+@asset(deps=["kernel_events", "switch_events", "health_results", "node_state_periods", "topology"],
+       group_name="events", description="Kernel, switch, health and Slurm node events; switch ports mapped to hosts.")
+def node_events(warehouse: Warehouse) -> MaterializeResult:
+    with warehouse.connect() as con:
+        unmapped = map_switch_ports(con)
+        total = con.execute(sql.load("count_node_events")).fetchone()[0]
+    return MaterializeResult(metadata={"events": total, "switch_events_unmapped": unmapped})

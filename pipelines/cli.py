@@ -1,0 +1,97 @@
+"""The `goodput` command line."""
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from analysis import sql, warehouse
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_SOURCE = REPO / "tests" / "fixtures" / "demo_source"
+
+
+def _db_option(f):
+    return click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")(f)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """goodput: why GPU jobs fail, which nodes are lemons, how much training time the fleet loses."""
+
+
+@main.command()
+@click.option("--source", "source", required=True, type=click.Path(path_type=Path),
+              help="Source directory: slurm/, slurm_events/, kernel/, switch/, health/, benchmarks/, telemetry/, tickets/, topology/.")
+@_db_option
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out"), show_default=True,
+              help="Directory for the run summary (and, later, reports and exports).")
+@click.option("--tz", default=None, help="Time zone of naive timestamps in the logs (e.g. Europe/Paris) [default: UTC].")
+@click.option("--sacct-delimiter", default=None, help="sacct field delimiter [default: detected: '|', '|#' or '^|^'].")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the summary, no per-file progress.")
+def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimiter: str | None, quiet: bool) -> None:
+    """Ingest everything under SOURCE and materialize every asset."""
+    from pipelines.runner import SourceError, run_pipeline
+
+    _setup_logging(quiet)
+    try:
+        result = run_pipeline(source, db or warehouse.default_db_path(), out, tz=tz, sacct_delimiter=sacct_delimiter)
+    except SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(result.report())
+    if not result.success:
+        sys.exit(1)
+
+
+@main.command()
+@_db_option
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/demo"), show_default=True)
+@click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
+def demo(db: Path | None, out: Path, quiet: bool) -> None:
+    """Run the whole pipeline on the built-in sample cluster data."""
+    from pipelines.runner import run_pipeline
+
+    _setup_logging(quiet)
+    db = db or Path("data/demo.duckdb")
+    click.echo(f"goodput demo: source {DEMO_SOURCE}, warehouse {db}")
+    result = run_pipeline(DEMO_SOURCE, db, out)
+    click.echo(result.report())
+    click.echo(f"\nTry: goodput sql --db {db} \"SELECT state, count(*) FROM jobs GROUP BY ALL\"")
+    if not result.success:
+        sys.exit(1)
+
+
+@main.command("sql")
+@_db_option
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
+@click.option("--max-rows", default=50, show_default=True, help="Rows shown in table mode.")
+@click.argument("query")
+def sql_command(db: Path | None, as_csv: bool, max_rows: int, query: str) -> None:
+    """Run an ad-hoc read-only QUERY against the warehouse."""
+    import duckdb
+    import polars as pl
+
+    try:
+        con = warehouse.connect(db or warehouse.default_db_path(), read_only=True)
+        frame = con.sql(query).pl()
+    except (FileNotFoundError, duckdb.Error) as exc:
+        raise click.ClickException(str(exc).splitlines()[0]) from None
+    if as_csv:
+        click.echo(frame.write_csv(), nl=False)
+        return
+    with pl.Config(tbl_rows=max_rows, tbl_cols=-1, tbl_width_chars=200, fmt_str_lengths=60,
+                   tbl_hide_dataframe_shape=True):
+        click.echo(frame)
+    click.echo(f"({frame.height} rows)")
+
+
+def _setup_logging(quiet: bool) -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
+    logging.getLogger("goodput").setLevel(logging.WARNING if quiet else logging.INFO)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Dagster resources: where the warehouse lives and where the logs come from."""
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from dagster import ConfigurableResource
+
+from analysis import warehouse
+from analysis.ingest import load_options
+from analysis.model import IngestOptions
+
+
+class Warehouse(ConfigurableResource):
+    """The DuckDB file. Default ./data/warehouse.duckdb, or $GOODPUT_DB."""
+    db_path: str = os.environ.get("GOODPUT_DB", str(warehouse.DEFAULT_DB))
+
+    @contextmanager
+    def connect(self):
+        con = warehouse.connect(Path(self.db_path))
+        try:
+            yield con
+        finally:
+            con.close()
+
+
+class LogSources(ConfigurableResource):
+    """The source directory (one folder per source) and how to read it."""
+    source_dir: str = os.environ.get("GOODPUT_SOURCE", "tests/fixtures/demo_source")
+    tz: str | None = None  # overrides goodput.yaml in the source directory
+    sacct_delimiter: str | None = None
+
+    def options(self) -> IngestOptions:
+        return load_options(Path(self.source_dir), tz=self.tz, sacct_delimiter=self.sacct_delimiter)

@@ -1,0 +1,69 @@
+"""Run every asset in-process (what `goodput run` and `goodput demo` do)."""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+from dagster import DagsterInstance, materialize
+
+from analysis import sql, warehouse
+from analysis.ingest import discover
+from pipelines.definitions import all_assets, all_checks
+from pipelines.resources import LogSources, Warehouse
+
+QUIET_DAGSTER = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+class SourceError(ValueError):
+    pass
+
+
+@dataclass
+class RunResult:
+    success: bool
+    summary: pl.DataFrame
+    problems: pl.DataFrame
+    failed: list[str]
+    db: Path
+
+    def report(self) -> str:
+        with pl.Config(tbl_rows=50, tbl_cols=-1, tbl_width_chars=160, tbl_hide_dataframe_shape=True,
+                       tbl_hide_column_data_types=True):
+            lines = [f"Warehouse: {self.db}", str(self.summary)]
+        for path, source, status, message in self.problems.iter_rows():
+            lines.append(f"  {status}: {path}: {message}")
+        if self.failed:
+            lines.append("FAILED: " + ", ".join(self.failed))
+        else:
+            lines.append("All assets materialized; all checks passed.")
+        return "\n".join(lines)
+
+
+def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
+                 sacct_delimiter: str | None = None) -> RunResult:
+    source = Path(source)
+    if not source.is_dir():
+        raise SourceError(f"source directory {source} does not exist")
+    if not discover(source):
+        raise SourceError(f"source directory {source} holds no files (expected slurm/, kernel/, switch/, ... folders)")
+    resources = {"warehouse": Warehouse(db_path=str(db)),
+                 "sources": LogSources(source_dir=str(source.resolve()), tz=tz, sacct_delimiter=sacct_delimiter)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # dagster beta/deprecation notices are not the user's concern
+        result = materialize([*all_assets, *all_checks], resources=resources, instance=DagsterInstance.ephemeral(),
+                             raise_on_error=False, run_config=QUIET_DAGSTER)
+    failed = [e.step_key or e.event_type_value for e in result.all_events if e.is_step_failure]
+    for check in result.get_asset_check_evaluations():
+        if not check.passed:
+            failed.append(f"check {check.asset_key.to_user_string()}.{check.check_name}")
+    con = warehouse.connect(db)
+    try:
+        summary = sql.query(con, "ingest_summary")
+        problems = sql.query(con, "file_problems")
+    finally:
+        con.close()
+    out.mkdir(parents=True, exist_ok=True)
+    summary.write_csv(out / "ingest_summary.csv")
+    return RunResult(result.success and not failed, summary, problems, failed, db)

@@ -1,0 +1,33 @@
+-- jobs: one row per job instance, rebuilt from every sacct dump ingested.
+-- Nightly dumps overlap (a job running at midnight appears in two), so the
+-- same instance (job_id, start_time) is kept once, preferring the record that
+-- knows the most: an end time, a final state, the newest file.
+-- A PENDING record is dropped once the job has any other record.
+CREATE OR REPLACE TABLE jobs AS
+WITH alloc AS (
+    SELECT r.*, f.ingested_at
+    FROM sacct_records r LEFT JOIN ingested_files f ON f.path = r.file
+    WHERE r.step_id IS NULL
+), ranked AS (
+    SELECT *, row_number() OVER (
+        PARTITION BY job_id, start_time
+        ORDER BY (end_time IS NULL), (state IN ('RUNNING', 'PENDING', 'SUSPENDED')), end_time DESC,
+                 ingested_at DESC, file DESC, line_no DESC) AS pick
+    FROM alloc
+), unique_instances AS (
+    SELECT * EXCLUDE (pick, ingested_at) FROM ranked WHERE pick = 1
+), kept AS (
+    SELECT * FROM unique_instances u
+    WHERE NOT (state = 'PENDING' AND start_time IS NULL
+               AND EXISTS (SELECT 1 FROM unique_instances o
+                           WHERE o.job_id = u.job_id AND (o.start_time IS NOT NULL OR o.state <> 'PENDING')))
+)
+SELECT job_id, job_id_raw,
+       (row_number() OVER (PARTITION BY job_id
+            ORDER BY coalesce(start_time, end_time, submit_time) NULLS LAST, submit_time, line_no) - 1)::INTEGER AS instance,
+       array_job_id, array_task_id, array_task_spec, het_offset,
+       user_name, account, job_name, partition, qos, priority, state, cancelled_by, exit_code, exit_signal, reason,
+       submit_time, eligible_time, start_time, end_time, elapsed_s, n_nodes, n_gpus, nodes, node_list, restarts,
+       submit_line, file, line_no
+FROM kept
+ORDER BY job_id, instance;

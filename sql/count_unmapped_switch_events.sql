@@ -1,0 +1,1 @@
+SELECT count(*) FROM node_events WHERE source = 'switch' AND host IS NULL

@@ -1,0 +1,1 @@
+SELECT path, sha256, status FROM ingested_files WHERE path = $path

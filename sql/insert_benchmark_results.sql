@@ -1,0 +1,1 @@
+INSERT INTO benchmark_results BY NAME SELECT * FROM staged_rows;

@@ -1,0 +1,1 @@
+INSERT INTO node_events BY NAME SELECT * FROM staged_rows;

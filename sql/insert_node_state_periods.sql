@@ -1,0 +1,1 @@
+INSERT INTO node_state_periods BY NAME SELECT * FROM staged_rows;

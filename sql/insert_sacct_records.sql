@@ -1,0 +1,1 @@
+INSERT INTO sacct_records BY NAME SELECT * FROM staged_rows;

@@ -1,0 +1,1 @@
+INSERT INTO telemetry BY NAME SELECT * FROM staged_rows;

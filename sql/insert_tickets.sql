@@ -1,0 +1,1 @@
+INSERT INTO tickets BY NAME SELECT * FROM staged_rows;

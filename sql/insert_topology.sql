@@ -1,0 +1,1 @@
+INSERT INTO topology BY NAME SELECT * FROM staged_rows;
