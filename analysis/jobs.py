@@ -15,10 +15,10 @@ def build_jobs(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    return {t: con.execute(sql.load(f"count_{t}")).fetchone()[0] for t in ("jobs", "job_steps")}
+    return {t: sql.scalar(con, f"count_{t}") for t in ("jobs", "job_steps")}
 
 
 def map_switch_ports(con: duckdb.DuckDBPyConnection) -> int:
     """Attach switch events to the hosts cabled to their ports; returns how many stay unmapped."""
     sql.run(con, "map_switch_ports")
-    return con.execute(sql.load("count_unmapped_switch_events")).fetchone()[0]
+    return sql.scalar(con, "count_unmapped_switch_events")

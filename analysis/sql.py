@@ -29,3 +29,9 @@ def run(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None) -
 def query(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None):
     """Run a single SELECT from sql/ and return a polars frame."""
     return con.sql(load(name), params=params or None).pl()
+
+
+def scalar(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None):
+    """Run a one-value SELECT from sql/. fetchall, not fetchone: DuckDB 2 keeps a
+    half-read result open and refuses further work on the connection."""
+    return con.execute(load(name), params or None).fetchall()[0][0]

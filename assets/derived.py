@@ -18,7 +18,7 @@ def jobs(warehouse: Warehouse) -> MaterializeResult:
 @asset_check(asset=jobs, blocking=True, description="(job_id, instance) identifies one row.")
 def jobs_instance_unique(warehouse: Warehouse) -> AssetCheckResult:
     with warehouse.connect() as con:
-        dupes = con.execute(sql.load("jobs_duplicate_instances")).fetchone()[0]
+        dupes = sql.scalar(con, "jobs_duplicate_instances")
     return AssetCheckResult(passed=dupes == 0, metadata={"duplicate_keys": dupes})
 
 
@@ -27,5 +27,5 @@ def jobs_instance_unique(warehouse: Warehouse) -> AssetCheckResult:
 def node_events(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         unmapped = map_switch_ports(con)
-        total = con.execute(sql.load("count_node_events")).fetchone()[0]
+        total = sql.scalar(con, "count_node_events")
     return MaterializeResult(metadata={"events": total, "switch_events_unmapped": unmapped})

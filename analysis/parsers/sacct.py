@@ -13,7 +13,7 @@ import polars as pl
 from analysis.hosts import HostlistError, expand_hostlist
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
-from analysis.parsers.sacct_repair import JOBID_RE, repair_rows
+from analysis.parsers.sacct_repair import FREE_TEXT, JOBID_RE, repair_rows
 from analysis.timeutil import local_to_utc, parse_duration_s
 
 # The field list SPEC.md asks sites to dump; used when a file has no header.
@@ -81,6 +81,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     body = body.filter(~blank).with_columns(
         n=pl.col("text").str.count_matches(delim, literal=True) + 1)
 
+    body, merged_tail = _fold_trailing_lines(body, columns)
     good = body.filter(pl.col("n") == len(columns)).select(
         "line_no", fields=pl.col("text").str.split(delim))
     repaired, rejects, merged = repair_rows(body.filter(pl.col("n") != len(columns)), body,
@@ -92,7 +93,22 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         rejects = pl.concat([rejects, make_rejects(raw["line_no"], raw["text"],
                             [f"unparseable JobID '{j}'" for j in bad_ids.sort("line_no")["job_id_text"]])])
     return ParseResult(tables={"sacct_records": records}, rejects=rejects,
-                       skipped=skipped, merged=merged, format=f"sacct{delim}")
+                       skipped=skipped, merged=merged + merged_tail, format=f"sacct{delim}")
+
+
+def _fold_trailing_lines(body: pl.DataFrame, columns: list[str]) -> tuple[pl.DataFrame, int]:
+    """A newline inside the last field (often SubmitLine) leaves a complete row
+    followed by delimiter-free lines: fold those back into the row."""
+    if columns[-1].lower() not in FREE_TEXT or body.height == 0:
+        return body, 0
+    ncols = len(columns)
+    body = body.with_columns(grp=(pl.col("n") != 1).cum_sum())
+    body = body.with_columns(fold=(pl.col("n").first().over("grp") == ncols) & (pl.len().over("grp") > 1))
+    folded = body.filter(pl.col("fold")).group_by("grp", maintain_order=True).agg(
+        pl.col("line_no").first(), pl.col("text").str.join("\n"), k=pl.len())
+    rest = body.filter(~pl.col("fold")).select("line_no", "text", "n")
+    joined = folded.select("line_no", "text", n=pl.lit(ncols, pl.UInt32))
+    return pl.concat([rest, joined], how="vertical_relaxed").sort("line_no"), int((folded["k"] - 1).sum())
 
 
 def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:

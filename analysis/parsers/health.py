@@ -1,0 +1,152 @@
+"""Health-check results -> ``node_events`` (source 'health', kind 'health_check').
+
+Two shapes, decided per line (a file may mix them):
+
+1. JSON lines: one object per line with time, host, check, severity, message
+   (aliases below). code = check name, severity lowercased as written, reporter
+   = host. A host missing from the object falls back to ctx.host_hint.
+2. LBNL NHC output (github.com/mej/nhc). die() writes
+   'Health check failed:  <check>:  <detail>' to syslog (tag nhc[pid], level
+   daemon.err) and 'ERROR:  nhc:  Health check failed:  ...' to /var/log/nhc.log;
+   with NHC_TS=1 log lines start '[<epoch>] - '. Accepted carriers: RFC 3164
+   syslog ('Jan 15 10:23:45 gpu001 nhc[1234]: ...'), ISO-stamped syslog, and
+   NHC log lines with or without the NHC_TS prefix. Messages:
+   * 'Health check failed:' -> severity 'critical', code = the check_* name
+     (or 'nhc' when die() was called outside a check, e.g. the watchdog);
+   * '<check>: ... (non-fatal)' and 'WARNING: ...' -> severity 'warning';
+   * 'Node Health Check completed successfully (Ns).' -> severity 'ok', code 'nhc'.
+   * 'Node Health Check starting.', 'Running check: ...', 'DEBUG: ...' and other
+     progress chatter -> skipped: they carry no result.
+   Decision on lines without a timestamp (plain nhc.log): a failure or warning
+   there is REJECTED ('no timestamp'), so the loss is visible and the fix
+   (NHC_TS=1 or syslog) obvious; chatter and success lines are skipped.
+   The log file repeats each failure ('Health check failed' then 'ERROR: nhc:
+   Health check failed'); the ERROR copy right after an identical failure is
+   counted as merged into the first. Syslog lines of other programs are skipped.
+A file with no JSON object and no NHC line at all raises UnrecognisedFormat.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from analysis.lines import make_rejects
+from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
+from analysis.parsers.csvlines import parse_time_any
+from analysis.timeutil import infer_year, local_to_utc, month_number
+
+KEYS = {
+    "time": ("time", "timestamp", "ts", "@timestamp", "event_time", "datetime", "date"),
+    "host": ("host", "node", "hostname", "nodename", "node_name"),
+    "check": ("check", "name", "check_name", "test", "checker"),
+    "severity": ("severity", "status", "level", "result", "state"),
+    "message": ("message", "msg", "details", "detail", "output", "reason"),
+}
+EVENTS = ["event_time", "host", "source", "kind", "code", "severity", "message", "device", "reporter", "line_no"]
+
+_RFC3164 = (r"^(?P<mon>[A-Z][a-z]{2})\s+(?P<day>\d{1,2})\s+(?P<hms>\d{2}:\d{2}:\d{2})\s+(?P<shost>\S+)\s+"
+            r"(?P<tag>[^\s\[:]+)(?:\[\d+\])?:\s*(?P<smsg>.*)$")
+_ISOSYS = (r"^(?P<iso>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\S*)\s+(?P<ihost>\S+)\s+"
+           r"(?P<itag>[^\s\[:]+)(?:\[\d+\])?:\s*(?P<imsg>.*)$")
+_NHCTS = r"^\[(?P<epoch>\d{9,11})\]\s+-\s+(?P<tmsg>.*)$"
+_FAIL = r"^(?:ERROR:\s+\S+:\s+)?Health check failed:\s*(?P<frest>.*)$"
+_CHECK = r"^(?P<chk>[A-Za-z_][\w.-]*):\s+(?P<detail>.*)$"
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+    text = pl.col("text").str.strip_chars()
+    frame = lines.with_columns(blank=text == "", is_json=text.str.starts_with("{"))
+    json_part = frame.filter(pl.col("is_json"))
+    nhc_part = frame.filter(~pl.col("is_json") & ~pl.col("blank"))
+    skipped = frame.filter(pl.col("blank")).height
+    j_rows, j_bad = _json(json_part, ctx)
+    n_rows, n_bad, n_skipped, n_merged, n_known = _nhc(nhc_part, ctx)
+    if json_part.height and j_bad.height == json_part.height and n_known == 0 or (
+            not json_part.height and n_known == 0 and nhc_part.height):
+        raise UnrecognisedFormat(
+            "not health-check output: expected JSON lines (time, host, check, severity, message) "
+            "or LBNL NHC log/syslog lines ('nhc[pid]: Health check failed:  check_x:  ...')")
+    fmt = "+".join(f for f, n in (("health-jsonl", json_part.height), ("nhc", n_known)) if n) or "health"
+    return ParseResult(tables={"node_events": pl.concat([j_rows, n_rows]).sort("line_no")},
+                       rejects=pl.concat([j_bad, n_bad]).sort("line_no"),
+                       skipped=skipped + n_skipped, merged=n_merged, format=fmt)
+
+
+def _pick(keys: tuple[str, ...]) -> pl.Expr:
+    return pl.coalesce([pl.col("text").str.json_path_match(f"$['{k}']").replace("", None) for k in keys])
+
+
+def _json(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame]:
+    rows = part.with_columns(valid=pl.col("text").str.json_path_match("$").is_not_null(),
+                             **{k: _pick(v) for k, v in KEYS.items()})
+    rows = rows.with_columns(t=parse_time_any(pl.col("time"), ctx.options.tz),
+                             host=pl.col("host").fill_null(pl.lit(ctx.host_hint, pl.Utf8)))
+    why = (pl.when(~pl.col("valid")).then(pl.lit("invalid JSON"))
+           .when(pl.col("time").is_null()).then(pl.lit("no time field (time/timestamp/ts)"))
+           .when(pl.col("t").is_null()).then(pl.format("unparseable time '{}'", pl.col("time")))
+           .when(pl.col("host").is_null()).then(pl.lit("no host field (host/node/hostname) and no host in the file name"))
+           .when(pl.col("check").is_null()).then(pl.lit("no check name (check/name/check_name)")))
+    rows = rows.with_columns(why=why)
+    bad = rows.filter(pl.col("why").is_not_null())
+    good = rows.filter(pl.col("why").is_null()).with_columns(
+        code=pl.col("check"), severity=pl.col("severity").str.to_lowercase())
+    return _events(good), make_rejects(bad["line_no"], bad["text"], bad["why"].to_list())
+
+
+def _nhc(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame, int, int, int]:
+    ref = ctx.mtime if ctx.path.exists() else None
+    year = ctx.options.syslog_year or (ref.year if ref else 1970)
+    ref_month = 12 if ctx.options.syslog_year or not ref else ref.month
+    g = part.with_columns(pl.col("text").str.extract_groups(_RFC3164).alias("a"),
+                          pl.col("text").str.extract_groups(_ISOSYS).alias("b"),
+                          pl.col("text").str.extract_groups(_NHCTS).alias("c")).unnest("a", "b", "c")
+    mon = month_number(pl.col("mon"))
+    stamp3164 = pl.datetime(infer_year(mon, year, ref_month), mon, pl.col("day").cast(pl.Int32, strict=False),
+                            pl.col("hms").str.slice(0, 2).cast(pl.Int32), pl.col("hms").str.slice(3, 2).cast(pl.Int32),
+                            pl.col("hms").str.slice(6, 2).cast(pl.Int32), time_unit="us")
+    g = g.with_columns(
+        syslog=pl.col("tag").is_not_null() | pl.col("itag").is_not_null(),
+        nhc_tag=pl.coalesce("tag", "itag").str.contains(r"^nhc\b"),
+        t=pl.coalesce(local_to_utc(stamp3164, ctx.options.tz), parse_time_any(pl.col("iso"), ctx.options.tz),
+                      parse_time_any(pl.col("epoch"), ctx.options.tz)),
+        host=pl.coalesce("shost", "ihost", pl.lit(ctx.host_hint, pl.Utf8)),
+        msg=pl.coalesce("smsg", "imsg", "tmsg", pl.col("text")).str.strip_chars())
+    fail = pl.col("msg").str.extract(_FAIL, 1)
+    g = g.with_columns(fail=fail, is_error_copy=pl.col("msg").str.contains(r"^ERROR:\s+\S+:\s+Health check failed"))
+    nonfatal = pl.col("msg").str.ends_with("(non-fatal)") & pl.col("msg").str.contains(r"^check_\w+:")
+    warning = pl.col("msg").str.extract(r"^WARNING:\s+(.*)$", 1)
+    success = pl.col("msg").str.contains(r"^Node Health Check completed successfully")
+    body = pl.coalesce("fail", warning, pl.col("msg"))
+    g = g.with_columns(
+        severity=pl.when(pl.col("fail").is_not_null()).then(pl.lit("critical"))
+        .when(nonfatal | warning.is_not_null()).then(pl.lit("warning"))
+        .when(success).then(pl.lit("ok")),
+        chk=body.str.extract(_CHECK, 1), detail=body.str.extract(_CHECK, 2))
+    g = g.with_columns(
+        code=pl.when(pl.col("chk").str.starts_with("check_")).then(pl.col("chk")).otherwise(pl.lit("nhc")),
+        message=pl.when(pl.col("chk").str.starts_with("check_")).then(pl.col("detail")).otherwise(body),
+        other_program=pl.col("syslog") & ~pl.col("nhc_tag"))
+    # the 'ERROR: nhc: Health check failed' copy right after the same failure
+    same = ((pl.col("fail") == pl.col("fail").shift(1)) & pl.col("is_error_copy")
+            & ~pl.col("is_error_copy").shift(1).fill_null(True) & (pl.col("host") == pl.col("host").shift(1))
+            & (pl.col("t").is_null() & pl.col("t").shift(1).is_null() | (pl.col("t") == pl.col("t").shift(1))))
+    g = g.with_columns(merged=same.fill_null(False) & pl.col("severity").is_not_null())
+    known = g.filter(~pl.col("other_program") & (pl.col("severity").is_not_null() | pl.col("msg").str.contains(
+        r"^(Node Health Check|Running check:|DEBUG:|ERROR:|Health check)")) | pl.col("nhc_tag")).height
+    live = g.filter(~pl.col("merged") & ~pl.col("other_program") & pl.col("severity").is_not_null())
+    no_ts_result = pl.col("t").is_null() & pl.col("severity").is_in(["critical", "warning"])
+    why = (pl.when(no_ts_result).then(pl.lit("NHC result without a timestamp (set NHC_TS=1 or ingest syslog)"))
+           .when(pl.col("host").is_null() & pl.col("t").is_not_null()).then(pl.lit("NHC line names no host and the file name gives none")))
+    live = live.with_columns(why=why)
+    bad = live.filter(pl.col("why").is_not_null())
+    good = live.filter(pl.col("why").is_null() & pl.col("t").is_not_null())
+    n_skipped = part.height - good.height - bad.height - g.filter(pl.col("merged")).height
+    rows = _events(good)
+    return (rows, make_rejects(bad["line_no"], bad["text"], bad["why"].to_list()),
+            n_skipped, g.filter(pl.col("merged")).height, known)
+
+
+def _events(good: pl.DataFrame) -> pl.DataFrame:
+    return good.select(
+        pl.col("t").alias("event_time"), "host", pl.lit("health").alias("source"),
+        pl.lit("health_check").alias("kind"), pl.col("code"), pl.col("severity"),
+        pl.col("message"), pl.lit(None, pl.Utf8).alias("device"), pl.col("host").alias("reporter"), "line_no")

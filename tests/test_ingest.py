@@ -1,0 +1,134 @@
+"""The ingest engine: idempotence, incremental loads, transactions, bad files."""
+import gzip
+import shutil
+
+import polars as pl
+import pytest
+
+from analysis import warehouse
+from analysis.ingest import ingest_directory
+from analysis.jobs import build_jobs
+from tests.test_sacct_parser import HEADER, row
+
+TABLES = ("sacct_records", "rejects", "ingested_files", "node_events")
+
+
+def counts(con):
+    return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in TABLES}
+
+
+@pytest.fixture
+def src(tmp_path):
+    d = tmp_path / "src"
+    (d / "slurm").mkdir(parents=True)
+    (d / "slurm" / "day1.txt").write_text("\n".join([HEADER, row("1"), row("2", state="FAILED", exit_code="1:0")]) + "\n")
+    return d
+
+
+@pytest.fixture
+def con(tmp_path):
+    c = warehouse.connect(tmp_path / "w.duckdb")
+    yield c
+    c.close()
+
+
+def test_reingest_adds_nothing_and_new_files_are_incremental(src, con):
+    first = ingest_directory(con, src)
+    assert [o.status for o in first.outcomes] == ["ok"]
+    before = counts(con)
+    again = ingest_directory(con, src)
+    assert [o.status for o in again.outcomes] == ["unchanged"]
+    assert counts(con) == before
+    (src / "slurm" / "day2.txt").write_text(HEADER + "\n" + row("3") + "\n")
+    third = ingest_directory(con, src)
+    assert sorted(o.status for o in third.outcomes) == ["ok", "unchanged"]
+    assert counts(con)["sacct_records"] == before["sacct_records"] + 1
+
+
+def test_changed_file_replaces_its_rows(src, con):
+    ingest_directory(con, src)
+    (src / "slurm" / "day1.txt").write_text(HEADER + "\n" + row("9") + "\n")
+    ingest_directory(con, src)
+    assert con.execute("SELECT list(job_id) FROM sacct_records").fetchall()[0][0] == ["9"]
+
+
+def test_same_content_under_another_name_is_a_duplicate(src, con):
+    ingest_directory(con, src)
+    data = (src / "slurm" / "day1.txt").read_bytes()
+    (src / "slurm" / "day1.txt.1.gz").write_bytes(gzip.compress(data))
+    out = ingest_directory(con, src)
+    assert sorted(o.status for o in out.outcomes) == ["duplicate", "unchanged"]
+    assert con.execute("SELECT count(*) FROM sacct_records").fetchall()[0][0] == 2
+
+
+def test_crash_mid_file_leaves_old_rows(src, con, monkeypatch):
+    ingest_directory(con, src)
+    (src / "slurm" / "day1.txt").write_text(HEADER + "\n" + row("9") + "\n")
+    from analysis import sql as sqlmod
+    real_run = sqlmod.run
+
+    def failing_run(c, name, params=None):
+        if name == "insert_sacct_records":
+            raise RuntimeError("disk full")
+        return real_run(c, name, params)
+
+    monkeypatch.setattr(sqlmod, "run", failing_run)
+    with pytest.raises(RuntimeError):
+        ingest_directory(con, src)
+    monkeypatch.setattr(sqlmod, "run", real_run)
+    assert sorted(con.execute("SELECT list(job_id) FROM sacct_records").fetchall()[0][0]) == ["1", "2"]
+    assert con.execute("SELECT count(*) FROM ingested_files").fetchall()[0][0] == 1
+
+
+def test_bad_files_never_crash_the_run(src, con):
+    k = src / "slurm"
+    (k / "empty.txt").write_bytes(b"")
+    full = gzip.compress((HEADER + "\n" + "\n".join(row(str(i)) for i in range(100, 400)) + "\n").encode())
+    (k / "truncated.txt.gz").write_bytes(full[: len(full) // 2])
+    (k / "binary.txt").write_bytes(HEADER.encode() + b"\n" + row("5").encode().replace(b"train", b"tr\xff\xfein") + b"\n")
+    (k / "long.txt").write_text(HEADER + "\n" + row("6", name="x" * 1_100_000) + "\n" + row("7") + "\n")
+    (src / "notes").mkdir()
+    (src / "notes" / "readme.txt").write_text("hello\n")
+    out = {o.path.rsplit("/", 1)[-1]: o for o in ingest_directory(con, src).outcomes}
+    assert out["empty.txt"].status == "ok" and out["empty.txt"].lines == 0
+    assert out["truncated.txt.gz"].status == "ok" and 0 < out["truncated.txt.gz"].rows < 300
+    assert "truncated gzip" in out["truncated.txt.gz"].message
+    assert out["binary.txt"].rows == 1
+    assert out["long.txt"].rows == 1 and out["long.txt"].rejects == 1
+    assert out["readme.txt"].status == "unrecognised"
+    reasons = con.execute("SELECT list(reason) FROM rejects").fetchall()[0][0]
+    assert any("exceeds" in r for r in reasons) and any("truncated gzip" in r for r in reasons)
+    assert any("not in a known source folder" in r for r in reasons)
+
+
+def test_jobs_instances_from_duplicates_and_overlapping_dumps(tmp_path, con):
+    d = tmp_path / "src" / "slurm"
+    d.mkdir(parents=True)
+    requeued = [row("50", state="NODE_FAIL", start="2024-03-01T10:00:00", end="2024-03-01T11:00:00"),
+                row("50.batch", name="batch", state="CANCELLED", start="2024-03-01T10:00:00", end="2024-03-01T11:00:00"),
+                row("50", state="RUNNING", start="2024-03-01T11:30:00", end="Unknown"),
+                row("50.batch", name="batch", state="RUNNING", start="2024-03-01T11:30:00", end="Unknown")]
+    (d / "a.txt").write_text("\n".join([HEADER, *requeued, row("60", state="PENDING", start="Unknown", end="Unknown")]))
+    # next night's dump: instance 1 finished, job 60 ran
+    (d / "b.txt").write_text("\n".join([HEADER, row("50", state="COMPLETED", start="2024-03-01T11:30:00", end="2024-03-02T01:00:00"),
+                                        row("50.batch", name="batch", start="2024-03-01T11:30:00", end="2024-03-02T01:00:00"),
+                                        row("60", start="2024-03-02T00:00:00", end="2024-03-02T02:00:00")]))
+    ingest_directory(con, tmp_path / "src")
+    build_jobs(con)
+    jobs = con.sql("SELECT job_id, instance, state FROM jobs ORDER BY job_id, instance").pl()
+    assert jobs.rows() == [("50", 0, "NODE_FAIL"), ("50", 1, "COMPLETED"), ("60", 0, "COMPLETED")]
+    steps = con.sql("SELECT job_id, instance, step_id, state FROM job_steps ORDER BY instance").pl()
+    assert steps.rows() == [("50", 0, "batch", "CANCELLED"), ("50", 1, "batch", "COMPLETED")]
+
+
+def test_real_datasets_ingest_with_accounting(datasets, tmp_path, con):
+    src = tmp_path / "src" / "slurm"
+    src.mkdir(parents=True)
+    for f in (datasets / "gcm-slurm-fixtures").glob("sample-sacct-*.txt"):
+        shutil.copy(f, src)
+    out = ingest_directory(con, tmp_path / "src")
+    assert all(o.status in ("ok", "duplicate") for o in out.outcomes)
+    from analysis import sql
+    assert sql.query(con, "accounting_check", {"source": "slurm"}).height == 0
+    files = con.sql("SELECT sum(lines) l, sum(row_lines + rejects + skipped + merged) a FROM ingested_files").pl()
+    assert files["l"][0] == files["a"][0] > 6000
