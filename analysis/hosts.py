@@ -55,11 +55,18 @@ def expand_hostlist(expr: str | None) -> tuple[str, ...]:
     return tuple(hosts)
 
 
+# Benchmark files are named after the benchmark (nccl_allreduce.log), not the
+# host: only a folder per host names one there.
+_FOLDER_ONLY = {"benchmarks"}
+
+
 def host_from_path(relpath: PurePath) -> str | None:
     """The host a per-host log belongs to: its folder below the source folder
     (kernel/gpu001/dmesg.log), else the file name up to the first dot."""
     parts = relpath.parts
     if len(parts) >= 3:
         return parts[1]
+    if parts[0] in _FOLDER_ONLY:
+        return None
     stem = parts[-1].split(".")[0]
     return None if stem.lower() in _GENERIC or not stem else stem

@@ -88,6 +88,8 @@ def _parse(path: Path, source: str, ctx: ParseContext) -> tuple[ParseResult, Lin
     module = parser_for(source)
     name = path.name.removesuffix(".gz")
     if name.endswith(".parquet"):
+        if not hasattr(module, "parse_parquet"):
+            raise UnrecognisedFormat(f"Parquet is read only under telemetry/, not {source}/")
         data, problems = read_bytes(path)
         result = module.parse_parquet(path, ctx)
         n = sum(df.height for df in result.tables.values()) + result.rejects.height

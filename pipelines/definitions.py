@@ -1,7 +1,7 @@
 """The goodput Dagster code location (loaded by workspace.yaml / `dagster dev`)."""
 from __future__ import annotations
 
-from dagster import Definitions, define_asset_job
+from dagster import AssetSelection, Definitions, define_asset_job
 
 from assets.derived import jobs, jobs_instance_unique, node_events
 from assets.ingest import ingest_assets, ingest_checks, unrecognised_files
@@ -10,7 +10,7 @@ from pipelines.resources import LogSources, Warehouse
 all_assets = [*ingest_assets, unrecognised_files, jobs, node_events]
 all_checks = [*ingest_checks, jobs_instance_unique]
 
-nightly = define_asset_job("nightly", selection="*", description="Ingest every source and rebuild every table.")
+nightly = define_asset_job("nightly", selection=AssetSelection.all(), description="Ingest every source and rebuild every table.")
 
 defs = Definitions(
     assets=all_assets,

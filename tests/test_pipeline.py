@@ -1,0 +1,89 @@
+"""End to end: the Dagster code location and the CLI on the demo cluster."""
+import shutil
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+from dagster import DagsterInstance, Definitions, materialize
+
+from pipelines.cli import DEMO_SOURCE, main
+from pipelines.definitions import all_assets, all_checks, defs
+from pipelines.resources import LogSources, Warehouse
+
+TABLES = ("jobs", "job_steps", "sacct_records", "node_events", "node_state_periods", "benchmark_results",
+          "telemetry", "tickets", "topology", "rejects", "ingested_files")
+
+
+def table_counts(db):
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in TABLES}
+    finally:
+        con.close()
+
+
+def test_definitions_load():
+    Definitions.validate_loadable(defs)
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert {"sacct_records", "kernel_events", "switch_events", "jobs", "node_events", "telemetry"} <= keys
+    assert defs.resolve_job_def("nightly") is not None
+
+
+def test_materialize_all_assets_in_process(tmp_path):
+    db = tmp_path / "w.duckdb"
+    resources = {"warehouse": Warehouse(db_path=str(db)), "sources": LogSources(source_dir=str(DEMO_SOURCE))}
+    result = materialize([*all_assets, *all_checks], resources=resources, instance=DagsterInstance.ephemeral())
+    assert result.success
+    evaluations = result.get_asset_check_evaluations()
+    assert len(evaluations) == len(all_checks) and all(e.passed for e in evaluations)
+    counts = table_counts(db)
+    assert all(counts[t] > 0 for t in TABLES if t != "rejects"), counts
+    con = duckdb.connect(str(db), read_only=True)
+    # the requeued job 1001 has two instances; its NODE_FAIL instance ran on gpu[001-004]
+    rows = con.execute("SELECT instance, state, nodes FROM jobs WHERE job_id = '1001' ORDER BY instance").fetchall()
+    assert rows == [(0, "NODE_FAIL", ["gpu001", "gpu002", "gpu003", "gpu004"]),
+                    (1, "COMPLETED", ["gpu001", "gpu002", "gpu004", "gpu006"])]
+    # the XID 79 that killed it, and the switch flap mapped through the cabling map to gpu005
+    xid = con.execute("SELECT host, device FROM node_events WHERE kind = 'xid' AND code = '79'").fetchall()
+    assert ("gpu003", "0000:b3:00") in xid
+    flap = con.execute("SELECT DISTINCT host FROM node_events WHERE source = 'switch' AND kind = 'link_down'").fetchall()
+    assert flap == [("gpu005",)]
+    con.close()
+
+
+def test_cli_run_twice_is_idempotent_and_prints_summary(tmp_path):
+    runner = CliRunner()
+    db, out = tmp_path / "w.duckdb", tmp_path / "out"
+    first = runner.invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(db), "--out", str(out), "-q"])
+    assert first.exit_code == 0, first.output
+    assert "kernel" in first.output and "All assets materialized" in first.output
+    before = table_counts(db)
+    second = runner.invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(db), "--out", str(out), "-q"])
+    assert second.exit_code == 0, second.output
+    assert table_counts(db) == before
+    assert (out / "ingest_summary.csv").exists()
+
+    result = runner.invoke(main, ["sql", "--db", str(db), "--csv", "SELECT job_id, state FROM jobs WHERE job_id = '1003'"])
+    assert result.exit_code == 0 and result.output.splitlines() == ["job_id,state", "1003,OUT_OF_MEMORY"]
+    result = runner.invoke(main, ["sql", "--db", str(db), "SELECT * FROM no_such_table"])
+    assert result.exit_code != 0 and "no_such_table" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("case", ["missing", "empty"])
+def test_cli_run_rejects_missing_or_empty_source(tmp_path, case):
+    src = tmp_path / "src"
+    if case == "empty":
+        src.mkdir()
+    result = CliRunner().invoke(main, ["run", "--source", str(src), "--db", str(tmp_path / "w.duckdb")])
+    assert result.exit_code != 0
+    assert ("does not exist" if case == "missing" else "holds no files") in result.output
+
+
+def test_cli_run_reports_unknown_files(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(DEMO_SOURCE, src)
+    (src / "mystery").mkdir()
+    (src / "mystery" / "notes.txt").write_text("what is this\n")
+    result = CliRunner().invoke(main, ["run", "--source", str(src), "--db", str(tmp_path / "w.duckdb"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "unrecognised" in result.output and "notes.txt" in result.output
