@@ -87,3 +87,14 @@ def test_cli_run_reports_unknown_files(tmp_path):
     result = CliRunner().invoke(main, ["run", "--source", str(src), "--db", str(tmp_path / "w.duckdb"), "-q"])
     assert result.exit_code == 0, result.output
     assert "unrecognised" in result.output and "notes.txt" in result.output
+
+
+def test_dagster_cli_loads_code_location():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    dagster = Path(sys.executable).with_name("dagster")
+    done = subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"], capture_output=True,
+                          text=True, cwd=Path(__file__).resolve().parents[1], timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -27,29 +27,31 @@ _HOST = r"[\w-]*[A-Za-z.][\w.-]*"
 _TIME = r"(?P<H>\d{1,2}):(?P<M>\d\d):(?P<S>\d\d)(?P<frac>\.\d+)?"
 # BSD stamp "May  2 15:21:27(.206)"; IOS prefixes '*' (clock not synced) or '.'.
 _BSD = r"[*.]?(?P<mon>[A-Za-z]{3}) +(?P<day>\d{1,2}) +" + _TIME
-_RELAY = r"[A-Za-z]{3} +\d{1,2} +\d{1,2}:\d\d:\d\d(?:\.\d+)?"  # a relay's stamp, superseded by the device's
+# A relay's stamp (BSD or RFC 3339), superseded by the device's own stamp behind it.
+_RELAY = r"(?:[A-Za-z]{3} +\d{1,2} +\d{1,2}:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT\S+)"
 _ISO = (r"(?P<year>\d{4})-(?P<mon>\d\d)-(?P<day>\d\d)[T ]" + _TIME
         + r"(?P<off>Z|[+-]\d\d:?\d\d)?")
 _TAG = r"(?:(?P<prog>[\w./-]+)(?:\[\d+\])? ?: +)?"  # "switchd[19517]: ", "Ebra: ", "AEST: "
 
-# Order matters: the first pattern that matches a line wins.
+# Header patterns (the message is the rest of the line; capturing it with
+# ".*" would double the regex cost). Order matters: the first match wins.
 PATTERNS: dict[str, str] = {
     # <189>1 2023-05-02T12:57:15.123Z leaf01 switchd 1234 - [sd@1 a="b"] msg
-    "rfc5424": r"^1 " + _ISO + r" +(?P<host>\S+) +(?P<prog>\S+) +\S+ +\S+ +(?:-|(?:\[(?:[^\]\\]|\\.)*\])+) ?(?P<msg>.*)$",
-    # rsyslog/Cumulus/NVUE: 2017-05-22T11:21:07.153894-04:00 leaf01 switchd[19517]: msg
-    "iso": r"^" + _ISO + r" +(?P<host>" + _HOST + r") +" + _TAG + r"(?P<msg>.*)$",
+    "rfc5424": r"1 " + _ISO + r" +(?P<host>\S+) +(?P<prog>\S+) +\S+ +\S+ +(?:-|(?:\[(?:[^\]\\]|\\.)*\])+) ?",
     # NX-OS/IOS device stamp ending in ':' with optional relay stamp, sequence
     # numbers, host and zone in front; e.g. ": 2023 May  2 12:55:19 UTC: ",
     # "May 3 13:20:50 10.100.0.34 6031594: May 3 13:20:48.739 AEST: ",
     # "109692: 10.100.0.36: May 9 14:40:12.903: ", "May  3 13:55:35 h 2023 May  3 ...".
-    "nxos": (r"^(?:" + _RELAY + r" +)?(?:\d+: +)?(?:(?P<host>" + _HOST + r")(?:(?: +\d+)? *:)? +|: +)?"
-             r"(?:(?P<year>\d{4}) +)?" + _BSD + r"(?: +(?P<tz>[A-Z]{2,5}))? ?:(?: +|$)(?P<msg>.*)$"),
+    "nxos": (r"(?:" + _RELAY + r" +)?(?:\d+: +)?(?:(?P<host>" + _HOST + r")(?:(?: +\d+)? *:)? +|: +)?"
+             r"(?:(?P<year>\d{4}) +)?" + _BSD + r"(?: +(?P<tz>[A-Z]{2,5}))? ?:(?: +|$)"),
+    # rsyslog/Cumulus/NVUE: 2017-05-22T11:21:07.153894-04:00 leaf01 switchd[19517]: msg
+    "iso": _ISO + r" +(?P<host>" + _HOST + r") +" + _TAG,
     # NX-OS local logfile: 2023 May  1 22:58:09 switchname msg
-    "nxos-local": r"^(?P<year>\d{4}) +" + _BSD + r" +(?P<host>" + _HOST + r") +(?P<msg>.*)$",
+    "nxos-local": r"(?P<year>\d{4}) +" + _BSD + r" +(?P<host>" + _HOST + r") +",
     # RFC 3164: May  2 15:21:27 leaf01 prog[pid]: msg (Onyx, EOS, Linux-based NOS)
-    "rfc3164": r"^" + _BSD + r" +(?P<host>" + _HOST + r") +" + _TAG + r"(?P<msg>.*)$",
+    "rfc3164": _BSD + r" +(?P<host>" + _HOST + r") +" + _TAG,
 }
-FIELDS = ["year", "mon", "day", "H", "M", "S", "frac", "off", "tz", "host", "prog", "msg"]
+FIELDS = ["year", "mon", "day", "H", "M", "S", "frac", "off", "tz", "host", "prog"]
 
 # --- message fields ---------------------------------------------------------
 # Cisco mnemonic %FAC[-SUB]-N-MNEMONIC: the digit before the mnemonic is the severity.
@@ -66,9 +68,9 @@ _PORT_PREFIXES = [("tengigabitethernet", "te"), ("twentyfivegige", "twe"), ("for
                   ("fivegigabitethernet", "fi"), ("gigabitethernet", "gi"), ("fastethernet", "fa"),
                   ("ethernet", "eth"), ("infiniband", "ib")]
 
-_DOWN = (r"changed state to (?:administratively )?down|kernel carrier: down|carrier (?:is )?down"
-         r"|operational state (?:is |changed to )?down|link (?:is |went |state (?:is |changed to )?)?down"
-         r"|interface \S+,? is (?:now )?down")
+_DOWN = (r"changed state (?:from \w+ )?to (?:administratively )?down|carrier(?: is|:)? down"
+         r"|(?:oper(?:ational)?|link) (?:state|status) (?:is |changed (?:from \w+ )?to )?down"
+         r"|link (?:is |went )?down|interface \S+,? is (?:now )?down")
 _UP = _DOWN.replace("(?:administratively )?", "").replace("down", "up")
 _PORT_ERRORS = (r"symbol error|\bber\b|bit error|\bcrc\b|fcs error|parity|excessive_\w*error|input errors"
                 r"|pcs error|fec (?:un)?correct")
@@ -86,8 +88,8 @@ def normalize_port(expr: pl.Expr) -> pl.Expr:
     return out
 
 
-def _kind(msg: pl.Expr, code: pl.Expr, device: pl.Expr) -> pl.Expr:
-    m = msg.str.to_lowercase()
+def _kind(m: pl.Expr, code: pl.Expr, device: pl.Expr) -> pl.Expr:
+    """``m`` is the lowercased message (a column: eager when/then would lowercase per branch)."""
     c = code.fill_null("")
     has_dev = device.is_not_null()
     return (
@@ -125,26 +127,24 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     df = df.with_columns(
         pri=pl.col("text").str.extract(r"^\s*<(\d{1,3})>", 1).cast(pl.Int32, strict=False),
         body=pl.col("text").str.replace(r"^\s*(?:<\d{1,3}>)?\s*", ""),
-    ).with_columns(**{f"_p{i}": pl.col("body").str.extract_groups(p) for i, p in enumerate(PATTERNS.values())})
-
-    def pick(field: str) -> pl.Expr:
-        """``field`` from the first pattern that matched the line."""
-        expr = pl.when(False).then(pl.lit(None, pl.Utf8))
-        for i, pattern in enumerate(PATTERNS.values()):
-            value = pl.col(f"_p{i}").struct.field(field) if f"(?P<{field}>" in pattern else pl.lit(None, pl.Utf8)
-            expr = expr.when(pl.col(f"_p{i}").struct.field("msg").is_not_null()).then(value)
-        return expr
-
-    which = pl.when(False).then(pl.lit(None, pl.Utf8))
-    for i, name in enumerate(PATTERNS):
-        which = which.when(pl.col(f"_p{i}").struct.field("msg").is_not_null()).then(pl.lit(name))
-    df = df.with_columns(which.alias("shape"), *[pick(f).alias(f) for f in FIELDS]).drop(
-        [f"_p{i}" for i in range(len(PATTERNS))])
-
-    unmatched = df.filter(pl.col("shape").is_null())
-    df = df.filter(pl.col("shape").is_not_null())
-    if df.height == 0 and unmatched.height:
+    )
+    # First matching shape wins. A cheap match test routes each line to its
+    # shape and the (slower) capture runs once per line, on its own shape only.
+    parts, rest = [], df
+    for shape, pattern in PATTERNS.items():
+        pattern = f"^(?P<hdr>{pattern})"
+        hit = rest["body"].str.contains(pattern)
+        sub, rest = rest.filter(hit), rest.filter(~hit)
+        if sub.height:
+            groups = sub["body"].str.extract_groups(pattern).struct.unnest()
+            parts.append(sub.with_columns(
+                pl.lit(shape).alias("shape"), pl.col("body").str.slice(groups["hdr"].str.len_chars()).alias("msg"),
+                *[groups[f] if f in groups.columns else pl.lit(None, pl.Utf8).alias(f) for f in FIELDS]))
+    unmatched = rest
+    if not parts and unmatched.height:
         raise UnrecognisedFormat("no line has a switch syslog header (RFC 3164/5424, ISO, NX-OS)")
+    df = pl.concat(parts) if parts else df.clear().with_columns(
+        pl.lit(None, pl.Utf8).alias("shape"), *[pl.lit(None, pl.Utf8).alias(f) for f in FIELDS + ["msg"]])
 
     # A 3164 tag that is a zone abbreviation ("ac45ce-sr1 AEST: %SFF...") is a zone, not a program.
     tz_tag = pl.col("prog").str.to_uppercase().is_in(list(TZ_ABBREV_MINUTES)) & (pl.col("shape") == "rfc3164")
@@ -168,14 +168,17 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     off = pl.col("off").str.replace(":", "").str.replace("^Z$", "+0000")
     off_min = (pl.when(off.str.slice(0, 1) == "-").then(-1).otherwise(1)
                * (off.str.slice(1, 2).cast(pl.Int64) * 60 + off.str.slice(3, 2).cast(pl.Int64)))
-    df = df.with_columns(event_time=pl.when(off_min.is_not_null()).then(naive - pl.duration(minutes=off_min))
+    # Materialised once: the when/then below would evaluate the parse per branch.
+    df = df.with_columns(_naive=naive, _off=off_min)
+    naive = pl.col("_naive")
+    df = df.with_columns(event_time=pl.when(pl.col("_off").is_not_null()).then(naive - pl.duration(minutes=pl.col("_off")))
                          .otherwise(shift_by_abbrev(naive, pl.col("tz"), ctx.options.tz)))
     bad_time = df.filter(pl.col("event_time").is_null())
     df = df.filter(pl.col("event_time").is_not_null())
 
     # --- message fields ---
     code_parts = pl.col("msg").str.extract_groups(_CODE)
-    df = df.with_columns(_code=code_parts).with_columns(
+    df = df.with_columns(_code=code_parts, _lmsg=pl.col("msg").str.to_lowercase()).with_columns(
         device=normalize_port(pl.coalesce(pl.col("msg").str.extract(_PORT, 1),
                                           pl.col("msg").str.extract(_BARE_PORT, 1))),
         code=pl.coalesce(pl.col("_code").struct.field("code"), pl.col("prog")),
@@ -186,7 +189,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     ).with_columns(
         severity=pl.coalesce(pl.col("severity"), pl.col("msg").str.extract(_ONYX_LEVEL, 1).str.to_lowercase()
                              .replace_strict(_WORD_SEVERITY, default=None, return_dtype=pl.Utf8)),
-        kind=_kind(pl.col("msg"), pl.col("code"), pl.col("device")),
+        kind=_kind(pl.col("_lmsg"), pl.col("code"), pl.col("device")),
     )
     events = df.select(
         pl.col("event_time").cast(pl.Datetime("us")),
@@ -197,7 +200,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         "device",
         pl.coalesce(pl.col("host"), pl.lit(ctx.host_hint, pl.Utf8)).alias("reporter"),
         "line_no",
-    )
+    ).sort("line_no")
 
     rejects = pl.concat([
         make_rejects(unmatched["line_no"], unmatched["text"],

@@ -1,0 +1,192 @@
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+import polars as pl
+import pytest
+
+from analysis.model import IngestOptions, UnrecognisedFormat
+from analysis.parsers.switch import normalize_port, parse
+from tests.conftest import parse_file
+
+COLUMNS = ["event_time", "host", "source", "kind", "code", "severity", "message", "device", "reporter", "line_no"]
+Y2023 = IngestOptions(syslog_year=2023)
+
+
+def _events(result) -> dict[int, dict]:
+    return {row["line_no"]: row for row in result.tables["node_events"].iter_rows(named=True)}
+
+
+def _write(tmp_path, text: str, name: str = "leaf01.log", mtime: datetime | None = None):
+    path = tmp_path / name
+    path.write_text(text)
+    if mtime:
+        os.utime(path, (mtime.timestamp(), mtime.timestamp()))
+    return path
+
+
+@pytest.fixture
+def nexus(datasets):
+    return datasets / "switch-syslog-nexus"
+
+
+def test_all_nexus_files_parse_and_account(nexus):
+    for name in ["test-nexus.log", "test-nexus-fix.log", "test-nexus-tz-mapping.log"]:
+        result, counts = parse_file(parse, nexus / name, "switch")  # asserts the accounting
+        events = result.tables["node_events"]
+        assert events.columns == COLUMNS
+        assert events.schema["event_time"] == pl.Datetime("us")
+        assert counts.rejects == 0 and counts.row_lines == counts.lines
+        assert events["event_time"].null_count() == 0
+        assert events["host"].null_count() == events.height  # mapped later via topology
+        assert set(events["source"]) == {"switch"}
+
+
+def test_nexus_values(nexus):
+    result, counts = parse_file(parse, nexus / "test-nexus.log", "switch", Y2023)
+    assert counts.lines == 72
+    ev = _events(result)
+    line2 = ev[2]
+    assert line2["event_time"] == datetime(2023, 5, 2, 12, 57, 15)
+    assert (line2["kind"], line2["code"], line2["device"], line2["severity"]) == (
+        "link_down", "ETHPORT-5-IF_DOWN_ADMIN_DOWN", "eth1/42", "notice")
+    assert line2["reporter"] == "test-nexus"  # "<189>: 2023 ..." names no host: the file name does
+    assert line2["message"].startswith("%ETHPORT-5-IF_DOWN_ADMIN_DOWN: Interface Ethernet1/42 is down")
+    assert ev[1]["kind"] == "repeat" and ev[1]["severity"] == "err"
+    assert ev[3]["kind"] == "port_errors" and ev[3]["severity"] == "alert"
+    assert ev[5]["reporter"] == "10.100.0.32" and ev[5]["kind"] == "other"  # IF_ADMIN_UP is not a link-up
+    # relay stamp 15:21:27 loses to the device stamp with milliseconds and zone
+    assert ev[10]["event_time"] == datetime(2023, 5, 2, 15, 21, 27, 206000) and ev[10]["reporter"] == "10.100.0.33"
+    # sequence number after the host; AEST (UTC+10) device stamp without a year
+    assert ev[20]["event_time"] == datetime(2023, 5, 3, 3, 20, 48, 739000)
+    assert (ev[20]["reporter"], ev[20]["device"]) == ("ac508f-sr1", "eth1/33")
+    # host followed directly by the device stamp (the year must not be taken for a sequence number)
+    assert ev[44]["event_time"] == datetime(2023, 5, 3, 3, 55, 35, 928000)
+    assert (ev[44]["kind"], ev[44]["device"]) == ("link_up", "eth1/22")
+    # no PRI: "2023 May  1 22:58:09 switchname msg"
+    assert ev[29]["reporter"] == "switchname" and ev[29]["device"] == "eth1/14" and ev[28]["severity"] is None
+    # "<189>109692: 10.100.0.36: May 9 14:40:12.903:" sequence number first, no zone -> options.tz
+    assert ev[31]["event_time"] == datetime(2023, 5, 9, 14, 40, 12, 903000) and ev[31]["reporter"] == "10.100.0.36"
+    assert ev[65]["kind"] == "optics" and ev[65]["device"] == "eth2/3"
+    assert ev[69]["kind"] == "link_down" and ev[69]["code"] == "LINK-3-UPDOWN" and ev[69]["device"] == "gi2/0/4"
+    # "<187>Jun 14 11:34:35 ac45ce-sr1 AEST: %SFF8472..." the 3164 tag is a zone
+    assert ev[70]["event_time"] == datetime(2023, 6, 14, 1, 34, 35)
+    assert (ev[70]["kind"], ev[70]["device"], ev[70]["reporter"]) == ("optics", "te2/0/17", "ac45ce-sr1")
+    assert ev[37]["kind"] == "other"  # "Line Protocol on Interface vlan 20 ... up": no port
+    assert ev[63]["message"].endswith("10.208.112.147/32\\n")  # a literal \n is text
+    assert ev[71]["code"] == "SEC_LOGIN-SW2-5-LOGIN_SUCCESS" and ev[71]["severity"] == "notice"
+
+
+def test_nexus_zones(nexus):
+    result, _ = parse_file(parse, nexus / "test-nexus-tz-mapping.log", "switch")
+    assert result.tables["node_events"]["event_time"].to_list() == [
+        datetime(2025, 6, 25, 18, 36, 10), datetime(2025, 6, 25, 19, 41, 12)]  # MST = UTC-7
+
+
+def test_other_vendors(tmp_path):
+    text = "\n".join([
+        '<189>1 2023-05-02T12:57:15.123Z leaf01 switchd 1234 - - swp3: setting kernel carrier: down',
+        '<187>1 2023-05-02T14:00:00+02:00 spine1 - - ID47 [exampleSDID@32473 iut="3" eventID="1011"]'
+        ' Interface swp4 operational state is Down',
+        '2017-05-22T11:21:07.153894-04:00 leaf01 switchd[19517]: nic.c:223 nic_set_carrier: swp51:'
+        ' setting kernel carrier: down',
+        '2017-05-22T11:23:05.152445-04:00 leaf01 switchd[19517]: nic.c:223 nic_set_carrier: swp51:'
+        ' setting kernel carrier: up',
+        '2017-05-22T11:21:07.086167-04:00 leaf01 switchd[19517]: sync_base.c:604 swp51: ifindex 54, oper down',
+        '<173>Dec  7 12:02:06 10.13.110.116 mgmtd[8326]: [mgmtd.NOTICE]: Configuration saved to database initial',
+        'Dec  7 12:05:00 ib-sw01 issd[1234]: [issd.WARNING]: Interface IB1/5 changed state to DOWN',
+        '2024-03-01T10:00:00.000000+00:00 nvsw01 nvued[88]: Interface swp1 operational state is Up',
+        'Jul 17 14:35:27 192.168.172.2 2022 Jul 17 14:35:38.221 UTC: %ETHPORT-5-IF_DOWN_LINK_FAILURE:'
+        ' Interface Ethernet104/1/33 is down (Link failure)',
+        '<165>Feb  6 09:42:36 veos01 Ebra: %LINEPROTO-5-UPDOWN: Line protocol on Interface Ethernet28,'
+        ' changed state to down',
+        '<188>Jun  1 10:00:00 leaf02 portd[77]: swp7: link flap detected, 5 transitions in 10s',
+        '<187>1: *Oct  5 10:15:42.551: %LINK-3-UPDOWN: Interface GigabitEthernet0/0/2, changed state to down',
+        '<188>Jun  1 10:00:01 leaf02 switchd[77]: swp8: symbol errors increased by 12',
+        '<189>Jun  1 10:00:02 leaf02 BGP: neighbor 10.0.0.1 changed state to down',
+        '2023-05-02T15:21:30+00:00 10.100.0.33 : 2023 May  2 15:21:27.206 UTC: %ETHPORT-5-IF_DOWN_LINK_FAILURE:'
+        ' Interface Ethernet1/7 is down (Link failure)',
+        '<189>Jun  1 10:00:03 leaf03 nsm[12]: Interface xe1 changed state from up to down',
+    ])
+    result, counts = parse_file(parse, _write(tmp_path, text), "switch", Y2023)
+    ev = _events(result)
+    assert counts.rejects == 0
+    assert (ev[1]["event_time"], ev[1]["code"], ev[1]["reporter"], ev[1]["severity"]) == (
+        datetime(2023, 5, 2, 12, 57, 15, 123000), "switchd", "leaf01", "notice")
+    assert (ev[1]["kind"], ev[1]["device"], ev[1]["message"]) == ("link_down", "swp3", "swp3: setting kernel carrier: down")
+    assert ev[2]["event_time"] == datetime(2023, 5, 2, 12, 0) and ev[2]["code"] is None
+    assert (ev[2]["kind"], ev[2]["device"], ev[2]["reporter"]) == ("link_down", "swp4", "spine1")
+    assert ev[2]["message"] == "Interface swp4 operational state is Down"
+    assert ev[3]["event_time"] == datetime(2017, 5, 22, 15, 21, 7, 153894)
+    assert (ev[3]["kind"], ev[3]["device"], ev[3]["code"], ev[3]["reporter"]) == ("link_down", "swp51", "switchd", "leaf01")
+    assert ev[3]["message"].startswith("nic.c:223") and ev[3]["severity"] is None
+    assert ev[4]["kind"] == "link_up"
+    assert ev[5]["kind"] == "other"  # switchd's sync trace accompanies every carrier line: not counted twice
+    assert (ev[6]["code"], ev[6]["severity"], ev[6]["reporter"], ev[6]["kind"]) == ("mgmtd", "notice", "10.13.110.116", "other")
+    assert ev[6]["event_time"] == datetime(2023, 12, 7, 12, 2, 6)
+    assert (ev[7]["kind"], ev[7]["device"], ev[7]["severity"], ev[7]["code"]) == ("link_down", "ib1/5", "warning", "issd")
+    assert (ev[8]["kind"], ev[8]["device"], ev[8]["reporter"]) == ("link_up", "swp1", "nvsw01")
+    assert ev[9]["event_time"] == datetime(2022, 7, 17, 14, 35, 38, 221000) and ev[9]["reporter"] == "192.168.172.2"
+    assert (ev[9]["kind"], ev[9]["device"], ev[9]["code"]) == ("link_down", "eth104/1/33", "ETHPORT-5-IF_DOWN_LINK_FAILURE")
+    assert (ev[10]["kind"], ev[10]["device"], ev[10]["code"]) == ("link_down", "eth28", "LINEPROTO-5-UPDOWN")
+    assert (ev[11]["kind"], ev[11]["device"], ev[11]["code"]) == ("link_flap", "swp7", "portd")
+    assert ev[12]["event_time"] == datetime(2023, 10, 5, 10, 15, 42, 551000)
+    assert (ev[12]["kind"], ev[12]["device"], ev[12]["reporter"]) == ("link_down", "gi0/0/2", "leaf01")  # file name
+    assert (ev[13]["kind"], ev[13]["device"]) == ("port_errors", "swp8")
+    assert ev[14]["kind"] == "other" and ev[14]["code"] == "BGP"  # a routing session, not a port
+    # an RFC 3339 relay stamp in front of the NX-OS device stamp: the device stamp wins
+    assert ev[15]["event_time"] == datetime(2023, 5, 2, 15, 21, 27, 206000)
+    assert (ev[15]["reporter"], ev[15]["device"], ev[15]["kind"]) == ("10.100.0.33", "eth1/7", "link_down")
+    assert ev[16]["kind"] == "other" and ev[16]["device"] is None  # xe1 is no port name we map
+
+
+def test_year_rollover_from_mtime(tmp_path):
+    text = ("<189>Dec 31 23:59:58 leaf01 switchd[1]: swp1: setting kernel carrier: down\n"
+            "<189>Jan  1 00:00:03 leaf01 switchd[1]: swp1: setting kernel carrier: up\n")
+    result, _ = parse_file(parse, _write(tmp_path, text, mtime=datetime(2024, 1, 2, 8, 0)), "switch")
+    assert result.tables["node_events"]["event_time"].to_list() == [
+        datetime(2023, 12, 31, 23, 59, 58), datetime(2024, 1, 1, 0, 0, 3)]
+    # a configured year wins over the mtime and does not roll back
+    result, _ = parse_file(parse, _write(tmp_path, text, mtime=datetime(2024, 1, 2)), "switch",
+                           IngestOptions(syslog_year=2021))
+    assert [t.year for t in result.tables["node_events"]["event_time"]] == [2021, 2021]
+
+
+def test_unknown_zone_falls_back_to_options_tz(tmp_path):
+    text = ("<187>: 2025 Jun 25 11:36:10 XYZ: %DAEMON-3-SYSTEM_MSG: unknown zone\n"
+            "<187>: 2025 Jun 25 11:36:10 UTC: %DAEMON-3-SYSTEM_MSG: known zone\n"
+            "<187>Jun 25 11:36:10 leaf01 switchd[1]: no zone\n")
+    result, _ = parse_file(parse, _write(tmp_path, text), "switch",
+                           IngestOptions(tz="America/Denver", syslog_year=2025))
+    assert result.tables["node_events"]["event_time"].to_list() == [
+        datetime(2025, 6, 25, 17, 36, 10), datetime(2025, 6, 25, 11, 36, 10), datetime(2025, 6, 25, 17, 36, 10)]
+
+
+def test_garbage_blank_and_bad_dates(tmp_path):
+    text = ("<189>May  2 15:21:27 leaf01 switchd[1]: ok\n"
+            "\n"
+            "   \n"
+            "this is not a syslog line\n"
+            "<189>Feb 30 10:00:00 leaf01 switchd[1]: impossible date\n")
+    result, counts = parse_file(parse, _write(tmp_path, text), "switch", Y2023)
+    assert (counts.row_lines, counts.skipped, counts.rejects) == (1, 2, 2)
+    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"]))
+    assert "no switch syslog header" in reasons[4] and "invalid timestamp" in reasons[5]
+    assert result.rejects.filter(pl.col("line_no") == 4)["raw"][0] == "this is not a syslog line"
+
+
+def test_file_without_any_header_is_unrecognised(tmp_path):
+    from analysis.lines import read_lines
+    from analysis.model import ParseContext
+    path = _write(tmp_path, "JobID|State\n1|COMPLETED\n")
+    with pytest.raises(UnrecognisedFormat):
+        parse(read_lines(path).lines, ParseContext(path=path, source="switch", host_hint=None))
+
+
+def test_normalize_port_both_sides_agree():
+    raw = ["Ethernet1/42", "Eth1/42", "eth 1/42", "swp51", "swp1s0", "IB1/5", "1/5", "GigabitEthernet2/0/4",
+           "Gi2/0/4", "Te2/0/17", "TenGigabitEthernet2/0/17", "HundredGigE1/0/1", None]
+    out = pl.DataFrame({"p": raw}).select(normalize_port(pl.col("p")))["p"].to_list()
+    assert out == ["eth1/42", "eth1/42", "eth1/42", "swp51", "swp1s0", "ib1/5", "1/5", "gi2/0/4",
+                   "gi2/0/4", "te2/0/17", "te2/0/17", "hu1/0/1", None]
