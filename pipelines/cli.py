@@ -31,14 +31,24 @@ def main() -> None:
               help="Directory for the run summary (and, later, reports and exports).")
 @click.option("--tz", default=None, help="Time zone of naive timestamps in the logs (e.g. Europe/Paris) [default: UTC].")
 @click.option("--sacct-delimiter", default=None, help="sacct field delimiter [default: detected: '|', '|#' or '^|^'].")
+@click.option("--boot-time", "boot_times", multiple=True, metavar="HOST=TIME",
+              help="Boot time (ISO 8601) of HOST, for raw dmesg/kmsg logs stamped in seconds since boot. Repeatable.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary, no per-file progress.")
-def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimiter: str | None, quiet: bool) -> None:
+def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimiter: str | None,
+        boot_times: tuple[str, ...], quiet: bool) -> None:
     """Ingest everything under SOURCE and materialize every asset."""
     from pipelines.runner import SourceError, run_pipeline
 
     _setup_logging(quiet)
+    boots = {}
+    for item in boot_times:
+        host, sep, when = item.partition("=")
+        if not sep or not host or not when:
+            raise click.BadParameter(f"expected HOST=TIME, got '{item}'", param_hint="--boot-time")
+        boots[host] = when
     try:
-        result = run_pipeline(source, db or warehouse.default_db_path(), out, tz=tz, sacct_delimiter=sacct_delimiter)
+        result = run_pipeline(source, db or warehouse.default_db_path(), out, tz=tz,
+                              sacct_delimiter=sacct_delimiter, boot_times=boots)
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(result.report())

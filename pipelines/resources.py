@@ -29,6 +29,8 @@ class LogSources(ConfigurableResource):
     source_dir: str = os.environ.get("GOODPUT_SOURCE", "tests/fixtures/demo_source")
     tz: str | None = None  # overrides goodput.yaml in the source directory
     sacct_delimiter: str | None = None
+    boot_times: dict[str, str] = {}  # host -> ISO time, for raw dmesg; merged over goodput.yaml's
 
     def options(self) -> IngestOptions:
-        return load_options(Path(self.source_dir), tz=self.tz, sacct_delimiter=self.sacct_delimiter)
+        return load_options(Path(self.source_dir), tz=self.tz, sacct_delimiter=self.sacct_delimiter,
+                            boot_times=self.boot_times or None)

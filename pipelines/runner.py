@@ -9,7 +9,7 @@ import polars as pl
 from dagster import DagsterInstance, materialize
 
 from analysis import sql, warehouse
-from analysis.ingest import discover
+from analysis.ingest import discover, load_options
 from pipelines.definitions import all_assets, all_checks
 from pipelines.resources import LogSources, Warehouse
 
@@ -42,14 +42,19 @@ class RunResult:
 
 
 def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
-                 sacct_delimiter: str | None = None) -> RunResult:
+                 sacct_delimiter: str | None = None, boot_times: dict[str, str] | None = None) -> RunResult:
     source = Path(source)
     if not source.is_dir():
         raise SourceError(f"source directory {source} does not exist")
     if not discover(source):
         raise SourceError(f"source directory {source} holds no files (expected slurm/, kernel/, switch/, ... folders)")
+    try:
+        load_options(source, tz=tz, sacct_delimiter=sacct_delimiter, boot_times=boot_times)
+    except (ValueError, TypeError) as exc:
+        raise SourceError(f"bad options: {exc}") from None
     resources = {"warehouse": Warehouse(db_path=str(db)),
-                 "sources": LogSources(source_dir=str(source.resolve()), tz=tz, sacct_delimiter=sacct_delimiter)}
+                 "sources": LogSources(source_dir=str(source.resolve()), tz=tz, sacct_delimiter=sacct_delimiter,
+                                       boot_times=boot_times or {})}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # dagster beta/deprecation notices are not the user's concern
         result = materialize([*all_assets, *all_checks], resources=resources, instance=DagsterInstance.ephemeral(),

@@ -98,3 +98,11 @@ def test_dagster_cli_loads_code_location():
     done = subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"], capture_output=True,
                           text=True, cwd=Path(__file__).resolve().parents[1], timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_cli_rejects_bad_options_clearly(tmp_path):
+    db = str(tmp_path / "w.duckdb")
+    bad_tz = CliRunner().invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", db, "--tz", "Mars/Olympus"])
+    assert bad_tz.exit_code != 0 and "unknown time zone" in bad_tz.output
+    bad_boot = CliRunner().invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", db, "--boot-time", "gpu001"])
+    assert bad_boot.exit_code != 0 and "HOST=TIME" in bad_boot.output
