@@ -42,14 +42,22 @@ def _x(m: pl.Expr, pattern: str, group: int = 1) -> pl.Expr:
     return m.str.extract(pattern, group)
 
 
-def _rules(m: pl.Expr) -> list[tuple[str, pl.Expr, pl.Expr, pl.Expr]]:
-    """(kind, matches, code, device) in priority order."""
+def _gpu(addr: pl.Expr) -> pl.Expr:
+    """One spelling per GPU, so events from differently worded lines group
+    together: lowercase, PCI function dropped (0000:B3:00.0 -> 0000:b3:00),
+    domain added when the driver omitted it (b3:00 -> 0000:b3:00)."""
+    a = addr.str.strip_chars().str.to_lowercase().str.replace(r"\.[0-7]$", "")
+    return pl.when(a.str.count_matches(":") == 1).then(pl.lit("0000:") + a).otherwise(a)
+
+
+def _rules(m: pl.Expr) -> list[tuple[str, str, pl.Expr, pl.Expr]]:
+    """(kind, match regex, code, device) in priority order."""
     has = m.str.contains
     null = pl.lit(None, dtype=pl.Utf8)
     any_pci = _x(m, ADDR)
     xid = r"NVRM: Xid \((?:PCI:)?([^)]*)\): (\d+)"
     sxid = r"SXid \((?:PCI:)?([^)]*)\): (\d+)"
-    off_bus = rf"NVRM: .*GPU (?:at )?(?:PCI:)?({PCI})\b.*fallen off the bus"
+    off_bus = rf"GPU (?:at )?(?:PCI:)?({PCI})\b.*fallen off the bus"
     aer_code = (pl.when(has(r"(?i)uncorrected \(fatal\)|severity=fatal")).then(pl.lit("uncorrected_fatal"))
                 .when(has(r"(?i)uncorrected \(non-fatal\)")).then(pl.lit("uncorrected_nonfatal"))
                 .when(has(r"(?i)\bcorrected\b")).then(pl.lit("corrected")))
@@ -78,44 +86,54 @@ def _rules(m: pl.Expr) -> list[tuple[str, pl.Expr, pl.Expr, pl.Expr]]:
                 .when(has("oom_reaper")).then(pl.lit("reaped"))
                 .otherwise(pl.lit("oom_kill")))
     return [
-        ("xid", has(xid), _x(m, xid, 2), _x(m, xid, 1)),
-        ("sxid", has(sxid), _x(m, sxid, 2), _x(m, sxid, 1)),
-        ("xid", has(off_bus), pl.lit("79"), _x(m, off_bus)),
-        ("gsp", has(r"(?i)RPC response from GPU\d* GSP|GSP\b.*\btim(?:e|ed) ?out"), pl.lit("rpc_timeout"),
+        ("xid", xid, _x(m, xid, 2), _gpu(_x(m, xid, 1))),
+        ("sxid", sxid, _x(m, sxid, 2), _x(m, sxid, 1)),
+        ("xid", "fallen off the bus", pl.lit("79"), _gpu(_x(m, off_bus))),  # NVIDIA-only wording
+        ("gsp", r"(?i)RPC response from GPU\d* GSP|GSP\b.*\btim(?:e|ed) ?out", pl.lit("rpc_timeout"),
          pl.coalesce(any_pci, _x(m, r"\b(GPU\d+)\b"))),
-        ("pcie_aer", has(r"AER:|PCIe Bus Error"), aer_code, aer_dev),
-        ("mem_ecc", has(r"EDAC\b.*\b[CU]E\b"), _x(m, r"\b([CU]E)\b"),
+        ("pcie_aer", r"AER:|PCIe Bus Error", aer_code, aer_dev),
+        ("mem_ecc", r"EDAC\b.*\b[CU]E\b", _x(m, r"\b([CU]E)\b"),
          pl.when(ecc_dev.str.to_lowercase() != "unknown").then(ecc_dev)),
-        ("mce", has(r"(?i)\[Hardware Error\]|machine check events logged|machine check exception|mce: .*machine check"),
+        ("mce", r"(?i)\[Hardware Error\]|machine check events logged|machine check exception|mce: .*machine check",
          pl.when(has(r"(?i)events logged")).then(pl.lit("events_logged"))
          .when(has(r"(?i)exception")).then(pl.lit("exception")).otherwise(pl.lit("hardware_error")),
          pl.concat_str(pl.lit("cpu"), _x(m, r"\bCPU ?(\d+)"))),
-        ("ib_link", has(r"(?i)mlx[45]_\w+ .*(?:port module event|\blink (?:is )?(?:down|up)\b|"
-                        r"health compromised|unrecoverable|fw fatal)|port \d+ state changed to|"
-                        + ib_if + r".*\blink (?:is )?(?:down|up|becomes ready)"),
+        ("ib_link", r"(?i)mlx[45]_\w+ .*(?:port module event|\blink (?:is )?(?:down|up)\b|"
+                    r"health compromised|unrecoverable|fw fatal)|port \d+ state changed to|"
+                    + ib_if + r".*\blink (?:is )?(?:down|up|becomes ready)",
          ib_code, pl.coalesce(_x(m, rf"mlx[45]_\w+ {ADDR}"), _x(m, ib_if), any_pci)),
-        ("filesystem", has(r"(?i)nfs: server \S+ (?:not responding|OK)|lustreerror|lustre:.*(?:connection.*lost|"
-                           r"lost connection)|mount error|unable to mount|mount\.\w+: |mount failed|failed to mount|"
-                           r"cifs:? vfs:|ext4-fs error|ext4-fs \(\S+\): .*error|XFS \(\S+\): .*(?:error|corrupt|shutdown)"),
+        ("filesystem", r"(?i)nfs: server \S+ (?:not responding|OK)|lustreerror|lustre:.*(?:connection.*lost|"
+                       r"lost connection)|mount error|unable to mount|mount\.\w+: |mount failed|failed to mount|"
+                       r"cifs:? vfs:|ext4-fs error|ext4-fs \(\S+\): .*error|XFS \(\S+\): .*(?:error|corrupt|shutdown)",
          fs_code, fs_dev),
-        ("oom", has(r"(?i)out of memory|invoked oom-killer|oom-kill:|oom_reaper"), oom_code, null),
-        ("segfault", has(r"segfault at|general protection fault"), _x(m, r" in ([^\[\s]+)\["), null),
-        ("nvrm", has("NVRM:"), null, any_pci),
+        ("oom", r"(?i)out of memory|invoked oom-killer|oom-kill:|oom_reaper", oom_code, null),
+        ("segfault", r"segfault at|general protection fault", _x(m, r" in ([^\[\s]+)\["), null),
+        ("nvrm", "NVRM:", null, any_pci),
     ]
 
 
 def classify(df: pl.DataFrame, message: str = "message") -> pl.DataFrame:
-    """Add kind, code and device columns to ``df``."""
-    m = pl.col(message)
-    screen = m.str.contains(SCREEN).fill_null(False)
-    hits, rest = df.filter(screen), df.filter(~screen)
-    rules = _rules(m)
-    kind = code = device = None
-    for name, match, c, d in rules:
-        kind = (pl.when(match) if kind is None else kind.when(match)).then(pl.lit(name))
-        code = (pl.when(match) if code is None else code.when(match)).then(c)
-        device = (pl.when(match) if device is None else device.when(match)).then(d)
-    hits = hits.with_columns(kind=kind.otherwise(pl.lit("other")), code=code.otherwise(pl.lit(None, pl.Utf8)),
-                             device=device.otherwise(pl.lit(None, pl.Utf8)))
-    rest = rest.with_columns(kind=pl.lit("other"), code=pl.lit(None, pl.Utf8), device=pl.lit(None, pl.Utf8))
-    return pl.concat([hits, rest], how="vertical_relaxed")
+    """Add kind, code and device columns to ``df``, keeping row order.
+    Rules claim rows in priority order on a narrow (idx, message) frame, so
+    each capture-group extraction (the slow part) runs only on its own kind;
+    results are scattered back instead of re-sorting the wide frame."""
+    m, n = pl.col(message), df.height
+    screen = df.select(m.str.contains(SCREEN).fill_null(False)).to_series()
+    rest = df.select(screen.arg_true().alias("_idx"), m.filter(screen))
+    parts = []
+    for kind, rx, code, device in _rules(m):
+        if rest.height == 0:
+            break
+        hit = rest.select(m.str.contains(rx)).to_series()
+        if hit.any():
+            parts.append(rest.filter(hit).select("_idx", kind=pl.lit(kind), code=code, device=device)
+                         .with_columns(pl.col("code", "device").cast(pl.Utf8)))
+            rest = rest.filter(~hit)
+    kinds = pl.repeat("other", n, eager=True, dtype=pl.Utf8)
+    codes, devices = pl.Series([None] * n, dtype=pl.Utf8), pl.Series([None] * n, dtype=pl.Utf8)
+    if parts:
+        found = pl.concat(parts)
+        kinds = kinds.scatter(found["_idx"], found["kind"])
+        codes = codes.scatter(found["_idx"], found["code"])
+        devices = devices.scatter(found["_idx"], found["device"])
+    return df.with_columns(kind=kinds, code=codes, device=devices)
