@@ -13,12 +13,14 @@ import hashlib
 import importlib
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
 import polars as pl
+import yaml
 
 from analysis import sql, warehouse
 from analysis.accounting import AccountingError, account, all_rejects
@@ -85,20 +87,19 @@ def parser_for(source: str):
     return importlib.import_module(f"analysis.parsers.{SOURCES[source]}")
 
 
-def _parse(path: Path, source: str, ctx: ParseContext) -> tuple[ParseResult, LineFile]:
+def _parse(path: Path, source: str, ctx: ParseContext, data: bytes, problems: list[str]) -> tuple[ParseResult, LineFile]:
     module = parser_for(source)
     name = path.name.removesuffix(".gz")
     if name.endswith(".parquet"):
         if not hasattr(module, "parse_parquet"):
             raise UnrecognisedFormat(f"Parquet is read only under telemetry/, not {source}/")
-        data, problems = read_bytes(path)
         result = module.parse_parquet(path, ctx)
         n = sum(df.height for df in result.tables.values()) + result.rejects.height
         frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
         lines = LineFile(path, hashlib.sha256(data).hexdigest(), path.stat().st_size, frame,
                          empty_rejects(), n, problems)
         return result, lines
-    lines = read_lines(path)
+    lines = read_lines(path, data, problems, sha256=ctx.sha256)
     return module.parse(lines.lines, ctx), lines
 
 
@@ -109,7 +110,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, 
         return _record_problem(con, key, None, "unrecognised", path,
                                f"not in a known source folder ({', '.join(SOURCES)})")
     try:
-        data, _ = read_bytes(path)
+        data, problems = read_bytes(path)
     except OSError as exc:
         return _record_problem(con, key, source, "error", path, f"cannot read file: {exc}")
     sha = hashlib.sha256(data).hexdigest()
@@ -121,10 +122,10 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, 
         warehouse.replace_file_rows(con, key, {}, empty_rejects(), source, _record(
             key, source, None, sha, path, None, "duplicate", f"same content as {twin['path'][0]}"))
         return FileOutcome(key, source, "duplicate", message=f"same content as {twin['path'][0]}")
-    ctx = ParseContext(path=path, source=source,
+    ctx = ParseContext(path=path, source=source, sha256=sha,
                        host_hint=host_from_path(path.relative_to(source_dir)), options=options)
     try:
-        result, lines = _parse(path, source, ctx)
+        result, lines = _parse(path, source, ctx, data, problems)
         counts = account(result, lines)
     except UnrecognisedFormat as exc:
         return _record_problem(con, key, source, "unrecognised", path, str(exc))
@@ -180,18 +181,12 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
     return summary
 
 
-def _naive_utc(t):
-    from datetime import timezone
-
+def _naive_utc(t: datetime) -> datetime:
     return t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
 
 
 def load_options(source_dir: Path, **overrides) -> IngestOptions:
     """Options from ``goodput.yaml`` at the top of the source directory, then overrides."""
-    import yaml
-
-    from datetime import datetime
-
     values: dict = {}
     for name in CONFIG_NAMES:
         if (source_dir / name).is_file():

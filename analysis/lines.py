@@ -75,29 +75,58 @@ def read_bytes(path: Path) -> tuple[bytes, list[str]]:
     return raw, []
 
 
-def read_lines(path: Path, data: bytes | None = None) -> LineFile:
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _split_lines(data: bytes) -> pl.DataFrame:
+    """(line_no, text) for every physical line; CR of CRLF dropped.
+
+    Fast path: polars' multi-threaded CSV reader with a separator that never
+    occurs in text logs (0.4 s for 5 M lines). It is used only when its row
+    count equals the newline count, so a stray separator byte or any reader
+    quirk falls back to the plain split instead of shifting line numbers."""
+    expected = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    frame = None
+    if b"\x1f" not in data:
+        try:
+            frame = pl.read_csv(data, has_header=False, separator="\x1f", quote_char=None, infer_schema=False,
+                                new_columns=["text"], encoding="utf8-lossy")
+        except pl.exceptions.PolarsError:
+            frame = None
+        if frame is not None and frame.height != expected:
+            frame = None
+    if frame is None:
+        text = data.decode("utf-8", errors="replace")
+        if text.endswith("\n"):
+            text = text[:-1]
+        frame = pl.DataFrame({"text": pl.Series(text.split("\n"), dtype=pl.Utf8)}).with_columns(
+            pl.col("text").str.strip_suffix("\r"))
+    return frame.with_row_index("line_no", offset=1).select(
+        pl.col("line_no").cast(pl.Int64), pl.col("text").fill_null(""))
+
+
+def read_lines(path: Path, data: bytes | None = None, problems: list[str] | None = None,
+               sha256: str | None = None) -> LineFile:
     """Split a file into lines. Invalid UTF-8 bytes become U+FFFD (the line is
     kept: a job row with one bad byte in its name is still a job); CR before LF
     is dropped; a final line without newline counts as a line."""
     path = Path(path)
-    problems: list[str] = []
+    problems = list(problems or [])
     size = path.stat().st_size
     if data is None:
         data, problems = read_bytes(path)
-    sha = hashlib.sha256(data).hexdigest()
+    sha = sha256 or hashlib.sha256(data).hexdigest()
     if not data:
         frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
         return LineFile(path, sha, size, frame, empty_rejects(), 0, problems)
-    text = data.decode("utf-8", errors="replace")
-    if text.endswith("\n"):
-        text = text[:-1]
-    frame = (
-        pl.DataFrame({"text": [text]})
-        .select(pl.col("text").str.split("\n"))
-        .explode("text")
-        .with_row_index("line_no", offset=1)
-        .with_columns(pl.col("line_no").cast(pl.Int64), pl.col("text").str.strip_suffix("\r"))
-    )
+    frame = _split_lines(data)
+    if b"\x00" in data:  # NULs syslog leaves after a hard reset
+        frame = frame.with_columns(pl.col("text").str.strip_chars_start("\x00"))
     n_lines = frame.height
     too_long = pl.col("text").str.len_bytes() > MAX_LINE_BYTES
     long_rows = frame.filter(too_long)
@@ -108,6 +137,6 @@ def read_lines(path: Path, data: bytes | None = None) -> LineFile:
             [f"line of {n} bytes exceeds the {MAX_LINE_BYTES}-byte limit" for n in long_rows["text"].str.len_bytes()],
         )
         frame = frame.filter(~too_long)
-    if "\ufffd" in text:
+    if not _is_utf8(data):
         problems.append("invalid UTF-8 bytes replaced by U+FFFD")
     return LineFile(path, sha, size, frame, rejects, n_lines, problems)

@@ -34,6 +34,7 @@ class ParseContext:
     source: str  # slurm, kernel, switch, ...
     host_hint: str | None  # host named by the file's name or folder, for logs without a host field
     options: IngestOptions = field(default_factory=IngestOptions)
+    sha256: str | None = None  # of the decompressed content, when the engine already has it
 
     @property
     def mtime(self) -> datetime:
