@@ -103,64 +103,90 @@ def _parse(path: Path, source: str, ctx: ParseContext, data: bytes, problems: li
     return module.parse(lines.lines, ctx), lines
 
 
+@dataclass
+class FileIdentity:
+    """What decides whether a file must be (re-)read: its content, and how it would be read."""
+    key: str  # absolute path
+    source: str | None
+    sha256: str | None
+    host_hint: str | None
+    fingerprint: str | None  # of the options that change how this file parses
+
+
+def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None) -> str:
+    """Options that change this file's rows: a new --tz or boot time re-reads it."""
+    sidecar = path.with_name(path.name + ".boottime")
+    parts = [options.tz, options.sacct_delimiter, options.sacct_columns, options.syslog_year,
+             str(options.boot_times.get(host_hint or "")) if host_hint else None,
+             sidecar.read_text(errors="replace").strip() if sidecar.is_file() else None]
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
 def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, source_dir: Path,
-                options: IngestOptions) -> FileOutcome:
+                options: IngestOptions, force: bool = False) -> FileOutcome:
     key = str(path.resolve())
     if source is None:
-        return _record_problem(con, key, None, "unrecognised", path,
-                               f"not in a known source folder ({', '.join(SOURCES)})")
+        return _record_problem(con, FileIdentity(key, None, None, None, None), path,
+                               "unrecognised", f"not in a known source folder ({', '.join(SOURCES)})")
+    host_hint = host_from_path(path.relative_to(source_dir))
     try:
         data, problems = read_bytes(path)
     except OSError as exc:
-        return _record_problem(con, key, source, "error", path, f"cannot read file: {exc}")
-    sha = hashlib.sha256(data).hexdigest()
+        return _record_problem(con, FileIdentity(key, source, None, host_hint, None), path,
+                               "error", f"cannot read file: {exc}")
+    ident = FileIdentity(key, source, hashlib.sha256(data).hexdigest(), host_hint,
+                         _fingerprint(options, path, host_hint))
     previous = sql.query(con, "file_by_path", {"path": key})
-    if previous.height and previous["sha256"][0] == sha and previous["status"][0] != "error":
+    if (not force and previous.height and previous["status"][0] != "error"
+            and (previous["sha256"][0], previous["fingerprint"][0]) == (ident.sha256, ident.fingerprint)):
         return FileOutcome(key, source, "unchanged")
-    twin = sql.query(con, "file_by_sha", {"sha256": sha, "path": key})
+    # The same content for the same host read the same way (a rotated or
+    # re-compressed copy) adds nothing; the same text under another host is new.
+    twin = sql.query(con, "file_by_sha", {"sha256": ident.sha256, "path": key, "source": source,
+                                          "host_hint": host_hint, "fingerprint": ident.fingerprint})
     if twin.height:
-        warehouse.replace_file_rows(con, key, {}, empty_rejects(), source, _record(
-            key, source, None, sha, path, None, "duplicate", f"same content as {twin['path'][0]}"))
-        return FileOutcome(key, source, "duplicate", message=f"same content as {twin['path'][0]}")
-    ctx = ParseContext(path=path, source=source, sha256=sha,
-                       host_hint=host_from_path(path.relative_to(source_dir)), options=options)
+        message = f"same content as {twin['path'][0]}"
+        warehouse.replace_file_rows(con, key, {}, empty_rejects(), source, _record(ident, path, None, None,
+                                                                                   "duplicate", message))
+        return FileOutcome(key, source, "duplicate", message=message)
+    ctx = ParseContext(path=path, source=source, sha256=ident.sha256, host_hint=host_hint, options=options)
     try:
         result, lines = _parse(path, source, ctx, data, problems)
         counts = account(result, lines)
     except UnrecognisedFormat as exc:
-        return _record_problem(con, key, source, "unrecognised", path, str(exc))
-    except AccountingError:
-        raise  # a parser bug: let tests and the asset check fail loudly
+        return _record_problem(con, ident, path, "unrecognised", str(exc))
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
         log.exception("parser failed on %s", path)
-        return _record_problem(con, key, source, "error", path, f"parser error: {type(exc).__name__}: {exc}")
+        kind = "internal accounting error (a goodput bug)" if isinstance(exc, AccountingError) else "parser error"
+        return _record_problem(con, ident, path, "error", f"{kind}: {type(exc).__name__}: {exc}")
     rejects = all_rejects(result, lines)
     message = "; ".join(lines.problems)
-    if lines.problems and any("gzip" in p for p in lines.problems):
+    if any("gzip" in p for p in lines.problems):
         rejects = pl.concat([rejects, make_rejects([None], [None], [lines.problems[0]])], how="vertical_relaxed")
-    warehouse.replace_file_rows(con, key, result.tables, rejects, source, _record(
-        key, source, result.format, sha, path, counts, "ok", message))
+    warehouse.replace_file_rows(con, key, result.tables, rejects, source,
+                                _record(ident, path, result.format, counts, "ok", message))
     return FileOutcome(key, source, "ok", counts.lines, counts.rows, counts.rejects, message)
 
 
-def _record(key, source, fmt, sha, path, counts, status, message) -> dict:
+def _record(ident: FileIdentity, path: Path, fmt: str | None, counts, status: str, message: str) -> dict:
     c = counts.__dict__ if counts else {}
-    return {"path": key, "source": source, "format": fmt, "sha256": sha, "size_bytes": path.stat().st_size,
+    return {"path": ident.key, "source": ident.source, "format": fmt, "sha256": ident.sha256,
+            "host_hint": ident.host_hint, "fingerprint": ident.fingerprint,
+            "size_bytes": path.stat().st_size if path.exists() else None,
             "lines": c.get("lines", 0), "row_lines": c.get("row_lines", 0), "rows": c.get("rows", 0),
             "rejects": c.get("rejects", 0), "skipped": c.get("skipped", 0), "merged": c.get("merged", 0),
             "status": status, "message": message}
 
 
-def _record_problem(con, key: str, source: str | None, status: str, path: Path, message: str) -> FileOutcome:
+def _record_problem(con, ident: FileIdentity, path: Path, status: str, message: str) -> FileOutcome:
     """A file no parser could read: one file-level reject row, status in ingested_files."""
     try:
         first = read_lines(path).lines["text"].head(1).to_list()
     except OSError:
         first = []
     reject = make_rejects([None], [first[0] if first else None], [f"{status}: {message}"])
-    sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
-    warehouse.replace_file_rows(con, key, {}, reject, source, _record(key, source, None, sha, path, None, status, message))
-    return FileOutcome(key, source, status, message=message)
+    warehouse.replace_file_rows(con, ident.key, {}, reject, ident.source, _record(ident, path, None, None, status, message))
+    return FileOutcome(ident.key, ident.source, status, message=message)
 
 
 def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: IngestOptions | None = None,
@@ -178,6 +204,13 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
         summary.outcomes.append(outcome)
         if progress:
             progress(outcome, i, len(files))
+    # A copy recorded as a duplicate holds no rows of its own: when the file it
+    # duplicated changed since, read the copy for real (log rotation).
+    wanted = {str(p.resolve()): (p, s) for p, s in files}
+    for orphan in sql.query(con, "orphaned_duplicates")["path"].to_list():
+        if orphan in wanted:
+            path, source = wanted[orphan]
+            summary.outcomes.append(ingest_file(con, path, source, source_dir, options, force=True))
     return summary
 
 

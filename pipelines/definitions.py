@@ -1,7 +1,7 @@
 """The goodput Dagster code location (loaded by workspace.yaml / `dagster dev`)."""
 from __future__ import annotations
 
-from dagster import AssetSelection, Definitions, define_asset_job
+from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
 from assets.derived import jobs, jobs_instance_unique, node_events
 from assets.ingest import ingest_assets, ingest_checks, unrecognised_files
@@ -17,4 +17,7 @@ defs = Definitions(
     asset_checks=all_checks,
     jobs=[nightly],
     resources={"warehouse": Warehouse(), "sources": LogSources()},
+    # DuckDB allows one writing process per file: assets run one after another
+    # in one process rather than in parallel subprocesses fighting for the lock.
+    executor=in_process_executor,
 )

@@ -1,1 +1,1 @@
-SELECT path, sha256, status FROM ingested_files WHERE path = $path
+SELECT path, sha256, fingerprint, status FROM ingested_files WHERE path = $path

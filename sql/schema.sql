@@ -5,6 +5,8 @@ CREATE TABLE IF NOT EXISTS ingested_files (
     source VARCHAR,                -- slurm, kernel, switch, ... (NULL: unrecognised)
     format VARCHAR,                -- detected format (e.g. 'sacct|', 'journal-short-iso')
     sha256 VARCHAR,                -- of the decompressed content
+    host_hint VARCHAR,             -- host named by the file's path (per-host logs)
+    fingerprint VARCHAR,           -- of the options that change how the file parses (tz, boot time, ...)
     size_bytes BIGINT,
     lines BIGINT,                  -- physical lines read
     row_lines BIGINT,              -- lines that produced stored rows

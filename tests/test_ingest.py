@@ -132,3 +132,51 @@ def test_real_datasets_ingest_with_accounting(datasets, tmp_path, con):
     assert sql.query(con, "accounting_check", {"source": "slurm"}).height == 0
     files = con.sql("SELECT sum(lines) l, sum(row_lines + rejects + skipped + merged) a FROM ingested_files").pl()
     assert files["l"][0] == files["a"][0] > 6000
+
+
+def _kernel_count(con):
+    return con.execute("SELECT count(*) FROM node_events").fetchall()[0][0]
+
+
+def test_log_rotation_keeps_every_event(tmp_path, con):
+    k = tmp_path / "src" / "kernel" / "gpu001"
+    k.mkdir(parents=True)
+    x = "[Fri Mar  1 00:00:01 2024] NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"
+    y = "[Fri Mar  1 01:00:01 2024] NVRM: Xid (PCI:0000:b3:00): 48, pid=1, name=x, DBE\n"
+    (k / "kern.log").write_text(x)
+    ingest_directory(con, tmp_path / "src")
+    # logrotate: the old content moves to archive/kern.log.1, kern.log starts over
+    (k / "archive").mkdir()
+    (k / "archive" / "kern.log.1").write_text(x)
+    (k / "kern.log").write_text(y)
+    ingest_directory(con, tmp_path / "src")
+    codes = sorted(r[0] for r in con.execute("SELECT code FROM node_events").fetchall())
+    assert codes == ["48", "79"]
+    ingest_directory(con, tmp_path / "src")
+    assert _kernel_count(con) == 2
+
+
+def test_same_text_on_two_hosts_is_not_a_duplicate(tmp_path, con):
+    k = tmp_path / "src" / "kernel"
+    k.mkdir(parents=True)
+    line = "[Fri Mar  1 00:00:01 2024] NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"
+    (k / "gpu001.log").write_text(line)
+    (k / "gpu002.log").write_text(line)
+    ingest_directory(con, tmp_path / "src")
+    assert sorted(r[0] for r in con.execute("SELECT host FROM node_events").fetchall()) == ["gpu001", "gpu002"]
+
+
+def test_new_boot_time_rereads_raw_dmesg(tmp_path, con):
+    from analysis.ingest import load_options
+    k = tmp_path / "src" / "kernel"
+    k.mkdir(parents=True)
+    (k / "gpu001.log").write_text("[   10.500000] NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=x, GPU has fallen off the bus.\n")
+    ingest_directory(con, tmp_path / "src")
+    assert _kernel_count(con) == 0
+    assert "no boot time" in con.execute("SELECT reason FROM rejects").fetchall()[0][0]
+    opts = load_options(tmp_path / "src", boot_times={"gpu001": "2024-03-01T00:00:00Z"})
+    out = ingest_directory(con, tmp_path / "src", opts)
+    assert [o.status for o in out.outcomes] == ["ok"]
+    from datetime import datetime
+    assert con.execute("SELECT event_time FROM node_events").fetchall() == [(datetime(2024, 3, 1, 0, 0, 10, 500000),)]
+    assert con.execute("SELECT count(*) FROM rejects").fetchall()[0][0] == 0
