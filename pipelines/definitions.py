@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
-from assets.derived import jobs, jobs_instance_unique, node_events
+from assets.derived import jobs, jobs_instances_sequential, node_events
 from assets.ingest import ingest_assets, ingest_checks, unrecognised_files
 from pipelines.resources import LogSources, Warehouse
 
 all_assets = [*ingest_assets, unrecognised_files, jobs, node_events]
-all_checks = [*ingest_checks, jobs_instance_unique]
+all_checks = [*ingest_checks, jobs_instances_sequential]
 
 nightly = define_asset_job("nightly", selection=AssetSelection.all(), description="Ingest every source and rebuild every table.")
 

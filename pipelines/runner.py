@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from dagster import DagsterInstance, materialize
+from dagster import AssetCheckSeverity, DagsterInstance, materialize
 
 from analysis import sql, warehouse
 from analysis.ingest import discover, load_options
@@ -26,6 +26,7 @@ class RunResult:
     summary: pl.DataFrame
     problems: pl.DataFrame
     failed: list[str]
+    warned: list[str]
     db: Path
 
     def report(self) -> str:
@@ -34,6 +35,8 @@ class RunResult:
             lines = [f"Warehouse: {self.db}", str(self.summary)]
         for path, source, status, message in self.problems.iter_rows():
             lines.append(f"  {status}: {path}: {message}")
+        if self.warned:
+            lines.append("WARNING: " + ", ".join(self.warned))
         if self.failed:
             lines.append("FAILED: " + ", ".join(self.failed))
         else:
@@ -60,9 +63,11 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         result = materialize([*all_assets, *all_checks], resources=resources, instance=DagsterInstance.ephemeral(),
                              raise_on_error=False, run_config=QUIET_DAGSTER)
     failed = [e.step_key or e.event_type_value for e in result.all_events if e.is_step_failure]
+    warned = []
     for check in result.get_asset_check_evaluations():
         if not check.passed:
-            failed.append(f"check {check.asset_key.to_user_string()}.{check.check_name}")
+            name = f"check {check.asset_key.to_user_string()}.{check.check_name}"
+            (warned if check.severity == AssetCheckSeverity.WARN else failed).append(name)
     con = warehouse.connect(db)
     try:
         summary = sql.query(con, "ingest_summary")
@@ -71,4 +76,4 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         con.close()
     out.mkdir(parents=True, exist_ok=True)
     summary.write_csv(out / "ingest_summary.csv")
-    return RunResult(result.success and not failed, summary, problems, failed, db)
+    return RunResult(result.success and not failed, summary, problems, failed, warned, db)

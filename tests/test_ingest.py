@@ -180,3 +180,18 @@ def test_new_boot_time_rereads_raw_dmesg(tmp_path, con):
     from datetime import datetime
     assert con.execute("SELECT event_time FROM node_events").fetchall() == [(datetime(2024, 3, 1, 0, 0, 10, 500000),)]
     assert con.execute("SELECT count(*) FROM rejects").fetchall()[0][0] == 0
+
+
+def test_stale_pending_array_range_is_dropped(tmp_path, con):
+    import time
+    d = tmp_path / "src" / "slurm"
+    d.mkdir(parents=True)
+    (d / "day1.txt").write_text("\n".join([HEADER, row("100_[5-6]", raw="100", state="PENDING", start="Unknown",
+                                                    end="Unknown", nodes="None assigned")]))
+    ingest_directory(con, tmp_path / "src")
+    time.sleep(0.01)
+    (d / "day2.txt").write_text("\n".join([HEADER, row("100_5", raw="105"), row("100_6", raw="106"),
+                                           row("100_[7-8]", raw="100", state="PENDING", start="Unknown", end="Unknown")]))
+    ingest_directory(con, tmp_path / "src")
+    build_jobs(con)
+    assert sorted(r[0] for r in con.execute("SELECT job_id FROM jobs").fetchall()) == ["100_5", "100_6", "100_[7-8]"]

@@ -142,3 +142,34 @@ def test_headerless_and_other_delimiters(tmp_path):
 def test_garbage_job_id_is_rejected(tmp_path):
     _, counts, df = parse_text(tmp_path, HEADER + "\n" + row("abc") + "\n" + row("9"))
     assert df["job_id"].to_list() == ["9"] and counts.rejects == 1
+
+
+def test_second_header_with_other_columns_starts_a_new_segment(tmp_path):
+    text = "\n".join([HEADER, row("1"), "JobID|Start|State|End", "500|2024-03-01T11:05:00|COMPLETED|2024-03-01T12:00:00"])
+    _, counts, df = parse_text(tmp_path, text)
+    r = df.filter(pl.col("job_id") == "500").row(0, named=True)
+    assert r["state"] == "COMPLETED" and r["start_time"] == datetime(2024, 3, 1, 11, 5)
+    assert counts.skipped == 2 and counts.rejects == 0
+
+
+def test_shifted_or_unparseable_fields_are_rejected_not_stored(tmp_path):
+    shifted = row("2", state="2024-03-01T10:00:00")  # a headerless dump in another column order
+    bad_time = row("3", start="01/03/2024 10:00")
+    spaced = row("4", start="2024-03-01 10:00:00")  # SLURM_TIME_FORMAT with a space: fine
+    result, counts, df = parse_text(tmp_path, "\n".join([HEADER, shifted, bad_time, spaced]))
+    assert df["job_id"].to_list() == ["4"] and df["start_time"][0] == datetime(2024, 3, 1, 10, 0)
+    reasons = sorted(result.rejects["reason"].to_list())
+    assert reasons == ["unparseable Start time '01/03/2024 10:00'", "unparseable State '2024-03-01T10:00:00'"]
+
+
+def test_tool_message_is_not_folded_into_submit_line(tmp_path):
+    text = "\n".join([HEADER, row("1"), "sacct: error: slurmdbd: Getting response to message type 1444"])
+    result, counts, df = parse_text(tmp_path, text)
+    assert df["submit_line"][0] == "sbatch train.sh" and counts.rejects == 1
+
+
+def test_dst_fall_back_end_follows_elapsed(tmp_path):
+    text = HEADER + "\n" + row("1", start="2024-10-27T02:50:00", end="2024-10-27T02:10:00", elapsed="00:20:00")
+    _, _, df = parse_text(tmp_path, text, tz="Europe/Paris")
+    r = df.row(0, named=True)
+    assert r["start_time"] == datetime(2024, 10, 27, 0, 50) and r["end_time"] == datetime(2024, 10, 27, 1, 10)

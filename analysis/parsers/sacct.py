@@ -8,6 +8,8 @@ split in bulk; the rare wrong ones are repaired in Python (see
 """
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from analysis.hosts import HostlistError, expand_hostlist
@@ -20,7 +22,9 @@ from analysis.timeutil import local_to_utc, parse_duration_s
 DEFAULT_COLUMNS = ("JobID,JobIDRaw,JobName,User,Account,Partition,QOS,Priority,State,ExitCode,Reason,"
                    "Submit,Eligible,Start,End,Elapsed,NNodes,AllocTRES,NodeList,Restarts,SubmitLine").split(",")
 DELIMITERS = ("^|^", "|#", "|")
-TIME_FMT = "%Y-%m-%dT%H:%M:%S"
+TIME_FMT = "%Y-%m-%dT%H:%M:%S"  # SLURM_TIME_FORMAT=standard; a space instead of T is accepted too
+TOOL_MESSAGE = r"(?i)^\s*(?:sacct|sacctmgr|srun|sbatch|slurm\w*)\s*:|^\s*(?:error|warning|fatal)\s*:"
+_STATE_RE = r"^[A-Z_]+[+*]?(?:\s+by\s+\S+)?$"
 
 
 def detect_delimiter(first_line: str) -> str:
@@ -51,7 +55,11 @@ def _field(df: pl.DataFrame, names: dict[str, int], name: str) -> pl.Expr:
 
 
 def _time(expr: pl.Expr, tz: str) -> pl.Expr:
-    return local_to_utc(expr.str.to_datetime(TIME_FMT, strict=False, time_unit="us"), tz)
+    return local_to_utc(expr.str.replace(" ", "T", literal=True).str.to_datetime(TIME_FMT, strict=False, time_unit="us"), tz)
+
+
+def _absent(expr: pl.Expr) -> pl.Expr:
+    return expr.is_null() | expr.str.strip_chars().is_in(["", "Unknown", "None"])
 
 
 def _expand_nodes(node_lists: pl.Series) -> pl.DataFrame:
@@ -69,17 +77,34 @@ def _expand_nodes(node_lists: pl.Series) -> pl.DataFrame:
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     columns, delim, header_no = _columns(lines, ctx)
+    if header_no is None:
+        return _parse_segment(lines, columns, delim, ctx)
+    # Concatenated dumps repeat the header, possibly with other columns: each
+    # header starts a segment parsed with its own column names.
+    is_header = pl.col("text").str.contains(rf"(?i)(^|{re.escape(delim)})\s*JobID\s*({re.escape(delim)}|$)")
+    segments = lines.with_columns(seg=is_header.cum_sum()).partition_by("seg", maintain_order=True, include_key=False)
+    results = []
+    for segment in segments:
+        seg_columns, _, seg_header = _columns(segment, ctx)
+        if seg_header is None:  # lines before the first header: read with the first header's columns
+            seg_columns = columns
+        results.append(_parse_segment(segment, seg_columns, delim, ctx))
+    return ParseResult(
+        tables={"sacct_records": pl.concat([r.tables["sacct_records"] for r in results], how="vertical_relaxed")},
+        rejects=pl.concat([r.rejects for r in results], how="vertical_relaxed"),
+        skipped=sum(r.skipped for r in results), merged=sum(r.merged for r in results), format=f"sacct{delim}")
+
+
+def _parse_segment(lines: pl.DataFrame, columns: list[str], delim: str, ctx: ParseContext) -> ParseResult:
     names: dict[str, int] = {}
     for i, col in enumerate(columns):
         names.setdefault(col.lower(), i)  # a repeated column (gcm dumps end with End twice): first wins
     if "jobid" not in names:
         raise UnrecognisedFormat("sacct dump without a JobID column (no header and no --sacct-columns?)")
     header_text = delim.join(columns)
-    body = lines.filter(pl.col("line_no") != (header_no or -1))
-    blank = (pl.col("text").str.strip_chars() == "") | (pl.col("text") == header_text)
-    skipped = lines.height - body.height + body.filter(blank).height
-    body = body.filter(~blank).with_columns(
-        n=pl.col("text").str.count_matches(delim, literal=True) + 1)
+    blank = (pl.col("text").str.strip_chars() == "") | (pl.col("text").str.strip_chars() == header_text)
+    body = lines.filter(~blank).with_columns(n=pl.col("text").str.count_matches(delim, literal=True) + 1)
+    skipped = lines.height - body.height
 
     body, merged_tail = _fold_trailing_lines(body, columns)
     good = body.filter(pl.col("n") == len(columns)).select(
@@ -87,11 +112,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     repaired, rejects, merged = repair_rows(body.filter(pl.col("n") != len(columns)), body,
                                             columns, names, delim)
     records = pl.concat([good, repaired], how="vertical_relaxed") if repaired.height else good
-    records, bad_ids = _parse_fields(records, names, ctx.options.tz)
-    if bad_ids.height:
-        raw = lines.join(bad_ids, on="line_no").sort("line_no")
-        rejects = pl.concat([rejects, make_rejects(raw["line_no"], raw["text"],
-                            [f"unparseable JobID '{j}'" for j in bad_ids.sort("line_no")["job_id_text"]])])
+    records, bad = _parse_fields(records, names, ctx.options.tz)
+    if bad.height:
+        raw = lines.join(bad, on="line_no").sort("line_no")
+        rejects = pl.concat([rejects, make_rejects(raw["line_no"], raw["text"], raw["why"])])
     return ParseResult(tables={"sacct_records": records}, rejects=rejects,
                        skipped=skipped, merged=merged + merged_tail, format=f"sacct{delim}")
 
@@ -102,13 +126,38 @@ def _fold_trailing_lines(body: pl.DataFrame, columns: list[str]) -> tuple[pl.Dat
     if columns[-1].lower() not in FREE_TEXT or body.height == 0:
         return body, 0
     ncols = len(columns)
-    body = body.with_columns(grp=(pl.col("n") != 1).cum_sum())
+    # A tool's own message captured with the dump is not part of a submit line.
+    tool_message = pl.col("text").str.contains(TOOL_MESSAGE)
+    body = body.with_columns(grp=((pl.col("n") != 1) | tool_message).cum_sum())
     body = body.with_columns(fold=(pl.col("n").first().over("grp") == ncols) & (pl.len().over("grp") > 1))
     folded = body.filter(pl.col("fold")).group_by("grp", maintain_order=True).agg(
         pl.col("line_no").first(), pl.col("text").str.join("\n"), k=pl.len())
     rest = body.filter(~pl.col("fold")).select("line_no", "text", "n")
     joined = folded.select("line_no", "text", n=pl.lit(ncols, pl.UInt32))
     return pl.concat([rest, joined], how="vertical_relaxed").sort("line_no"), int((folded["k"] - 1).sum())
+
+
+def _problems(df: pl.DataFrame, names: dict[str, int], f, tz: str) -> pl.Expr:
+    """The first reason a row's typed fields do not parse (NULL: row is fine).
+    A row with the right field count can still be shifted (a headerless dump in
+    another column order) or use another time format: reject rather than store
+    a state in the time column or a silently NULL start."""
+    checks = [pl.when(pl.col("jid").struct.field("base").is_null())
+              .then(pl.format("unparseable JobID '{}'", pl.col("job_id_text")))]
+    if "state" in names:
+        checks.append(pl.when(~_absent(f("State")) & ~f("State").str.strip_chars().str.contains(_STATE_RE))
+                      .then(pl.format("unparseable State '{}'", f("State"))))
+    for col in ("Submit", "Eligible", "Start", "End"):
+        if col.lower() in names:
+            checks.append(pl.when(~_absent(f(col)) & _time(f(col), tz).is_null())
+                          .then(pl.format("unparseable {} time '{}'", pl.lit(col), f(col))))
+    if "exitcode" in names:
+        checks.append(pl.when(~_absent(f("ExitCode")) & ~f("ExitCode").str.contains(r"^-?\d+:-?\d+$"))
+                      .then(pl.format("unparseable ExitCode '{}'", f("ExitCode"))))
+    if "nnodes" in names:
+        checks.append(pl.when(~_absent(f("NNodes")) & ~f("NNodes").str.contains(r"^\d+$"))
+                      .then(pl.format("unparseable NNodes '{}'", f("NNodes"))))
+    return pl.coalesce(checks)
 
 
 def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -118,8 +167,9 @@ def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str) -> tupl
         job_id_text=f("JobID").str.strip_chars(),
         raw_text=f("JobIDRaw").str.strip_chars(),
     ).with_columns(jid=pl.col("job_id_text").str.extract_groups(JOBID_RE))
-    bad = df.filter(pl.col("jid").struct.field("base").is_null()).select("line_no", "job_id_text")
-    df = df.filter(pl.col("jid").struct.field("base").is_not_null())
+    df = df.with_columns(why=_problems(df, names, f, tz))
+    bad = df.filter(pl.col("why").is_not_null()).select("line_no", "why")
+    df = df.filter(pl.col("why").is_null())
     jid = pl.col("jid").struct
     state = f("State").str.strip_chars().str.extract_groups(r"^(?P<state>\S+)(?:\s+by\s+(?P<by>\S+))?")
     exit_parts = f("ExitCode").str.extract_groups(r"^(?P<code>-?\d+):(?P<sig>-?\d+)$")
@@ -147,16 +197,23 @@ def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str) -> tupl
         exit_signal=exit_parts.struct.field("sig").cast(pl.Int32),
         reason=blank_none(f("Reason")),
         submit_time=_time(f("Submit"), tz), eligible_time=_time(f("Eligible"), tz),
-        start_time=_time(f("Start"), tz), end_time=_time(f("End"), tz),
+        start_time=_time(f("Start"), tz),
+        # At a DST fall-back hour the local End can read earlier than Start;
+        # Elapsed is exact, so it settles the end.
+        end_time=pl.when((_time(f("End"), tz) < _time(f("Start"), tz)) & elapsed.is_not_null())
+        .then(_time(f("Start"), tz) + pl.duration(seconds=elapsed)).otherwise(_time(f("End"), tz)),
         elapsed_s=pl.coalesce(elapsed, f("ElapsedRaw").cast(pl.Int64, strict=False)),
         n_nodes=pl.coalesce(f("NNodes"), f("AllocNodes")).cast(pl.Int32, strict=False),
         n_gpus=pl.when(tres.is_null() | (tres == "")).then(None)
         .otherwise(pl.coalesce(gpus_plain, gpus_typed, pl.lit(0, pl.Int32))).cast(pl.Int32),
         alloc_tres=blank_none(tres),
-        node_list=blank_none(f("NodeList")),
+        node_list=pl.when(f("NodeList").str.strip_chars() == "None assigned").then(None)
+        .otherwise(blank_none(f("NodeList"))),
         restarts=f("Restarts").cast(pl.Int32, strict=False),
         submit_line=blank_none(f("SubmitLine")),
         line_no=pl.col("line_no"),
     )
     out = out.join(_expand_nodes(out["node_list"]), on="node_list", how="left", maintain_order="left")
+    out = out.with_columns(nodes=pl.when(pl.col("node_list").is_null())
+                           .then(pl.lit([], dtype=pl.List(pl.Utf8))).otherwise(pl.col("nodes")))
     return out, bad

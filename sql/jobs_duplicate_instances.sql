@@ -1,1 +1,0 @@
-SELECT count(*) FROM (SELECT job_id, instance FROM jobs GROUP BY ALL HAVING count(*) > 1)
