@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import io
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
 import polars as pl
+import pyarrow.parquet as pq
 import yaml
 
 from analysis import sql, warehouse
@@ -94,7 +96,7 @@ def _parse(path: Path, source: str, ctx: ParseContext, data: bytes, problems: li
         if not hasattr(module, "parse_parquet"):
             raise UnrecognisedFormat(f"Parquet is read only under telemetry/, not {source}/")
         result = module.parse_parquet(path, ctx)
-        n = sum(df.height for df in result.tables.values()) + result.rejects.height
+        n = pq.ParquetFile(io.BytesIO(data)).metadata.num_rows  # rows in the file, not what the parser kept
         frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
         lines = LineFile(path, hashlib.sha256(data).hexdigest(), path.stat().st_size, frame,
                          empty_rejects(), n, problems)

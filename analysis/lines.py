@@ -128,15 +128,19 @@ def read_lines(path: Path, data: bytes | None = None, problems: list[str] | None
     if b"\x00" in data:  # NULs syslog leaves after a hard reset
         frame = frame.with_columns(pl.col("text").str.strip_chars_start("\x00"))
     n_lines = frame.height
+    cut_off = pl.lit(False)
+    if any(p.startswith("truncated gzip") for p in problems) and not data.endswith(b"\n"):
+        cut_off = pl.col("line_no") == n_lines  # the stream broke inside this line
     too_long = pl.col("text").str.len_bytes() > MAX_LINE_BYTES
-    long_rows = frame.filter(too_long)
+    refused = frame.filter(too_long | cut_off)
     rejects = empty_rejects()
-    if long_rows.height:
-        rejects = make_rejects(
-            long_rows["line_no"], long_rows["text"],
-            [f"line of {n} bytes exceeds the {MAX_LINE_BYTES}-byte limit" for n in long_rows["text"].str.len_bytes()],
-        )
-        frame = frame.filter(~too_long)
+    if refused.height:
+        reasons = refused.select(pl.when(pl.col("text").str.len_bytes() > MAX_LINE_BYTES)
+                                 .then(pl.format("line of {} bytes exceeds the {}-byte limit",
+                                                 pl.col("text").str.len_bytes(), pl.lit(MAX_LINE_BYTES)))
+                                 .otherwise(pl.lit("line cut off where the gzip stream is truncated")))
+        rejects = make_rejects(refused["line_no"], refused["text"], reasons.to_series().to_list())
+        frame = frame.filter(~(too_long | cut_off))
     if not _is_utf8(data):
         problems.append("invalid UTF-8 bytes replaced by U+FFFD")
     return LineFile(path, sha, size, frame, rejects, n_lines, problems)

@@ -86,16 +86,29 @@ def sql_command(db: Path | None, as_csv: bool, max_rows: int, query: str) -> Non
 
     try:
         con = warehouse.connect(db or warehouse.default_db_path(), read_only=True)
-        frame = con.sql(query).pl()
+        relation = con.sql(query)
+        if relation is None:
+            raise click.ClickException("not a query: `goodput sql` runs SELECT statements only")
+        columns, rows = relation.columns, relation.fetchall()
     except (FileNotFoundError, duckdb.Error) as exc:
         raise click.ClickException(str(exc).splitlines()[0]) from None
+    # Every value as text: DuckDB types polars cannot hold (intervals, unions,
+    # huge decimals) still print.
+    frame = pl.DataFrame({c: [None if r[i] is None else _text(r[i]) for r in rows] for i, c in enumerate(columns)},
+                         schema={c: pl.Utf8 for c in columns})
     if as_csv:
-        click.echo(frame.write_csv(), nl=False)
+        click.echo(frame.write_csv().rstrip("\n"))
         return
     with pl.Config(tbl_rows=max_rows, tbl_cols=-1, tbl_width_chars=200, fmt_str_lengths=60,
-                   tbl_hide_dataframe_shape=True):
+                   tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
         click.echo(frame)
     click.echo(f"({frame.height} rows)")
+
+
+def _text(value) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join("NULL" if v is None else str(v) for v in value) + "]"
+    return str(value)
 
 
 def _setup_logging(quiet: bool) -> None:

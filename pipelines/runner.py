@@ -55,6 +55,11 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         load_options(source, tz=tz, sacct_delimiter=sacct_delimiter, boot_times=boot_times)
     except (ValueError, TypeError) as exc:
         raise SourceError(f"bad options: {exc}") from None
+    con = warehouse.connect(db)
+    try:
+        since = con.execute("SELECT now()::TIMESTAMP").fetchall()[0][0]
+    finally:
+        con.close()
     resources = {"warehouse": Warehouse(db_path=str(db)),
                  "sources": LogSources(source_dir=str(source.resolve()), tz=tz, sacct_delimiter=sacct_delimiter,
                                        boot_times=boot_times or {})}
@@ -70,7 +75,7 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
             (warned if check.severity == AssetCheckSeverity.WARN else failed).append(name)
     con = warehouse.connect(db)
     try:
-        summary = sql.query(con, "ingest_summary")
+        summary = sql.query(con, "ingest_summary", {"since": since})
         problems = sql.query(con, "file_problems")
     finally:
         con.close()

@@ -93,6 +93,8 @@ def test_bad_files_never_crash_the_run(src, con):
     assert out["empty.txt"].status == "ok" and out["empty.txt"].lines == 0
     assert out["truncated.txt.gz"].status == "ok" and 0 < out["truncated.txt.gz"].rows < 300
     assert "truncated gzip" in out["truncated.txt.gz"].message
+    cut = con.execute("SELECT count(*) FROM rejects WHERE reason LIKE 'line cut off%'").fetchall()[0][0]
+    assert cut == 1  # the half line where the stream broke is not parsed as a row
     assert out["binary.txt"].rows == 1
     assert out["long.txt"].rows == 1 and out["long.txt"].rejects == 1
     assert out["readme.txt"].status == "unrecognised"
