@@ -1,0 +1,61 @@
+"""Simulator settings and presets.
+
+Rates follow Meta's study of its research clusters (papers/meta-rsc-reliability
+§III): hardware failures ~5-7 per 1,000 node-days of runtime, 1-2% lemon nodes,
+job mix dominated by 1-GPU jobs by count and by 256+ GPU jobs by GPU time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    nodes: int = 64
+    days: int = 14
+    seed: int = 1
+    start: datetime = datetime(2024, 3, 1)
+    gpus_per_node: int = 8
+    nodes_per_rack: int = 16
+    racks_per_pod: int = 8
+    load: float = 0.95  # offered GPU demand / capacity (user failures and cancels end early, so less is used)
+    failure_rate: float = 6.0  # hardware faults per 1,000 node-days
+    lemon_share: float = 0.015
+    lemon_multiplier: float = 12.0
+    # job sizes in GPUs and their probability by count
+    sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+    size_probs: tuple[float, ...] = (0.47, 0.23, 0.225, 0.04, 0.012, 0.006, 0.004, 0.003, 0.0025, 0.0012, 0.0003)
+    # median run time (hours) for a size class: small jobs are short, big ones long
+    small_hours: float = 2.5
+    big_hours: float = 30.0
+    max_days: float = 7.0  # maximum job lifetime (TIMEOUT)
+    preempt_after_h: float = 2.0
+    # intended outcome shares of a job that is not preempted or hit by hardware
+    user_fail: float = 0.25
+    cancel: float = 0.035
+    timeout: float = 0.006
+    oom: float = 0.0012
+    benchmark_every_days: int = 7
+    telemetry_jobs: int = 3
+    malformed_lines: bool = True
+    health_check_added_day: int = field(default=-1)  # -1: halfway through
+
+    @property
+    def node_days(self) -> float:
+        return self.nodes * self.days
+
+
+PRESETS = {
+    "small": SimConfig(nodes=48, days=14),
+    "rsc1": SimConfig(nodes=2000, days=30),
+    # RSC-2: smaller, more vision jobs, fewer giant ones (Meta §III)
+    "rsc2": SimConfig(nodes=1000, days=30, size_probs=(0.5, 0.22, 0.2, 0.05, 0.012, 0.007, 0.004, 0.003, 0.0015,
+                                                          0.0004, 0.0001)),
+}
+
+
+def preset(name: str, **overrides) -> SimConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset '{name}' (choose from {', '.join(PRESETS)})")
+    return replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})

@@ -1,0 +1,200 @@
+"""The event-driven Slurm model: a priority scheduler with preemption, node
+faults that end the jobs on them, health-check drains, requeues and repairs."""
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+
+import numpy as np
+
+from analysis.simulate import faults as F
+from analysis.simulate.cluster import LEMON_CAUSE, Cluster
+from analysis.simulate.config import SimConfig
+from analysis.simulate.recorder import Recorder
+from analysis.simulate.workload import Job
+
+SUBMIT, END, FAULT, REPAIR, MAINT = range(5)
+
+
+class Engine:
+    def __init__(self, cfg: SimConfig, cluster: Cluster, rng: np.random.Generator, rec: Recorder):
+        self.cfg, self.cl, self.rng, self.rec = cfg, cluster, rng, rec
+        n, g = cfg.nodes, cfg.gpus_per_node
+        self.free = np.full(n, g)
+        self.up = np.ones(n, dtype=bool)
+        self.buckets = [set() for _ in range(g + 1)]
+        self.buckets[g] = set(range(n))
+        self.node_jobs: list[set[int]] = [set() for _ in range(n)]
+        self.jobs: dict[int, Job] = {}
+        self.pending_small: deque[Job] = deque()
+        self.pending_big: list[Job] = []
+        self.events: list = []
+        self.seq = itertools.count()
+        self.host_index = {h: i for i, h in enumerate(cluster.hosts)}
+
+    # -- events ----------------------------------------------------------
+    def push(self, t: float, kind: int, payload) -> None:
+        heapq.heappush(self.events, (t, next(self.seq), kind, payload))
+
+    def submit(self, job: Job, now: float) -> None:
+        self.jobs[job.raw_id] = job
+        (self.pending_big if job.nnodes > 1 or job.gpus >= self.cfg.gpus_per_node else self.pending_small).append(job)
+
+    # -- node bookkeeping ----------------------------------------------------
+    def _set_free(self, node: int, value: int) -> None:
+        if self.up[node]:
+            self.buckets[self.free[node]].discard(node)
+            self.buckets[value].add(node)
+        self.free[node] = value
+
+    def _take_down(self, node: int) -> None:
+        if self.up[node]:
+            self.buckets[self.free[node]].discard(node)
+            self.up[node] = False
+
+    def repair(self, node: int) -> None:
+        if not self.up[node]:
+            self.up[node] = True
+            self.buckets[self.free[node]].add(node)
+
+    # -- scheduling ------------------------------------------------------------
+    def _allowed(self, job: Job, node: int) -> bool:
+        return not job.exclude or self.cl.hosts[node] not in job.exclude
+
+    def schedule(self, now: float) -> None:
+        g = self.cfg.gpus_per_node
+        self.pending_big.sort(key=lambda j: (-j.priority, j.eligible))
+        for job in list(self.pending_big):
+            if job.eligible > now:
+                continue
+            whole = [n for n in self.buckets[g] if self._allowed(job, n)]
+            # preempt only for a job that waited two hours: most big jobs fit as others drain
+            if len(whole) < job.nnodes and now - job.eligible >= 7200 and now - job.last_preempt_try >= 600:
+                job.last_preempt_try = now
+                self._preempt_for(job, now, job.nnodes - len(whole))
+                whole = [n for n in self.buckets[g] if self._allowed(job, n)]
+            if len(whole) >= job.nnodes:
+                self.pending_big.remove(job)
+                chosen = self._pick(job, whole)
+                self.start(job, chosen, now)
+        for job in list(itertools.islice(self.pending_small, 200)):  # backfill window
+            if job.eligible > now:
+                continue
+            node = next((n for f in range(job.gpus, g + 1) for n in self.buckets[f] if self._allowed(job, n)), None)
+            if node is not None:
+                self.pending_small.remove(job)
+                self.start(job, [node], now)
+
+    def _pick(self, job: Job, whole: list[int]) -> list[int]:
+        whole = sorted(whole)
+        if job.crash_left and job.crash_node in whole:  # a crash loop keeps landing on its bad node
+            return [job.crash_node] + [n for n in whole if n != job.crash_node][: job.nnodes - 1]
+        first = int(self.rng.integers(0, max(1, len(whole) - job.nnodes + 1)))
+        return whole[first:first + job.nnodes]  # contiguous ranges, as topology-aware placement gives
+
+    def _preempt_for(self, job: Job, now: float, need: int) -> None:
+        """Free ``need`` whole nodes by preempting lower-priority jobs that ran
+        at least ``preempt_after_h``; nothing happens if that cannot be done."""
+        min_run = self.cfg.preempt_after_h * 3600
+        costs = []
+        for node in range(self.cfg.nodes):
+            if not self.up[node] or self.free[node] == self.cfg.gpus_per_node or not self._allowed(job, node):
+                continue
+            victims = [self.jobs[j] for j in self.node_jobs[node]]
+            if all(v.priority < job.priority and now - v.start >= min_run for v in victims):
+                costs.append((sum(v.gpus for v in victims), node))
+        if len(costs) < need:
+            return
+        costs.sort()
+        victims = {j for _, node in costs[:need] for j in self.node_jobs[node]}
+        for raw_id in sorted(victims):
+            self.end(self.jobs[raw_id], now, "PREEMPTED", "0:0", "preempted", None, requeue=True)
+
+    def start(self, job: Job, nodes: list[int], now: float) -> None:
+        job.start, job.nodes, job.token = now, nodes, job.token + 1
+        for n in nodes:
+            self._set_free(n, self.free[n] - job.per_node)
+            self.node_jobs[n].add(job.raw_id)
+        remaining = job.work - job.done
+        run, state = min(remaining, job.limit), "COMPLETED"
+        if job.outcome in ("fail", "cancel", "oom") and job.outcome_at - job.done < run:
+            run, state = max(1.0, job.outcome_at - job.done), {"fail": "FAILED", "cancel": "CANCELLED", "oom": "OUT_OF_MEMORY"}[job.outcome]
+        elif remaining > job.limit:
+            state = "TIMEOUT"
+        if job.crash_left and job.crash_node in nodes:
+            crash = float(self.rng.uniform(300, 1200))
+            if crash < run:
+                self.push(now + crash, FAULT, (job.crash_node, job.raw_id))
+        self.push(now + run, END, (job.raw_id, job.token, state))
+
+    def end(self, job: Job, now: float, state: str, exit_code: str, cause: str, cause_host: str | None,
+            requeue: bool = False, fault_time: float | None = None) -> None:
+        for n in job.nodes:
+            self._set_free(n, self.free[n] + job.per_node)
+            self.node_jobs[n].discard(job.raw_id)
+        self.rec.instance(job, now, state, exit_code, cause, cause_host, fault_time)
+        job.done += now - job.start
+        job.token += 1
+        if requeue:
+            job.instance += 1
+            job.start, job.nodes = -1.0, []
+            job.eligible = now + float(self.rng.uniform(60, 300))
+            self.submit(job, now)
+        else:
+            self.jobs.pop(job.raw_id, None)
+
+    def finish(self, raw_id: int, token: int, state: str, now: float) -> None:
+        job = self.jobs.get(raw_id)
+        if job is None or job.token != token:
+            return  # this instance already ended (preempted, failed)
+        exit_code = {"FAILED": str(self.rng.choice(["1:0", "1:0", "1:0", "2:0", "0:6", "0:9"])),
+                     "CANCELLED": "0:15", "OUT_OF_MEMORY": "0:125"}.get(state, "0:0")
+        cause = {"FAILED": "user", "OUT_OF_MEMORY": "oom"}.get(state, "none")
+        self.rec.job_end_extras(job, now, state)
+        self.end(job, now, state, exit_code, cause, None)
+
+    # -- faults ----------------------------------------------------------------
+    def fault(self, node: int, now: float, crash_job: int | None = None) -> None:
+        """A hardware fault on ``node``: log it, end the jobs it kills, maybe drain."""
+        lemon = self.cl.lemon.get(node)
+        loop_job = self.jobs.get(crash_job) if crash_job is not None else None
+        if crash_job is not None and (loop_job is None or node not in loop_job.nodes):
+            return
+        cause = F.BY_ID[loop_job.crash_cause] if loop_job else F.pick_cause(self.rng, LEMON_CAUSE.get(lemon))
+        host = self.cl.hosts[node]
+        self.rec.fault_logs(node, now, cause)
+        victims = [self.jobs[j] for j in sorted(self.node_jobs[node])]
+        # a crash loop goes on until its last round, when the node is finally drained
+        drained = loop_job.crash_left <= 1 if loop_job else self.rng.random() < cause.drain
+        check_at = now + float(self.rng.uniform(20, 240))
+        for job in victims:
+            caught_first = drained and cause.node_fail == 0 and self.rng.random() < 0.5
+            if caught_first:  # the health check fires first and automation requeues the job
+                self.end(job, check_at, "REQUEUED", "0:0", cause.id, host, requeue=True, fault_time=now)
+                continue
+            state = "NODE_FAIL" if self.rng.random() < cause.node_fail else "FAILED"
+            crash_at = now + float(self.rng.uniform(5, 240))
+            exit_code = "0:0" if state == "NODE_FAIL" else str(self.rng.choice(["1:0", "0:6", "0:9"]))
+            if job.requeue and not drained and not job.crash_left and self.rng.random() < 0.3:
+                job.crash_node, job.crash_left, job.crash_cause = node, int(self.rng.integers(3, 12)), cause.id
+            elif job.crash_left:
+                job.crash_left -= 1
+            self.rec.user_excludes(job, host)
+            self.end(job, crash_at, state, exit_code, cause.id, host, requeue=job.requeue, fault_time=now)
+        if drained or cause.node_fail == 1.0:
+            self._take_down(node)
+            repair_h = float(self.rng.uniform(*cause.repair_h)) * (3 if lemon else 1)
+            back = now + repair_h * 3600
+            self.rec.drain(node, now, check_at, back, cause, down=cause.node_fail == 1.0)
+            self.push(back, REPAIR, node)
+
+    def maintenance(self, node: int, back: float, now: float) -> None:
+        """Planned maintenance: drain the node, requeue its jobs, bring it back later."""
+        if not self.up[node]:
+            return
+        for raw_id in sorted(self.node_jobs[node]):
+            self.end(self.jobs[raw_id], now, "REQUEUED", "0:0", "maintenance", None, requeue=True)
+        self._take_down(node)
+        self.rec.maintenance(node, now, back)
+        self.push(back, REPAIR, node)

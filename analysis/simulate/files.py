@@ -1,0 +1,91 @@
+"""The files written once at the end: node events, tickets, cabling map,
+benchmarks, telemetry, deliberately malformed lines, and the truth tables."""
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+
+from analysis.simulate.benchmarks import write_benchmarks
+from analysis.simulate.cluster import Cluster
+from analysis.simulate.config import SimConfig
+from analysis.simulate.recorder import Recorder
+from analysis.simulate.telemetry import TelemetryJob, write_telemetry
+from analysis.simulate.writers import iso
+
+
+def _csv(path: Path, header: list[str], rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: np.random.Generator) -> dict:
+    ts = lambda t: iso(cfg.start, t)  # noqa: E731
+    horizon = cfg.days * 86400
+    (out / "goodput.yaml").write_text("# written by goodput simulate\ntz: UTC\n")
+    _csv(out / "topology" / "cabling.csv", ["switch", "port", "host", "hca"], cluster.topology_rows())
+    (out / "slurm_events").mkdir(exist_ok=True)
+    with (out / "slurm_events" / "sacctmgr-events.txt").open("w") as f:
+        f.write("NodeName|TimeStart|TimeEnd|State|Reason|User\n")
+        for host, start, back, state, reason, user in sorted(rec.drains, key=lambda d: d[1]):
+            f.write(f"{host}|{ts(start)}|{ts(back) if back < horizon else 'Unknown'}|{state}|{reason}|{user}\n")
+    _csv(out / "tickets" / "tickets.csv", ["ticket_id", "host", "opened", "closed", "component", "resolution"],
+         [(tid, host, ts(o), ts(c) if c < horizon else "", comp, res) for tid, host, o, c, comp, res in rec.tickets
+          if o < horizon])
+    defects = {cluster.hosts[i]: comp for i, comp in cluster.lemon.items()}
+    bench_truth = write_benchmarks(out, cluster.hosts, defects, cfg.start, cfg.days, rng,
+                                   every_days=cfg.benchmark_every_days)
+    tele_truth = write_telemetry(out, _telemetry_jobs(cfg, rec, rng), rng)
+    malformed = _malformed(rec, out) if cfg.malformed_lines else []
+    truth = out / "truth"
+    _csv(truth / "job_instances.csv", ["job_id", "instance", "state", "cause", "cause_host", "fault_time", "start",
+                                        "end", "gpus", "nodes"], rec.instances)
+    _csv(truth / "nodes.csv", ["host", "rack", "leaf", "port", "is_lemon", "defect"],
+         [(h, int(cluster.rack[i]), cluster.leaf[i], cluster.port[i], i in cluster.lemon, cluster.lemon.get(i, ""))
+          for i, h in enumerate(cluster.hosts)])
+    _csv(truth / "faults.csv", ["host", "time", "cause", "hardware", "lemon"], rec.faults)
+    _csv(truth / "decoys.csv", ["job_id", "instance", "host", "event_time", "kind", "code", "why"], rec.decoys)
+    _csv(truth / "malformed_lines.csv", ["file", "line_no", "reason"], malformed)
+    _csv(truth / "health_checks.csv", ["check", "added_day"],
+         [("gpu_count", 0), ("gpu_row_remap", cfg.health_check_added_day if cfg.health_check_added_day >= 0 else cfg.days // 2)])
+    bench_truth.write_csv(truth / "benchmarks.csv")
+    tele_truth.write_csv(truth / "telemetry_faults.csv")
+    states = Counter(row[2] for row in rec.instances)
+    return {"job_instances": len(rec.instances), "states": dict(states), "faults": len(rec.faults),
+            "lemons": len(cluster.lemon), "decoys": len(rec.decoys), "malformed_lines": len(malformed),
+            "drains": len(rec.drains), "tickets": len(rec.tickets)}
+
+
+def _telemetry_jobs(cfg: SimConfig, rec: Recorder, rng: np.random.Generator) -> list[TelemetryJob]:
+    """A few large jobs that a node fault ended: their last hour, drift included."""
+    picked = rec.telemetry_candidates[: cfg.telemetry_jobs]
+    jobs = []
+    for job_id, hosts, start, end, bad, fault in picked:
+        to_dt = lambda t: cfg.start + timedelta(seconds=t)  # noqa: E731
+        drift = max(start, fault - float(rng.uniform(180, 480)))
+        jobs.append(TelemetryJob(job_id, hosts, to_dt(start), to_dt(end), bad, to_dt(drift)))
+    return jobs
+
+
+def _malformed(rec: Recorder, out: Path) -> list[tuple[str, int, str]]:
+    """Append a few broken lines the way real files get them, and say where."""
+    cases = [(rec.sacct, "1234567|1234567|trunc", "truncated sacct row"),
+             (rec.kernel, "\ufffd\ufffd@\ufffd garbage after an unclean shutdown", "no timestamp header"),
+             (rec.switch, "<<< log relay restarted >>>", "no syslog header"),
+             (rec.health, '{"time": "2024-03-0', "truncated JSON")]
+    written = []
+    for log, text, reason in cases:
+        if not log.files:
+            continue
+        path = log.files[min(log.files)]
+        with path.open("r+") as f:
+            n = sum(1 for _ in f)
+            f.write(text + "\n")
+        written.append((str(path.relative_to(out)), n + 1, reason))
+    return written

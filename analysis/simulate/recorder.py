@@ -1,0 +1,163 @@
+"""Everything the simulated cluster writes: Slurm accounting, kernel and switch
+logs, health checks, drains, tickets, and the ground truth beside them."""
+from __future__ import annotations
+
+import csv
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from analysis.simulate import faults as F
+from analysis.simulate.cluster import GPU_BUS, Cluster
+from analysis.simulate.config import SimConfig
+from analysis.simulate.workload import Job, submit_line
+from analysis.simulate.writers import (SACCT_COLUMNS, DailyLog, elapsed, health_line, hostlist, iso,
+                                       journal_line, switch_line)
+
+STEP_STATE = {"PREEMPTED": "CANCELLED", "REQUEUED": "CANCELLED", "TIMEOUT": "CANCELLED",
+              "OUT_OF_MEMORY": "OUT_OF_MEMORY", "NODE_FAIL": "CANCELLED"}
+
+
+class Recorder:
+    def __init__(self, cfg: SimConfig, cluster: Cluster, rng: np.random.Generator, out: Path):
+        self.cfg, self.cl, self.rng, self.out, self.t0 = cfg, cluster, rng, out, cfg.start
+        self.sacct = DailyLog(out / "slurm", "sacct-{date}.txt", self.t0, header=SACCT_COLUMNS)
+        self.kernel = DailyLog(out / "kernel", "kern-{date}.log", self.t0)
+        self.switch = DailyLog(out / "switch", "switches-{date}.log", self.t0)
+        self.health = DailyLog(out / "health", "health-{date}.jsonl", self.t0)
+        self.instances: list[tuple] = []
+        self.decoys: list[tuple] = []
+        self.drains: list[tuple] = []
+        self.tickets: list[tuple] = []
+        self.faults: list[tuple] = []
+        self.excluded: dict[str, list[str]] = {}
+        self.telemetry_candidates: list[tuple] = []
+
+    # -- Slurm accounting --------------------------------------------------------
+    def _ts(self, t: float) -> str:
+        return iso(self.t0, t)
+
+    def instance(self, job: Job, end: float | None, state: str, exit_code: str, cause: str,
+                 cause_host: str | None, fault_time: float | None) -> None:
+        started = job.start >= 0
+        hosts = [self.cl.hosts[n] for n in job.nodes]
+        nodelist = hostlist(hosts) if hosts else "None assigned"
+        run = ((end if end is not None else self.cfg.days * 86400.0) - job.start) if started else 0.0
+        end_s = self._ts(end) if end is not None and (started or state == "CANCELLED") else "Unknown"
+        tres = f"billing={job.gpus * 12},cpu={job.nnodes * 96},gres/gpu={job.gpus},mem={job.nnodes * 1800}G,node={job.nnodes}"
+        row = [job.job_id, str(job.raw_id), job.name, job.user, job.account, "learn", job.qos, str(job.priority),
+               state, exit_code, "None" if started else "Priority", self._ts(job.submit), self._ts(job.eligible),
+               self._ts(job.start) if started else "Unknown", end_s, elapsed(run), str(job.nnodes), tres,
+               nodelist, str(job.instance), submit_line(job, self.cfg)]
+        lines = ["|".join(row)]
+        if started:
+            step_state = STEP_STATE.get(state, state)
+            step_end = end_s
+            for step, name, nodes in (("batch", "batch", hosts[:1]), ("extern", "extern", hosts), ("0", "python", hosts)):
+                node_tres = f"cpu={96 * len(nodes)},gres/gpu={job.per_node * len(nodes)},mem={1800 * len(nodes)}G,node={len(nodes)}"
+                st = "COMPLETED" if step == "extern" and state != "NODE_FAIL" else step_state
+                lines.append("|".join([f"{job.job_id}.{step}", f"{job.raw_id}.{step}", name, "", "", "", "", "", st,
+                                       exit_code if step != "extern" else "0:0", "", self._ts(job.start),
+                                       self._ts(job.start), self._ts(job.start), step_end, elapsed(run),
+                                       str(len(nodes)), node_tres, hostlist(nodes), "", ""]))
+        when = end if end is not None else self.cfg.days * 86400 - 1
+        for line in lines:
+            self.sacct.add(when, line)
+        self.instances.append((job.job_id, job.instance, state, cause, cause_host,
+                               self._ts(fault_time) if fault_time is not None else "", self._ts(job.start) if started else "",
+                               self._ts(end) if end is not None and started else "", job.gpus, job.nnodes))
+        if cause_host and job.nnodes >= 4 and fault_time is not None and end is not None:
+            self.telemetry_candidates.append((job.job_id, list(hosts), job.start, end, cause_host, fault_time))
+
+    # -- kernel, switch and health logs --------------------------------------------
+    def fault_logs(self, node: int, now: float, cause: F.Cause) -> None:
+        host = self.cl.hosts[node]
+        pid = int(self.rng.integers(1000, 4_000_000))
+        for offset, msg in F.kernel_lines(cause.id, self.rng, pid):
+            self.kernel.add(now + offset, journal_line(self.t0, now + offset, host, msg))
+        if cause.id == "infiniband_link":
+            for offset, state in F.switch_flap(self.rng):
+                self.switch.add(now + offset, switch_line(self.t0, now + offset, self.cl.leaf[node], self.cl.port[node], state))
+        self.faults.append((host, self._ts(now), cause.id, cause.hardware, bool(self.cl.lemon.get(node))))
+
+    def job_end_extras(self, job: Job, now: float, state: str) -> None:
+        """What a job's own end leaves in the logs: an application fault or the
+        OOM killer; and, now and then, a decoy that must not be blamed."""
+        host = self.cl.hosts[job.nodes[0]]
+        pid = int(self.rng.integers(1000, 4_000_000))
+        pci = f"0000:{GPU_BUS[int(self.rng.integers(0, 8))]}:00"
+        if state == "FAILED" and self.rng.random() < 0.15:
+            msg = str(self.rng.choice(F.USER_FAULT)).format(pci=pci, pid=pid)
+            t = now - float(self.rng.uniform(1, 30))
+            self.kernel.add(t, journal_line(self.t0, t, host, msg))
+        if state == "OUT_OF_MEMORY":
+            for dt, msg in ((-3.0, f"python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0"),
+                            (-2.9, f"Out of memory: Killed process {pid} (python) total-vm:812345678kB, anon-rss:1923456780kB, file-rss:0kB")):
+                self.kernel.add(now + dt, journal_line(self.t0, now + dt, host, msg))
+        if state in ("FAILED", "COMPLETED") and self.rng.random() < 0.03:
+            kind, code, template = F.DECOY[int(self.rng.integers(0, len(F.DECOY)))]
+            if self.rng.random() < 0.5:  # long before the end, on one of the job's nodes
+                t, where, why = now - float(self.rng.uniform(2, 6)) * 3600, host, "before_window"
+            else:  # inside the window, on a node the job did not use
+                others = sorted(set(range(self.cfg.nodes)) - set(job.nodes))
+                t, why = now - float(self.rng.uniform(0, 300)), "outside_job"
+                where = self.cl.hosts[int(self.rng.choice(others))] if others else host
+            t = max(t, 0.0)
+            self.kernel.add(t, journal_line(self.t0, t, where, template.format(pci=pci, pid=pid)))
+            self.decoys.append((job.job_id, job.instance, where, self._ts(t), kind, code, why))
+
+    def user_excludes(self, job: Job, host: str) -> None:
+        """Users whose job a node killed often keep it out of their next jobs."""
+        if self.rng.random() < 0.5:
+            hosts = self.excluded.setdefault(job.user, [])
+            if host not in hosts:
+                hosts.append(host)
+                del hosts[:-4]
+
+    def drain(self, node: int, fault: float, check_at: float, back: float, cause: F.Cause, down: bool) -> None:
+        host = self.cl.hosts[node]
+        if cause.check:
+            msg = {"gpu_count": "expected 8 GPUs, found 7", "gpu_ecc": "uncorrectable ECC errors / pending row remaps",
+                   "pcie_link": "GPU link degraded to x8", "nvlink_status": "NVLink inactive links: 1",
+                   "check_hw_ib": "mlx5_0 port 1 state DOWN", "check_fs_mount": "/checkpoint not mounted",
+                   "dimm_health": "uncorrectable memory error on DIMM"}[cause.check]
+            self.health.add(check_at, health_line(self.t0, check_at, host, cause.check, "critical", msg))
+            reason = f"healthcheck: {cause.check}: {msg}"
+        else:
+            reason = "Not responding"
+        state, user = ("DOWN", "slurm(64030)") if down else ("DRAIN", "root(0)")
+        start = fault + 60 if down else check_at
+        self.drains.append((host, start, back, state, reason, user))
+        if self.rng.random() < 0.8:
+            opened = start + float(self.rng.uniform(0.5, 4)) * 3600
+            resolution = "no fault found" if self.rng.random() < 0.15 else f"replaced {cause.component}"
+            self.tickets.append((f"T-{len(self.tickets) + 10001}", host, opened, back, cause.component, resolution))
+
+    def maintenance(self, node: int, now: float, back: float) -> None:
+        self.drains.append((self.cl.hosts[node], now, back, "DRAIN", "maintenance: firmware update", "admin(1001)"))
+
+    def daily(self, day: int, up: np.ndarray) -> None:
+        """Benign noise and the daily health sweep for one day."""
+        base = day * 86400
+        counts = self.rng.poisson(2.0, self.cfg.nodes)
+        for node in np.flatnonzero(counts):
+            host = self.cl.hosts[node]
+            for t, k in zip(self.rng.uniform(0, 86400, counts[node]), self.rng.integers(0, len(F.NOISE), counts[node])):
+                self.kernel.add(base + t, journal_line(self.t0, base + t, host, str(F.NOISE[k])))
+        for leaf in sorted(set(self.cl.leaf)):
+            t = base + float(self.rng.uniform(0, 86400))
+            self.switch.add(t, f"{iso(self.t0, t, micro=True)}+00:00 {leaf} sshd[4121]: Accepted publickey for cumulus from 10.0.0.5 port 51122 ssh2")
+        added = self.cfg.health_check_added_day if self.cfg.health_check_added_day >= 0 else self.cfg.days // 2
+        t = base + 6 * 3600
+        for node in np.flatnonzero(up):
+            host = self.cl.hosts[node]
+            self.health.add(t, health_line(self.t0, t, host, "gpu_count", "ok", "8 GPUs present"))
+            if day >= added:  # a check added mid-period sees a failure mode that was already there
+                bad = self.cl.lemon.get(int(node)) == "gpu"
+                self.health.add(t, health_line(self.t0, t, host, "gpu_row_remap", "warning" if bad else "ok",
+                                               "GPU3: 2 rows pending remap" if bad else "no pending row remaps"))
+
+    def flush(self, now: float | None = None) -> None:
+        for log in (self.sacct, self.kernel, self.switch, self.health):
+            log.flush(now)
