@@ -41,6 +41,7 @@ SOURCES: dict[str, str] = {
 }
 SIDECAR_SUFFIXES = (".boottime",)  # read by parsers next to their log, not data files
 CONFIG_NAMES = ("goodput.yaml", "goodput.yml")
+IGNORED_FOLDERS = ("truth",)  # `goodput simulate` writes its ground truth beside the logs
 
 
 @dataclass
@@ -77,7 +78,7 @@ def discover(source_dir: Path) -> list[tuple[Path, str | None]]:
         rel = path.relative_to(source_dir)
         if any(part.startswith(".") for part in rel.parts) or path.name.endswith(SIDECAR_SUFFIXES):
             continue
-        if len(rel.parts) == 1 and path.name in CONFIG_NAMES:
+        if len(rel.parts) == 1 and path.name in CONFIG_NAMES or rel.parts[0] in IGNORED_FOLDERS:
             continue
         source = rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in SOURCES else None
         found.append((path, source))

@@ -57,17 +57,54 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
 
 
 @main.command()
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="New source directory to write (logs in the layout `run` reads, plus truth/).")
+@click.option("--preset", type=click.Choice(["small", "rsc1", "rsc2"]), default="small", show_default=True,
+              help="Cluster and workload shape; small: 48 nodes, 14 days; rsc1: 2000 nodes; rsc2: 1000 nodes.")
+@click.option("--nodes", type=click.IntRange(4, 100_000), default=None, help="Override the preset's node count.")
+@click.option("--days", type=click.IntRange(1, 3650), default=None, help="Override the preset's length in days.")
+@click.option("--seed", type=int, default=None, help="Random seed [default: 1]; the same seed writes the same files.")
+@click.option("--start", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
+              help="First simulated day (UTC) [default: 2024-03-01].")
+def simulate(out: Path, preset: str, nodes: int | None, days: int | None, seed: int | None, start) -> None:
+    """Simulate a GPU cluster and write its logs and ground truth."""
+    from analysis.simulate.config import preset as make_preset
+    from analysis.simulate.run import simulate as run_simulation
+
+    cfg = make_preset(preset, nodes=nodes, days=days, seed=seed, start=start)
+    try:
+        summary = run_simulation(cfg, out, progress=lambda msg: click.echo(msg, err=True))
+    except FileExistsError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"wrote {out}: {summary['job_instances']:,} job instances, {summary['faults']} node faults, "
+               f"{summary['lemons']} lemon nodes, in {summary['wall_s']} s")
+    click.echo("states: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["states"].items(), key=lambda kv: -kv[1])))
+
+
+@main.command()
 @_db_option
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/demo"), show_default=True)
+@click.option("--sample", is_flag=True, help="Use the small hand-made source directory instead of a simulated cluster.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
-def demo(db: Path | None, out: Path, quiet: bool) -> None:
-    """Run the whole pipeline on the built-in sample cluster data."""
+def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
+    """Simulate a small cluster (preset small) and run the whole pipeline on it."""
+    import shutil
+
+    from analysis.simulate.config import preset as make_preset
+    from analysis.simulate.run import simulate as run_simulation
     from pipelines.runner import run_pipeline
 
     _setup_logging(quiet)
     db = db or Path("data/demo.duckdb")
-    click.echo(f"goodput demo: source {DEMO_SOURCE}, warehouse {db}")
-    result = run_pipeline(DEMO_SOURCE, db, out)
+    source = DEMO_SOURCE
+    if not sample:
+        source = out / "source"
+        shutil.rmtree(source, ignore_errors=True)
+        db.unlink(missing_ok=True)  # a fresh simulation is a fresh cluster
+        summary = run_simulation(make_preset("small"), source)
+        click.echo(f"simulated {summary['job_instances']:,} job instances on 48 nodes over 14 days in {summary['wall_s']} s")
+    click.echo(f"goodput demo: source {source}, warehouse {db}")
+    result = run_pipeline(source, db, out)
     click.echo(result.report())
     click.echo(f"\nTry: goodput sql --db {db} \"SELECT state, count(*) FROM jobs GROUP BY ALL\"")
     if not result.success:

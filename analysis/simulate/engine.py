@@ -69,8 +69,8 @@ class Engine:
             if job.eligible > now:
                 continue
             whole = [n for n in self.buckets[g] if self._allowed(job, n)]
-            # preempt only for a job that waited two hours: most big jobs fit as others drain
-            if len(whole) < job.nnodes and now - job.eligible >= 7200 and now - job.last_preempt_try >= 600:
+            # preempt only for a job that waited an hour: most big jobs fit as others drain
+            if len(whole) < job.nnodes and now - job.eligible >= 3600 and now - job.last_preempt_try >= 600:
                 job.last_preempt_try = now
                 self._preempt_for(job, now, job.nnodes - len(whole))
                 whole = [n for n in self.buckets[g] if self._allowed(job, n)]
@@ -102,13 +102,16 @@ class Engine:
             if not self.up[node] or self.free[node] == self.cfg.gpus_per_node or not self._allowed(job, node):
                 continue
             victims = [self.jobs[j] for j in self.node_jobs[node]]
-            if all(v.priority < job.priority and now - v.start >= min_run for v in victims):
+            # a job is preempted at most once (then exempt, like Slurm's PreemptExemptTime),
+            # which keeps preemption from cascading through the requeued jobs
+            if all(v.priority < job.priority and now - v.start >= min_run and not v.preempted for v in victims):
                 costs.append((sum(v.gpus for v in victims), node))
         if len(costs) < need:
             return
         costs.sort()
         victims = {j for _, node in costs[:need] for j in self.node_jobs[node]}
         for raw_id in sorted(victims):
+            self.jobs[raw_id].preempted = True
             self.end(self.jobs[raw_id], now, "PREEMPTED", "0:0", "preempted", None, requeue=True)
 
     def start(self, job: Job, nodes: list[int], now: float) -> None:

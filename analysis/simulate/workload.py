@@ -42,6 +42,7 @@ class Job:
     crash_node: int = -1  # crash loop: the bad node this job keeps landing on
     crash_left: int = 0
     crash_cause: str = ""
+    preempted: bool = False
     last_preempt_try: float = -1e18
 
 
