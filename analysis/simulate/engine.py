@@ -69,8 +69,8 @@ class Engine:
             if job.eligible > now:
                 continue
             whole = [n for n in self.buckets[g] if self._allowed(job, n)]
-            # preempt only for a job that waited an hour: most big jobs fit as others drain
-            if len(whole) < job.nnodes and now - job.eligible >= 3600 and now - job.last_preempt_try >= 600:
+            # preempt only for a job that waited 15 minutes: many big jobs fit as others drain
+            if len(whole) < job.nnodes and now - job.eligible >= 900 and now - job.last_preempt_try >= 600:
                 job.last_preempt_try = now
                 self._preempt_for(job, now, job.nnodes - len(whole))
                 whole = [n for n in self.buckets[g] if self._allowed(job, n)]
@@ -78,10 +78,16 @@ class Engine:
                 self.pending_big.remove(job)
                 chosen = self._pick(job, whole)
                 self.start(job, chosen, now)
+        tries = 0
         for job in list(itertools.islice(self.pending_small, 200)):  # backfill window
             if job.eligible > now:
                 continue
             node = next((n for f in range(job.gpus, g + 1) for n in self.buckets[f] if self._allowed(job, n)), None)
+            if node is None and job.qos != "low" and tries < 3 and now - job.eligible >= 900 \
+                    and now - job.last_preempt_try >= 600:
+                tries += 1
+                job.last_preempt_try = now
+                node = self._preempt_scavengers(job, now)
             if node is not None:
                 self.pending_small.remove(job)
                 self.start(job, [node], now)
@@ -113,6 +119,25 @@ class Engine:
         for raw_id in sorted(victims):
             self.jobs[raw_id].preempted = True
             self.end(self.jobs[raw_id], now, "PREEMPTED", "0:0", "preempted", None, requeue=True)
+
+    def _preempt_scavengers(self, job: Job, now: float) -> int | None:
+        """A waiting normal job takes GPUs from low-QOS (scavenger) jobs that ran
+        two hours: the node where that frees enough GPUs at the least cost."""
+        min_run, best = self.cfg.preempt_after_h * 3600, None
+        for node in self.rng.permutation(self.cfg.nodes)[:256]:  # sample: a full scan is too slow at scale
+            if not self.up[node] or not self._allowed(job, node):
+                continue
+            victims = [self.jobs[j] for j in self.node_jobs[node]
+                       if self.jobs[j].qos == "low" and now - self.jobs[j].start >= min_run and not self.jobs[j].preempted]
+            gain = sum(v.per_node for v in victims)
+            if victims and self.free[node] + gain >= job.gpus and (best is None or gain < best[0]):
+                best = (gain, int(node), victims)
+        if best is None:
+            return None
+        for victim in sorted(best[2], key=lambda v: v.raw_id):
+            victim.preempted = True
+            self.end(victim, now, "PREEMPTED", "0:0", "preempted", None, requeue=True)
+        return best[1]
 
     def start(self, job: Job, nodes: list[int], now: float) -> None:
         job.start, job.nodes, job.token = now, nodes, job.token + 1
