@@ -115,3 +115,17 @@ def test_cli_sql_prints_types_polars_cannot_hold(tmp_path):
                                        "SELECT job_id, end_time - start_time AS took FROM jobs WHERE job_id = '1002'"])
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == ["job_id,took", "1002,1:29:12"]
+
+
+def test_cli_simulate_and_demo(tmp_path):
+    out = tmp_path / "sim"
+    result = CliRunner().invoke(main, ["simulate", "--out", str(out), "--nodes", "8", "--days", "2", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert "job instances" in result.output and (out / "truth" / "job_instances.csv").exists()
+    again = CliRunner().invoke(main, ["simulate", "--out", str(out), "--nodes", "8", "--days", "2"])
+    assert again.exit_code != 0 and "not empty" in again.output
+    demo = CliRunner().invoke(main, ["demo", "--db", str(tmp_path / "demo.duckdb"), "--out", str(tmp_path / "demo"), "-q"])
+    assert demo.exit_code == 0, demo.output
+    assert "simulated" in demo.output and "All assets materialized" in demo.output
+    counts = table_counts(tmp_path / "demo.duckdb")
+    assert counts["jobs"] > 1000 and counts["telemetry"] > 0
