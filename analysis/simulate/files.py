@@ -64,7 +64,12 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
 
 def _telemetry_jobs(cfg: SimConfig, rec: Recorder, rng: np.random.Generator) -> list[TelemetryJob]:
     """A few large jobs that a node fault ended: their last hour, drift included."""
-    picked = rec.telemetry_candidates[: cfg.telemetry_jobs]
+    seen, picked = set(), []
+    for cand in sorted(rec.telemetry_candidates, key=lambda c: (-len(c[1]), c[2])):  # the largest first
+        if cand[0] not in seen and cand[4] in cand[1]:
+            seen.add(cand[0])
+            picked.append(cand)
+    picked = sorted(picked[: cfg.telemetry_jobs], key=lambda c: c[2])
     jobs = []
     for job_id, hosts, start, end, bad, fault in picked:
         to_dt = lambda t: cfg.start + timedelta(seconds=t)  # noqa: E731
