@@ -126,3 +126,24 @@ def test_truth_and_logs_agree(cluster):
     assert inside == 0
     present = one(con, "SELECT count(*) FROM decoys d JOIN node_events e ON e.host = d.host AND e.event_time = d.event_time")[0]
     assert present >= decoys.height  # every decoy is really in the logs
+
+
+def test_lemons_crash_loops_and_health_checks(cluster):
+    con, src, _ = cluster
+    nodes = pl.read_csv(src / "truth" / "nodes.csv")
+    faults = pl.read_csv(src / "truth" / "faults.csv")
+    per_node = nodes.join(faults.group_by("host").len(), on="host", how="left").with_columns(pl.col("len").fill_null(0))
+    lemon_rate = per_node.filter(pl.col("is_lemon"))["len"].mean()
+    assert 0 < nodes["is_lemon"].sum() <= 0.03 * nodes.height and lemon_rate > 3 * per_node.filter(~pl.col("is_lemon"))["len"].mean()
+    # the check added halfway through reports from that day on, and only then
+    first = one(con, "SELECT min(event_time) FROM node_events WHERE code = 'gpu_row_remap'")[0]
+    assert first >= datetime(2024, 3, 11)
+    assert one(con, "SELECT count(*) FROM node_state_periods WHERE reason LIKE 'healthcheck:%'")[0] > 0
+    assert one(con, "SELECT count(*) FROM tickets")[0] > 0
+
+
+def test_crash_loops_at_a_high_fault_rate(tmp_path):
+    simulate(preset("rsc1", nodes=128, days=10, failure_rate=80.0, telemetry_jobs=0), tmp_path)
+    truth = pl.read_csv(tmp_path / "truth" / "job_instances.csv", infer_schema_length=0)
+    loops = truth.filter(pl.col("cause").is_in(HARDWARE)).group_by("job_id", "cause_host").len()
+    assert loops["len"].max() >= 3  # a requeued job that kept landing on its bad node
