@@ -15,6 +15,7 @@ from analysis.simulate.recorder import Recorder
 from analysis.simulate.workload import Job
 
 SUBMIT, END, FAULT, REPAIR, MAINT = range(5)
+MAX_PREEMPTIONS = 1  # then a job is exempt: keeps preemption from cascading through requeues
 
 
 class Engine:
@@ -110,14 +111,14 @@ class Engine:
             victims = [self.jobs[j] for j in self.node_jobs[node]]
             # a job is preempted at most once (then exempt, like Slurm's PreemptExemptTime),
             # which keeps preemption from cascading through the requeued jobs
-            if all(v.priority < job.priority and now - v.start >= min_run and not v.preempted for v in victims):
+            if all(v.priority < job.priority and now - v.start >= min_run and v.preempted < MAX_PREEMPTIONS for v in victims):
                 costs.append((sum(v.gpus for v in victims), node))
         if len(costs) < need:
             return
         costs.sort()
         victims = {j for _, node in costs[:need] for j in self.node_jobs[node]}
         for raw_id in sorted(victims):
-            self.jobs[raw_id].preempted = True
+            self.jobs[raw_id].preempted += 1
             self.end(self.jobs[raw_id], now, "PREEMPTED", "0:0", "preempted", None, requeue=True)
 
     def _preempt_scavengers(self, job: Job, now: float) -> int | None:
@@ -128,14 +129,14 @@ class Engine:
             if not self.up[node] or not self._allowed(job, node):
                 continue
             victims = [self.jobs[j] for j in self.node_jobs[node]
-                       if self.jobs[j].qos == "low" and now - self.jobs[j].start >= min_run and not self.jobs[j].preempted]
+                       if self.jobs[j].qos == "low" and now - self.jobs[j].start >= min_run and self.jobs[j].preempted < MAX_PREEMPTIONS]
             gain = sum(v.per_node for v in victims)
             if victims and self.free[node] + gain >= job.gpus and (best is None or gain < best[0]):
                 best = (gain, int(node), victims)
         if best is None:
             return None
         for victim in sorted(best[2], key=lambda v: v.raw_id):
-            victim.preempted = True
+            victim.preempted += 1
             self.end(victim, now, "PREEMPTED", "0:0", "preempted", None, requeue=True)
         return best[1]
 

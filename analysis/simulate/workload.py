@@ -42,7 +42,7 @@ class Job:
     crash_node: int = -1  # crash loop: the bad node this job keeps landing on
     crash_left: int = 0
     crash_cause: str = ""
-    preempted: bool = False
+    preempted: int = 0  # times preempted so far
     last_preempt_try: float = -1e18
 
 
@@ -78,7 +78,7 @@ def new_job(cfg: SimConfig, rng: np.random.Generator, raw_id: int, now: float, u
     hours = float(median_hours(cfg, np.array([gpus]))[0] * math.exp(rng.normal(0, 1.0)))
     work = max(60.0, hours * 3600)
     big = gpus >= 128
-    qos = "high" if big else ("low" if rng.random() < 0.25 else "normal")
+    qos = "high" if big else ("low" if rng.random() < 0.35 else "normal")
     priority = {"high": 90000, "normal": 50000, "low": 10000}[qos] + gpus * 10
     u = rng.random()
     outcome = ("fail" if u < cfg.user_fail else "cancel" if u < cfg.user_fail + cfg.cancel
