@@ -205,7 +205,7 @@ class Engine:
             state = "NODE_FAIL" if self.rng.random() < cause.node_fail else "FAILED"
             crash_at = now + float(self.rng.uniform(5, 240))
             exit_code = "0:0" if state == "NODE_FAIL" else str(self.rng.choice(["1:0", "0:6", "0:9"]))
-            if job.requeue and not drained and not job.crash_left and self.rng.random() < 0.3:
+            if job.requeue and not drained and not job.crash_left and self.rng.random() < 0.5:
                 job.crash_node, job.crash_left, job.crash_cause = node, int(self.rng.integers(3, 12)), cause.id
             elif job.crash_left:
                 job.crash_left -= 1
