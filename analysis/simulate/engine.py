@@ -32,7 +32,8 @@ class Engine:
         self.pending_big: list[Job] = []
         self.events: list = []
         self.seq = itertools.count()
-        self.host_index = {h: i for i, h in enumerate(cluster.hosts)}
+        self.node_ends: list[deque[float]] = [deque() for _ in range(n)]  # recent job end times per node
+        self.down_since = np.full(n, np.inf)
 
     # -- events ----------------------------------------------------------
     def push(self, t: float, kind: int, payload) -> None:
@@ -49,10 +50,11 @@ class Engine:
             self.buckets[value].add(node)
         self.free[node] = value
 
-    def _take_down(self, node: int) -> None:
+    def _take_down(self, node: int, now: float) -> None:
         if self.up[node]:
             self.buckets[self.free[node]].discard(node)
             self.up[node] = False
+            self.down_since[node] = now
 
     def repair(self, node: int) -> None:
         if not self.up[node]:
@@ -162,6 +164,10 @@ class Engine:
         for n in job.nodes:
             self._set_free(n, self.free[n] + job.per_node)
             self.node_jobs[n].discard(job.raw_id)
+            ends = self.node_ends[n]
+            ends.append(now)
+            while ends and ends[0] < now - 8 * 3600:  # decoys look back at most 6 h
+                ends.popleft()
         self.rec.instance(job, now, state, exit_code, cause, cause_host, fault_time)
         job.done += now - job.start
         job.token += 1
@@ -181,7 +187,24 @@ class Engine:
                      "CANCELLED": "0:15", "OUT_OF_MEMORY": "0:125"}.get(state, "0:0")
         cause = {"FAILED": "user", "OUT_OF_MEMORY": "oom"}.get(state, "none")
         self.rec.job_end_extras(job, now, state)
+        if state in ("FAILED", "COMPLETED") and self.rng.random() < 0.03:
+            self._decoy(job, now)
         self.end(job, now, state, exit_code, cause, None)
+
+    def _decoy(self, job: Job, now: float) -> None:
+        """Place an alarming event where no attribution window reaches it:
+        hours before this job's end on its node (when no job ended near then),
+        or inside its window on a node that has been down for a while."""
+        if self.rng.random() < 0.5:
+            node = job.nodes[0]
+            t = now - float(self.rng.uniform(2, 6)) * 3600
+            if t > 0 and not any(t - 300 <= e <= t + 600 for e in self.node_ends[node]):
+                self.rec.decoy(job, t, self.cl.hosts[node], "before_window")
+            return
+        t = now - float(self.rng.uniform(0, 300))
+        down = [n for n in np.flatnonzero(~self.up) if self.down_since[n] < t - 900]
+        if down:
+            self.rec.decoy(job, t, self.cl.hosts[int(self.rng.choice(down))], "outside_job")
 
     # -- faults ----------------------------------------------------------------
     def fault(self, node: int, now: float, crash_job: int | None = None) -> None:
@@ -212,7 +235,7 @@ class Engine:
             self.rec.user_excludes(job, host)
             self.end(job, crash_at, state, exit_code, cause.id, host, requeue=job.requeue, fault_time=now)
         if drained or cause.node_fail == 1.0:
-            self._take_down(node)
+            self._take_down(node, now)
             repair_h = float(self.rng.uniform(*cause.repair_h)) * (3 if lemon else 1)
             back = now + repair_h * 3600
             self.rec.drain(node, now, check_at, back, cause, down=cause.node_fail == 1.0)
@@ -224,6 +247,6 @@ class Engine:
             return
         for raw_id in sorted(self.node_jobs[node]):
             self.end(self.jobs[raw_id], now, "REQUEUED", "0:0", "maintenance", None, requeue=True)
-        self._take_down(node)
+        self._take_down(node, now)
         self.rec.maintenance(node, now, back)
         self.push(back, REPAIR, node)

@@ -95,17 +95,15 @@ class Recorder:
             for dt, msg in ((-3.0, f"python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0"),
                             (-2.9, f"Out of memory: Killed process {pid} (python) total-vm:812345678kB, anon-rss:1923456780kB, file-rss:0kB")):
                 self.kernel.add(now + dt, journal_line(self.t0, now + dt, host, msg))
-        if state in ("FAILED", "COMPLETED") and self.rng.random() < 0.03:
-            kind, code, template = F.DECOY[int(self.rng.integers(0, len(F.DECOY)))]
-            if self.rng.random() < 0.5:  # long before the end, on one of the job's nodes
-                t, where, why = now - float(self.rng.uniform(2, 6)) * 3600, host, "before_window"
-            else:  # inside the window, on a node the job did not use
-                others = sorted(set(range(self.cfg.nodes)) - set(job.nodes))
-                t, why = now - float(self.rng.uniform(0, 300)), "outside_job"
-                where = self.cl.hosts[int(self.rng.choice(others))] if others else host
-            t = max(t, 0.0)
-            self.kernel.add(t, journal_line(self.t0, t, where, template.format(pci=pci, pid=pid)))
-            self.decoys.append((job.job_id, job.instance, where, self._ts(t), kind, code, why))
+
+    def decoy(self, job: Job, t: float, host: str, why: str) -> None:
+        """An alarming event that did not end ``job``: the engine picked a time
+        and node no job's attribution window covers."""
+        kind, code, template = F.DECOY[int(self.rng.integers(0, len(F.DECOY)))]
+        pci = f"0000:{GPU_BUS[int(self.rng.integers(0, 8))]}:00"
+        msg = template.format(pci=pci, pid=int(self.rng.integers(1000, 4_000_000)))
+        self.kernel.add(t, journal_line(self.t0, t, host, msg))
+        self.decoys.append((job.job_id, job.instance, host, self._ts(t), kind, code, why))
 
     def user_excludes(self, job: Job, host: str) -> None:
         """Users whose job a node killed often keep it out of their next jobs."""
