@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -33,9 +34,11 @@ def main() -> None:
 @click.option("--sacct-delimiter", default=None, help="sacct field delimiter [default: detected: '|', '|#' or '^|^'].")
 @click.option("--boot-time", "boot_times", multiple=True, metavar="HOST=TIME",
               help="Boot time (ISO 8601) of HOST, for raw dmesg/kmsg logs stamped in seconds since boot. Repeatable.")
+@click.option("--rules", "rules", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Your taxonomy override file, merged over taxonomy/rules.yaml [default: $GOODPUT_RULES].")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary, no per-file progress.")
 def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimiter: str | None,
-        boot_times: tuple[str, ...], quiet: bool) -> None:
+        boot_times: tuple[str, ...], rules: Path | None, quiet: bool) -> None:
     """Ingest everything under SOURCE and materialize every asset."""
     from pipelines.runner import SourceError, run_pipeline
 
@@ -48,7 +51,7 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
         boots[host] = when
     try:
         result = run_pipeline(source, db or warehouse.default_db_path(), out, tz=tz,
-                              sacct_delimiter=sacct_delimiter, boot_times=boots)
+                              sacct_delimiter=sacct_delimiter, boot_times=boots, rules_file=rules)
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(result.report())
@@ -146,6 +149,30 @@ def _text(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join("NULL" if v is None else str(v) for v in value) + "]"
     return str(value)
+
+
+@main.command()
+@_db_option
+@click.option("--rules", "rules", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Taxonomy override file (for the attribution window) [default: $GOODPUT_RULES].")
+@click.argument("job_id")
+def why(db: Path | None, rules: Path | None, job_id: str) -> None:
+    """Explain why JOB_ID failed: every instance, the events near its end, the primary cause and its rule."""
+    import duckdb
+
+    from analysis.attribution import explain_job
+    from analysis.taxonomy import TaxonomyError, load
+    from pipelines.explain import render
+
+    try:
+        taxonomy = load(rules or os.environ.get("GOODPUT_RULES") or None)
+        con = warehouse.connect(db or warehouse.default_db_path(), read_only=True)
+        instances = explain_job(con, job_id, taxonomy)
+    except (FileNotFoundError, TaxonomyError, duckdb.Error) as exc:
+        raise click.ClickException(str(exc).splitlines()[0]) from None
+    if not instances:
+        raise click.ClickException(f"no job {job_id} in the warehouse (array tasks are 123_4, het components 123+1)")
+    click.echo(render(instances, taxonomy))
 
 
 def _setup_logging(quiet: bool) -> None:

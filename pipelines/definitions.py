@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
+from assets.attribution import classified_events, failure_attribution, job_runs, node_incidents, one_primary_cause
 from assets.derived import jobs, jobs_instances_sequential, node_events
 from assets.ingest import ingest_assets, ingest_checks, unrecognised_files
-from pipelines.resources import LogSources, Warehouse
+from pipelines.resources import LogSources, TaxonomyConfig, Warehouse
 
-all_assets = [*ingest_assets, unrecognised_files, jobs, node_events]
-all_checks = [*ingest_checks, jobs_instances_sequential]
+all_assets = [*ingest_assets, unrecognised_files, jobs, node_events, classified_events, failure_attribution, job_runs,
+              node_incidents]
+all_checks = [*ingest_checks, jobs_instances_sequential, one_primary_cause]
 
 nightly = define_asset_job("nightly", selection=AssetSelection.all(), description="Ingest every source and rebuild every table.")
 
@@ -16,7 +18,7 @@ defs = Definitions(
     assets=all_assets,
     asset_checks=all_checks,
     jobs=[nightly],
-    resources={"warehouse": Warehouse(), "sources": LogSources()},
+    resources={"warehouse": Warehouse(), "sources": LogSources(), "taxonomy": TaxonomyConfig()},
     # DuckDB allows one writing process per file: assets run one after another
     # in one process rather than in parallel subprocesses fighting for the lock.
     executor=in_process_executor,

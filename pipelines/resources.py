@@ -34,3 +34,17 @@ class LogSources(ConfigurableResource):
     def options(self) -> IngestOptions:
         return load_options(Path(self.source_dir), tz=self.tz, sacct_delimiter=self.sacct_delimiter,
                             boot_times=self.boot_times or None)
+
+
+class TaxonomyConfig(ConfigurableResource):
+    """Failure taxonomy and attribution settings. rules_file: an operator's
+    override file merged over taxonomy/rules.yaml (default $GOODPUT_RULES)."""
+    rules_file: str | None = os.environ.get("GOODPUT_RULES") or None
+    run_gap_minutes: int = 60  # a resubmission within this gap continues a job run
+    crash_loop_min: int = 5  # restarts after failures that make a crash loop
+    incident_gap_minutes: int = 30  # events closer than this are one node incident
+
+    def load(self):
+        from analysis.taxonomy import load
+
+        return load(self.rules_file)

@@ -11,7 +11,7 @@ from dagster import AssetCheckSeverity, DagsterInstance, materialize
 from analysis import sql, warehouse
 from analysis.ingest import discover, load_options
 from pipelines.definitions import all_assets, all_checks
-from pipelines.resources import LogSources, Warehouse
+from pipelines.resources import LogSources, TaxonomyConfig, Warehouse
 
 QUIET_DAGSTER = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -45,7 +45,8 @@ class RunResult:
 
 
 def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
-                 sacct_delimiter: str | None = None, boot_times: dict[str, str] | None = None) -> RunResult:
+                 sacct_delimiter: str | None = None, boot_times: dict[str, str] | None = None,
+                 rules_file: Path | None = None) -> RunResult:
     source = Path(source)
     if not source.is_dir():
         raise SourceError(f"source directory {source} does not exist")
@@ -60,7 +61,15 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         since = con.execute("SELECT now()::TIMESTAMP").fetchall()[0][0]
     finally:
         con.close()
+    if rules_file is not None:
+        from analysis.taxonomy import TaxonomyError, load
+
+        try:
+            load(rules_file)
+        except TaxonomyError as exc:
+            raise SourceError(f"bad rules file: {exc}") from None
     resources = {"warehouse": Warehouse(db_path=str(db)),
+                 "taxonomy": TaxonomyConfig(rules_file=str(rules_file) if rules_file else TaxonomyConfig().rules_file),
                  "sources": LogSources(source_dir=str(source.resolve()), tz=tz, sacct_delimiter=sacct_delimiter,
                                        boot_times=boot_times or {})}
     with warnings.catch_warnings():

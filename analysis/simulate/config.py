@@ -47,7 +47,9 @@ class SimConfig:
 
 
 PRESETS = {
-    "small": SimConfig(nodes=48, days=14),
+    # the demo: two weeks of 48 nodes would see ~4 faults at a real rate, so
+    # it runs a fault-prone cluster that shows every failure kind
+    "small": SimConfig(nodes=48, days=14, failure_rate=40.0),
     "rsc1": SimConfig(nodes=2000, days=30),
     # RSC-2: smaller, more vision jobs, fewer giant ones (Meta §III)
     "rsc2": SimConfig(nodes=1000, days=30, size_probs=(0.5, 0.22, 0.2, 0.05, 0.012, 0.007, 0.004, 0.003, 0.0015,

@@ -1,0 +1,79 @@
+"""Why each job failed: classify node events with the taxonomy, attribute
+failures to causes and hosts, chain job runs, group node incidents. All set
+operations run in DuckDB (sql/build_*.sql); this module wires them up."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import polars as pl
+
+from analysis import sql
+from analysis.taxonomy import Taxonomy
+
+VIEWS = ("job_failure_causes", "job_status_breakdown", "failure_rates_by_cause", "cause_cooccurrence",
+         "top_offending_nodes")
+
+
+def _transaction(con: duckdb.DuckDBPyConnection, steps) -> None:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for name, params in steps:
+            sql.run(con, name, params)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def classify_events(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> int:
+    con.register("staged_rules", taxonomy.rules)
+    try:
+        _transaction(con, [("store_taxonomy_rules", None), ("build_classified_events", None)])
+    finally:
+        con.unregister("staged_rules")
+    return sql.scalar(con, "count_classified_events")
+
+
+def attribute_failures(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> dict[str, int]:
+    _transaction(con, [("build_failure_attribution", {"before_s": taxonomy.before_s, "after_s": taxonomy.after_s}),
+                       *[(f"view_{v}", None) for v in VIEWS[:3]]])
+    return {"rows": sql.scalar(con, "count_failure_attribution"),
+            "failures": sql.scalar(con, "count_primary_attributions")}
+
+
+def build_job_runs(con: duckdb.DuckDBPyConnection, gap_s: int = 3600, crash_loop_min: int = 5) -> int:
+    _transaction(con, [("build_job_runs", {"gap_s": gap_s, "crash_loop_min": crash_loop_min})])
+    return sql.scalar(con, "count_job_runs")
+
+
+def build_node_incidents(con: duckdb.DuckDBPyConnection, gap_s: int = 1800) -> int:
+    _transaction(con, [("build_node_incidents", {"gap_s": gap_s}), ("view_cause_cooccurrence", None),
+                       ("view_top_offending_nodes", None)])
+    return sql.scalar(con, "count_node_incidents")
+
+
+@dataclass
+class InstanceExplanation:
+    job_id: str
+    instance: int
+    state: str
+    start_time: object
+    end_time: object
+    nodes: list[str]
+    primary: dict | None  # cause, domain, host, rule, event_time, message
+    events: pl.DataFrame  # every classified event in the window on the job's nodes
+
+
+def explain_job(con: duckdb.DuckDBPyConnection, job_id: str, taxonomy: Taxonomy) -> list[InstanceExplanation]:
+    """Everything `goodput why` prints for one job id (all its instances)."""
+    instances = sql.query(con, "why_instances", {"job_id": job_id})
+    out = []
+    for row in instances.iter_rows(named=True):
+        events = sql.query(con, "why_events", {"job_id": job_id, "instance": row["instance"],
+                                               "before_s": taxonomy.before_s, "after_s": taxonomy.after_s})
+        primary = sql.query(con, "why_primary", {"job_id": job_id, "instance": row["instance"]})
+        out.append(InstanceExplanation(row["job_id"], row["instance"], row["state"], row["start_time"],
+                                       row["end_time"], list(row["nodes"] or []),
+                                       primary.row(0, named=True) if primary.height else None, events))
+    return out

@@ -1,0 +1,45 @@
+"""Attribution assets: classified events, failure causes, job runs, node incidents."""
+from dagster import AssetCheckResult, MaterializeResult, asset, asset_check
+
+from analysis import attribution, sql
+from pipelines.resources import TaxonomyConfig, Warehouse
+
+
+@asset(deps=["node_events"], group_name="attribution",
+       description="Node events explained by a taxonomy rule (cause, domain, severity, priority).")
+def classified_events(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
+    with warehouse.connect() as con:
+        n = attribution.classify_events(con, taxonomy.load())
+    return MaterializeResult(metadata={"events": n})
+
+
+@asset(deps=["jobs", "classified_events"], group_name="attribution",
+       description="Every event in each failed job's window, and the primary cause (Aegis order).")
+def failure_attribution(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
+    with warehouse.connect() as con:
+        counts = attribution.attribute_failures(con, taxonomy.load())
+    return MaterializeResult(metadata=counts)
+
+
+@asset_check(asset=failure_attribution, blocking=True,
+             description="Every FAILED, NODE_FAIL and OUT_OF_MEMORY instance has exactly one primary cause.")
+def one_primary_cause(warehouse: Warehouse) -> AssetCheckResult:
+    with warehouse.connect() as con:
+        bad = sql.scalar(con, "attribution_primary_problems")
+    return AssetCheckResult(passed=bad == 0, metadata={"instances_without_exactly_one_primary": bad})
+
+
+@asset(deps=["jobs"], group_name="attribution",
+       description="Job instances chained into training runs (requeues and resubmissions); crash loops flagged.")
+def job_runs(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
+    with warehouse.connect() as con:
+        n = attribution.build_job_runs(con, taxonomy.run_gap_minutes * 60, taxonomy.crash_loop_min)
+    return MaterializeResult(metadata={"instances": n})
+
+
+@asset(deps=["classified_events", "node_state_periods", "tickets"], group_name="attribution",
+       description="One row per node incident: first event, cause, severity, drain, return to service, ticket.")
+def node_incidents(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
+    with warehouse.connect() as con:
+        n = attribution.build_node_incidents(con, taxonomy.incident_gap_minutes * 60)
+    return MaterializeResult(metadata={"incidents": n})

@@ -1,0 +1,38 @@
+"""Text rendering of `goodput why`."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from analysis.attribution import InstanceExplanation
+from analysis.taxonomy import Taxonomy
+
+
+def _t(value) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value is not None else "-"
+
+
+def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
+    lines = [f"job {instances[0].job_id}: {len(instances)} instance(s)"]
+    for inst in instances:
+        nodes = ", ".join(inst.nodes[:8]) + (f" ... ({len(inst.nodes)} nodes)" if len(inst.nodes) > 8 else "")
+        lines.append(f"\ninstance {inst.instance}: {inst.state}  {_t(inst.start_time)} -> {_t(inst.end_time)}  on {nodes or '-'}")
+        p = inst.primary
+        if p is None:
+            lines.append("  no attribution (the instance did not fail, or nothing fired in its window)")
+        elif p["rule"] == "no-event":
+            lines.append(f"  primary cause: {p['cause']} ({p['domain']}): no infrastructure event in the window"
+                         f" (rule no-event)")
+        else:
+            lines.append(f"  primary cause: {p['cause']} ({p['domain']}) on {p['host']}, rule {p['rule']},"
+                         f" {p['severity']} event at {_t(p['event_time'])}")
+        if inst.end_time is not None:
+            lo = inst.end_time - timedelta(seconds=taxonomy.before_s)
+            hi = inst.end_time + timedelta(seconds=taxonomy.after_s)
+            lines.append(f"  events on its nodes in [{_t(lo)}, {_t(hi)}]: {inst.events.height}")
+        for e in inst.events.head(40).iter_rows(named=True):
+            what = " ".join(str(x) for x in (e["source"], e["kind"], e["code"]) if x)
+            lines.append(f"    {e['host']}  {_t(e['event_time'])}  {what:32.32}  {e['rule']:24.24} {e['cause']:20.20}"
+                         f" {e['severity']:8} {(e['message'] or '')[:90]}")
+        if inst.events.height > 40:
+            lines.append(f"    ... {inst.events.height - 40} more")
+    return "\n".join(lines)

@@ -1,0 +1,40 @@
+-- node_incidents: critical and warning events on a node, grouped into one
+-- incident while they follow each other within $gap_s; with the drain that
+-- took the node out (a DRAIN/DOWN period starting within 6 h), when it came
+-- back, and the repair ticket opened for it (within 2 days).
+CREATE OR REPLACE TABLE node_incidents AS
+WITH ev AS (
+    SELECT * FROM classified_events WHERE severity IN ('critical', 'warning') AND source <> 'slurm'
+), gaps AS (
+    SELECT *, CASE WHEN lag(event_time) OVER w IS NULL
+                     OR event_time > lag(event_time) OVER w + to_seconds($gap_s) THEN 1 ELSE 0 END AS new_incident
+    FROM ev WINDOW w AS (PARTITION BY host ORDER BY event_time, file, line_no)
+), numbered AS (
+    SELECT *, sum(new_incident) OVER (PARTITION BY host ORDER BY event_time, file, line_no ROWS UNBOUNDED PRECEDING) AS n
+    FROM gaps
+), incidents AS (
+    SELECT host, n, min(event_time) AS first_event, max(event_time) AS last_event, count(*) AS events,
+           arg_max(cause, priority) AS cause, arg_max(rule, priority) AS rule,
+           CASE WHEN bool_or(severity = 'critical') THEN 'critical' ELSE 'warning' END AS severity,
+           bool_and(transient) AS transient, list(DISTINCT cause ORDER BY cause) AS causes
+    FROM numbered GROUP BY host, n
+), drains AS (
+    SELECT host, time_start, time_end, state, reason FROM node_state_periods
+    WHERE (state LIKE '%DRAIN%' OR state LIKE 'DOWN%' OR state LIKE '%FAIL%') AND coalesce(reason, '') NOT ILIKE 'maintenance%'
+), with_drain AS (
+    SELECT i.*, d.time_start AS d_start, d.time_end AS d_end, d.state AS d_state, d.reason AS d_reason
+    FROM incidents i ASOF LEFT JOIN drains d ON d.host = i.host AND d.time_start >= i.first_event - INTERVAL 5 MINUTE
+), with_ticket AS (
+    SELECT w.*, t.ticket_id, t.opened, t.component, t.resolution
+    FROM with_drain w ASOF LEFT JOIN tickets t ON t.host = w.host AND t.opened >= w.first_event - INTERVAL 1 HOUR
+)
+SELECT host || '#' || n AS incident_id, host, first_event, last_event, events, cause, rule, severity, transient, causes,
+       (d_start IS NOT NULL AND d_start <= first_event + INTERVAL 6 HOUR) AS drained,
+       CASE WHEN d_start <= first_event + INTERVAL 6 HOUR THEN d_start END AS drained_at,
+       CASE WHEN d_start <= first_event + INTERVAL 6 HOUR THEN d_end END AS returned_at,
+       CASE WHEN d_start <= first_event + INTERVAL 6 HOUR THEN d_reason END AS drain_reason,
+       CASE WHEN opened <= first_event + INTERVAL 2 DAY THEN ticket_id END AS ticket_id,
+       CASE WHEN opened <= first_event + INTERVAL 2 DAY THEN component END AS ticket_component,
+       CASE WHEN opened <= first_event + INTERVAL 2 DAY THEN resolution END AS ticket_resolution
+FROM with_ticket
+ORDER BY host, first_event;
