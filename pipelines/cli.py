@@ -109,7 +109,14 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
     click.echo(f"goodput demo: source {source}, warehouse {db}")
     result = run_pipeline(source, db, out)
     click.echo(result.report())
-    click.echo(f"\nTry: goodput sql --db {db} \"SELECT state, count(*) FROM jobs GROUP BY ALL\"")
+    click.echo(f"\nTry: goodput sql --db {db} \"SELECT cause, count(*) FROM job_failure_causes GROUP BY ALL\"")
+    con = warehouse.connect(db, read_only=True)
+    try:
+        example = con.execute(sql.load("demo_example_failure")).fetchall()
+    finally:
+        con.close()
+    if example:
+        click.echo(f"     goodput why --db {db} {example[0][0]}    # a job a {example[0][1]} failure killed")
     if not result.success:
         sys.exit(1)
 
