@@ -182,6 +182,50 @@ def why(db: Path | None, rules: Path | None, job_id: str) -> None:
     click.echo(render(instances, taxonomy))
 
 
+@main.command()
+@click.option("--gpus", type=click.IntRange(1), default=16384, show_default=True, help="Job size in GPUs (8 per node).")
+@click.option("--failure-rate", type=click.FloatRange(0), default=6.5, show_default=True,
+              help="Failures per 1,000 node-days of runtime (Meta RSC-1: 6.5, RSC-2: 2.34).")
+@click.option("--checkpoint-min", type=click.FloatRange(0, min_open=True), default=60, show_default=True,
+              help="Checkpoint interval Δt in minutes.")
+@click.option("--restart-min", type=click.FloatRange(0), default=5, show_default=True, help="Restart overhead u0 in minutes.")
+@click.option("--queue-min", type=click.FloatRange(0), default=0, show_default=True,
+              help="Mean queue time q after submission and after every interruption, minutes.")
+@click.option("--runtime-days", type=click.FloatRange(0, min_open=True), default=None,
+              help="Productive runtime R of the run [default: a long run, the u0/R term dropped].")
+@click.option("--monte-carlo", is_flag=True, help="Also simulate the run (2,000 trials) and print the mean with a 95% CI.")
+@click.option("--sweep", "do_sweep", is_flag=True,
+              help="Print the checkpoint interval needed for --target ETTR by failure rate and job size (Meta Fig. 10).")
+@click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True)
+def ettr(gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_days, monte_carlo, do_sweep, target):
+    """Expected ETTR and job MTTF for a training run (Meta eq. 1), optionally checked by Monte Carlo."""
+    from analysis import ettr as E
+
+    u0, dt, q = restart_min / 60, checkpoint_min / 60, queue_min / 60
+    if do_sweep:
+        import polars as pl
+
+        rows = E.sweep(target, [1.0, 2.34, 4.0, 6.5, 10.0], [1024, 4096, 16384, 65536, 131072], u0)
+        table = pl.DataFrame(rows).pivot(on="gpus", index="failures_per_1000_node_days", values="checkpoint_minutes")
+        click.echo(f"checkpoint interval (minutes) for expected ETTR {target} with {restart_min:g}-minute restarts"
+                   " (empty: unreachable)")
+        with pl.Config(tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, tbl_cols=-1):
+            click.echo(table)
+        return
+    nodes, r = gpus / E.GPUS_PER_NODE, failure_rate / 1000
+    runtime_h = runtime_days * 24 if runtime_days else None
+    value = E.expected_ettr(nodes, r, u0, dt, q, runtime_h)
+    click.echo(f"job: {gpus} GPUs ({nodes:g} nodes), r = {failure_rate:g} per 1,000 node-days, "
+               f"checkpoint {checkpoint_min:g} min, restart {restart_min:g} min, queue {queue_min:g} min")
+    click.echo(f"job MTTF:       {E.job_mttf_hours(nodes, r):.3f} h")
+    click.echo(f"expected ETTR:  {value:.4f}" + ("" if E.closed_form_valid(nodes, r, u0, dt) else
+               "   (outside the closed form's range: u0 + Δt/2 is not small against the MTTF)"))
+    if monte_carlo:
+        mc = E.monte_carlo_ettr(nodes, r, u0, dt, q, runtime_h or 24 * 7)
+        click.echo(f"Monte Carlo:    {mc.mean:.4f}  (95% CI {mc.ci_low:.4f}-{mc.ci_high:.4f}, {mc.trials} runs of "
+                   f"{(runtime_h or 168) / 24:g} days, {mc.mean_failures:.1f} failures per run)")
+
+
 def _setup_logging(quiet: bool) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     logging.getLogger("goodput").setLevel(logging.WARNING if quiet else logging.INFO)
