@@ -48,3 +48,20 @@ class TaxonomyConfig(ConfigurableResource):
         from analysis.taxonomy import load
 
         return load(self.rules_file)
+
+
+class MetricsSettings(ConfigurableResource):
+    """ETTR and goodput parameters: restart overhead u0 and checkpoint interval
+    Δt (defaults 5 and 60 minutes), optionally per account or run from a YAML
+    file (default $GOODPUT_ETTR_PARAMS)."""
+    restart_min: float = 5.0
+    checkpoint_min: float = 60.0
+    second_order_window_min: float = 10.0
+    overrides_file: str | None = os.environ.get("GOODPUT_ETTR_PARAMS") or None
+
+    def config(self):
+        from analysis.metrics import MetricsConfig
+
+        return MetricsConfig.from_file(self.overrides_file, u0_s=int(self.restart_min * 60),
+                                       dt_s=int(self.checkpoint_min * 60),
+                                       second_order_window_s=int(self.second_order_window_min * 60))

@@ -11,7 +11,7 @@ from dagster import AssetCheckSeverity, DagsterInstance, materialize
 from analysis import sql, warehouse
 from analysis.ingest import discover, load_options
 from pipelines.definitions import all_assets, all_checks
-from pipelines.resources import LogSources, TaxonomyConfig, Warehouse
+from pipelines.resources import LogSources, MetricsSettings, TaxonomyConfig, Warehouse
 
 QUIET_DAGSTER = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -69,6 +69,7 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         except TaxonomyError as exc:
             raise SourceError(f"bad rules file: {exc}") from None
     resources = {"warehouse": Warehouse(db_path=str(db)),
+                 "settings": MetricsSettings(),
                  "taxonomy": TaxonomyConfig(rules_file=str(rules_file) if rules_file else TaxonomyConfig().rules_file),
                  "sources": LogSources(source_dir=str(source.resolve()), tz=tz, sacct_delimiter=sacct_delimiter,
                                        boot_times=boot_times or {})}

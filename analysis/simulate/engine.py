@@ -121,7 +121,8 @@ class Engine:
         victims = {j for _, node in costs[:need] for j in self.node_jobs[node]}
         for raw_id in sorted(victims):
             self.jobs[raw_id].preempted += 1
-            self.end(self.jobs[raw_id], now, "PREEMPTED", "0:0", "preempted", None, requeue=True)
+            self.end(self.jobs[raw_id], now, "PREEMPTED", "0:0", "preempted", None, requeue=True,
+                     preempted_by=f"{job.job_id}:{job.instance}")
 
     def _preempt_scavengers(self, job: Job, now: float) -> int | None:
         """A waiting normal job takes GPUs from low-QOS (scavenger) jobs that ran
@@ -139,7 +140,8 @@ class Engine:
             return None
         for victim in sorted(best[2], key=lambda v: v.raw_id):
             victim.preempted += 1
-            self.end(victim, now, "PREEMPTED", "0:0", "preempted", None, requeue=True)
+            self.end(victim, now, "PREEMPTED", "0:0", "preempted", None, requeue=True,
+                     preempted_by=f"{job.job_id}:{job.instance}")
         return best[1]
 
     def start(self, job: Job, nodes: list[int], now: float) -> None:
@@ -160,7 +162,7 @@ class Engine:
         self.push(now + run, END, (job.raw_id, job.token, state))
 
     def end(self, job: Job, now: float, state: str, exit_code: str, cause: str, cause_host: str | None,
-            requeue: bool = False, fault_time: float | None = None) -> None:
+            requeue: bool = False, fault_time: float | None = None, preempted_by: str | None = None) -> None:
         for n in job.nodes:
             self._set_free(n, self.free[n] + job.per_node)
             self.node_jobs[n].discard(job.raw_id)
@@ -168,7 +170,7 @@ class Engine:
             ends.append(now)
             while ends and ends[0] < now - 8 * 3600:  # decoys look back at most 6 h
                 ends.popleft()
-        self.rec.instance(job, now, state, exit_code, cause, cause_host, fault_time)
+        self.rec.instance(job, now, state, exit_code, cause, cause_host, fault_time, preempted_by)
         job.done += now - job.start
         job.token += 1
         if requeue:

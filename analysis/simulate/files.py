@@ -45,7 +45,7 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
     malformed = _malformed(rec, out) if cfg.malformed_lines else []
     truth = out / "truth"
     _csv(truth / "job_instances.csv", ["job_id", "instance", "state", "cause", "cause_host", "fault_time", "start",
-                                        "end", "gpus", "nodes"], rec.instances)
+                                        "end", "gpus", "nodes", "eligible", "preempted_by"], rec.instances)
     _csv(truth / "nodes.csv", ["host", "rack", "leaf", "port", "is_lemon", "defect"],
          [(h, int(cluster.rack[i]), cluster.leaf[i], cluster.port[i], i in cluster.lemon, cluster.lemon.get(i, ""))
           for i, h in enumerate(cluster.hosts)])

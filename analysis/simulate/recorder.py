@@ -39,7 +39,7 @@ class Recorder:
         return iso(self.t0, t)
 
     def instance(self, job: Job, end: float | None, state: str, exit_code: str, cause: str,
-                 cause_host: str | None, fault_time: float | None) -> None:
+                 cause_host: str | None, fault_time: float | None, preempted_by: str | None = None) -> None:
         started = job.start >= 0
         hosts = [self.cl.hosts[n] for n in job.nodes]
         nodelist = hostlist(hosts) if hosts else "None assigned"
@@ -66,7 +66,8 @@ class Recorder:
             self.sacct.add(when, line)
         self.instances.append((job.job_id, job.instance, state, cause, cause_host,
                                self._ts(fault_time) if fault_time is not None else "", self._ts(job.start) if started else "",
-                               self._ts(end) if end is not None and started else "", job.gpus, job.nnodes))
+                               self._ts(end) if end is not None and started else "", job.gpus, job.nnodes,
+                               self._ts(job.eligible), preempted_by or ""))
         if cause_host and job.nnodes >= 4 and fault_time is not None and end is not None:
             self.telemetry_candidates.append((job.job_id, list(hosts), job.start, end, cause_host, fault_time))
 

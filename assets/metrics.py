@@ -1,0 +1,37 @@
+"""Reliability metric assets: ETTR, failure rates and MTTF, goodput, P_deg."""
+from dagster import MaterializeResult, asset
+
+from analysis import metrics
+from pipelines.resources import MetricsSettings, Warehouse
+
+
+@asset(deps=["job_runs", "failure_attribution", "node_state_periods"], group_name="metrics",
+       description="Measured ETTR per job run (W, Q, U, R; interruptions by cause) and C4 downtime per run.")
+def job_run_ettr(warehouse: Warehouse, settings: MetricsSettings) -> MaterializeResult:
+    with warehouse.connect() as con:
+        n = metrics.build_run_ettr(con, settings.config())
+    return MaterializeResult(metadata={"runs": n})
+
+
+@asset(deps=["failure_attribution"], group_name="metrics",
+       description="Cluster failure rate r (Meta), MTTF by job size with 90% CIs, 1/(N r) projection, rate over time.")
+def failure_rates(warehouse: Warehouse) -> MaterializeResult:
+    with warehouse.connect() as con:
+        rate = metrics.build_failure_rates(con)
+    return MaterializeResult(metadata={k: float(v or 0) for k, v in rate.items()})
+
+
+@asset(deps=["failure_attribution", "job_runs"], group_name="metrics",
+       description="Goodput per day, losses by cause and size, second-order preemptions, crash loops.")
+def goodput(warehouse: Warehouse, settings: MetricsSettings) -> MaterializeResult:
+    with warehouse.connect() as con:
+        summary = metrics.build_goodput(con, settings.config())
+    return MaterializeResult(metadata={k: float(v or 0) for k, v in summary.items()})
+
+
+@asset(deps=["benchmark_results", "telemetry"], group_name="metrics",
+       description="Aegis P_deg for every per-step time series (benchmark samples, iteration-time telemetry).")
+def iteration_degradation(warehouse: Warehouse) -> MaterializeResult:
+    with warehouse.connect() as con:
+        n = metrics.build_iteration_degradation(con)
+    return MaterializeResult(metadata={"series": n})

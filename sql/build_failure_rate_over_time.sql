@@ -1,0 +1,33 @@
+-- failure_rate_over_time: per day and primary cause (infrastructure causes),
+-- failures and the fleet's node-days of runtime that day, with the 30-day
+-- rolling rate per 1,000 node-days. health_check_first_seen marks the day each
+-- health check first reported, so a new check's "rise" can be read as such.
+CREATE OR REPLACE TABLE failure_rate_over_time AS
+WITH bounds AS (
+    SELECT date_trunc('day', min(start_time)) AS first_day, date_trunc('day', max(end_time)) AS last_day
+    FROM jobs WHERE start_time IS NOT NULL AND end_time IS NOT NULL
+), days AS (
+    SELECT unnest(generate_series(first_day, last_day, INTERVAL 1 DAY)) AS day FROM bounds
+), runtime AS (
+    SELECT d.day, sum(j.n_nodes * (epoch(least(j.end_time, d.day + INTERVAL 1 DAY)) - epoch(greatest(j.start_time, d.day)))) / 86400.0 AS node_days
+    FROM days d JOIN jobs j ON j.start_time < d.day + INTERVAL 1 DAY AND j.end_time > d.day
+    GROUP BY d.day
+), failures AS (
+    SELECT date_trunc('day', end_time) AS day, cause, count(*) AS failures
+    FROM failure_attribution WHERE is_primary AND domain <> 'user' GROUP BY ALL
+), causes AS (
+    SELECT DISTINCT cause FROM failures
+), grid AS (
+    SELECT d.day, c.cause, coalesce(f.failures, 0) AS failures, coalesce(r.node_days, 0) AS node_days
+    FROM days d CROSS JOIN causes c
+    LEFT JOIN failures f ON f.day = d.day AND f.cause = c.cause
+    LEFT JOIN runtime r ON r.day = d.day
+)
+SELECT day, cause, failures, node_days,
+       1000 * sum(failures) OVER w / nullif(sum(node_days) OVER w, 0) AS rolling_30d_per_1000_node_days
+FROM grid
+WINDOW w AS (PARTITION BY cause ORDER BY day RANGE BETWEEN INTERVAL 29 DAY PRECEDING AND CURRENT ROW)
+ORDER BY day, cause;
+CREATE OR REPLACE TABLE health_check_first_seen AS
+SELECT code AS health_check, min(event_time) AS first_seen, count(*) AS results
+FROM node_events WHERE source = 'health' AND code IS NOT NULL GROUP BY code ORDER BY first_seen;

@@ -1,0 +1,51 @@
+-- goodput_daily: capacity (nodes seen x 8 GPUs x 24 h), GPU-hours scheduled,
+-- and lost: a failed or preempted instance loses min(runtime, Δt/2) x GPUs
+-- (work since the last checkpoint, on average), counted on the day it ended.
+-- goodput = productive GPU-hours / capacity. goodput_loss splits the losses by
+-- cause (preemptions as `preempted` / `preempted_second_order`) and job size.
+CREATE OR REPLACE TABLE goodput_losses AS
+SELECT j.job_id, j.instance, j.end_time, j.n_gpus,
+       (2 ^ ceil(log2(greatest(8, 8 * ceil(j.n_gpus / 8.0)))))::BIGINT AS bucket_gpus,
+       CASE WHEN j.state = 'PREEMPTED' THEN CASE WHEN s.job_id IS NOT NULL THEN 'preempted_second_order' ELSE 'preempted' END
+            ELSE a.cause END AS cause,
+       least(j.elapsed_s, $dt_s / 2) * j.n_gpus / 3600.0 AS lost_gpu_hours
+FROM jobs j
+LEFT JOIN failure_attribution a ON a.job_id = j.job_id AND a.instance = j.instance AND a.is_primary
+LEFT JOIN second_order_preemptions s ON s.job_id = j.job_id AND s.instance = j.instance
+WHERE j.end_time IS NOT NULL AND j.start_time IS NOT NULL
+  AND (j.state = 'PREEMPTED' OR (j.state IN ('FAILED', 'NODE_FAIL', 'REQUEUED', 'OUT_OF_MEMORY') AND a.job_id IS NOT NULL));
+CREATE OR REPLACE TABLE goodput_daily AS
+WITH capacity AS (
+    SELECT count(DISTINCT host) * 8 * 24.0 AS gpu_hours FROM (
+        SELECT host FROM topology UNION SELECT unnest(nodes) FROM jobs)
+), bounds AS (
+    SELECT date_trunc('day', min(start_time)) AS first_day, date_trunc('day', max(end_time)) AS last_day
+    FROM jobs WHERE start_time IS NOT NULL AND end_time IS NOT NULL
+), days AS (
+    SELECT unnest(generate_series(first_day, last_day, INTERVAL 1 DAY)) AS day FROM bounds
+), scheduled AS (
+    SELECT d.day, sum(j.n_gpus * (epoch(least(j.end_time, d.day + INTERVAL 1 DAY)) - epoch(greatest(j.start_time, d.day)))) / 3600.0 AS gpu_hours
+    FROM days d JOIN jobs j ON j.start_time < d.day + INTERVAL 1 DAY AND j.end_time > d.day
+    GROUP BY d.day
+), lost AS (
+    SELECT date_trunc('day', end_time) AS day,
+           sum(lost_gpu_hours) FILTER (WHERE cause NOT LIKE 'preempted%') AS failures,
+           sum(lost_gpu_hours) FILTER (WHERE cause LIKE 'preempted%') AS preemptions,
+           sum(lost_gpu_hours) FILTER (WHERE cause = 'preempted_second_order') AS second_order
+    FROM goodput_losses GROUP BY ALL
+)
+SELECT d.day, c.gpu_hours AS capacity_gpu_hours, coalesce(s.gpu_hours, 0) AS scheduled_gpu_hours,
+       coalesce(l.failures, 0) AS lost_failure_gpu_hours, coalesce(l.preemptions, 0) AS lost_preemption_gpu_hours,
+       coalesce(l.second_order, 0) AS lost_second_order_gpu_hours,
+       coalesce(s.gpu_hours, 0) - coalesce(l.failures, 0) - coalesce(l.preemptions, 0) AS productive_gpu_hours,
+       (coalesce(s.gpu_hours, 0) - coalesce(l.failures, 0) - coalesce(l.preemptions, 0)) / c.gpu_hours AS goodput
+FROM days d CROSS JOIN capacity c LEFT JOIN scheduled s ON s.day = d.day LEFT JOIN lost l ON l.day = d.day
+ORDER BY d.day;
+CREATE OR REPLACE VIEW goodput_loss AS
+SELECT cause, bucket_gpus, count(*) AS instances, sum(lost_gpu_hours) AS lost_gpu_hours,
+       sum(lost_gpu_hours) / sum(sum(lost_gpu_hours)) OVER () AS share_of_loss
+FROM goodput_losses GROUP BY ALL ORDER BY lost_gpu_hours DESC;
+CREATE OR REPLACE VIEW crash_loop_preemptions AS
+SELECT r.run_id, r.job_id, any_value(r.run_failures) AS run_failures,
+       (SELECT count(*) FROM second_order_preemptions s WHERE s.by_job_id = r.job_id) AS preemptions_caused
+FROM job_runs r WHERE r.crash_loop GROUP BY r.run_id, r.job_id ORDER BY preemptions_caused DESC;

@@ -1,0 +1,52 @@
+-- job_run_ettr: measured ETTR per job run (Meta §II-D). Per instance:
+-- queue = start - eligible; restart overhead = min(u0, runtime); an instance
+-- that was interrupted (it did not complete and the run went on) also loses the
+-- work since its last checkpoint, (runtime - u0) mod Δt. Per run:
+-- W = Σ(queue + runtime) (time scheduled or eligible: gaps with nothing
+-- submitted are not wallclock), Q = Σ queue, U = Σ(restart + lost),
+-- R = W - Q - U, ETTR = R / W. u0 and Δt: per run, else per account (table
+-- ettr_parameters), else the defaults $u0_s and $dt_s.
+CREATE OR REPLACE TABLE job_run_ettr AS
+WITH inst AS (
+    SELECT r.run_id, r.run_seq, r.job_id, r.instance, r.state, j.account, j.n_gpus, j.n_nodes,
+           coalesce(j.eligible_time, j.submit_time) AS eligible, j.start_time, j.end_time,
+           epoch(j.end_time) - epoch(j.start_time) AS run_s,
+           greatest(0, epoch(j.start_time) - epoch(coalesce(j.eligible_time, j.submit_time))) AS queue_s,
+           r.run_seq < max(r.run_seq) OVER (PARTITION BY r.run_id) AS continued
+    FROM job_runs r JOIN jobs j USING (job_id, instance)
+    WHERE j.end_time IS NOT NULL AND j.start_time IS NOT NULL
+), params AS (
+    SELECT i.*, coalesce(pr.u0_s, pa.u0_s, $u0_s) AS u0_s, coalesce(pr.dt_s, pa.dt_s, $dt_s) AS dt_s
+    FROM inst i
+    LEFT JOIN ettr_parameters pr ON pr.scope = 'run' AND pr.key = i.run_id
+    LEFT JOIN ettr_parameters pa ON pa.scope = 'account' AND pa.key = i.account
+), per_inst AS (
+    SELECT p.*, least(p.u0_s, p.run_s) AS restart_s,
+           CASE WHEN p.continued AND p.state <> 'COMPLETED' AND p.run_s > p.u0_s
+                THEN (p.run_s - p.u0_s) % p.dt_s ELSE 0 END AS lost_s,
+           p.continued AND p.state <> 'COMPLETED' AS interrupted,
+           a.cause, a.domain
+    FROM params p LEFT JOIN failure_attribution a
+      ON a.job_id = p.job_id AND a.instance = p.instance AND a.is_primary
+), causes AS (
+    SELECT run_id, string_agg(cause || '=' || n, ', ' ORDER BY n DESC, cause) AS failure_causes
+    FROM (SELECT run_id, cause, count(*) AS n FROM per_inst
+          WHERE interrupted AND state <> 'PREEMPTED' AND cause IS NOT NULL GROUP BY ALL)
+    GROUP BY run_id
+)
+SELECT run_id, any_value(account) AS account, max(n_gpus) AS n_gpus, max(n_nodes) AS n_nodes,
+       count(*) AS instances, count(DISTINCT job_id) AS jobs,
+       min(eligible) AS first_eligible, max(end_time) AS last_end,
+       epoch(max(end_time)) - epoch(min(eligible)) AS span_s,
+       sum(queue_s + run_s) AS wallclock_s, sum(queue_s) AS queue_s, sum(run_s) AS scheduled_s,
+       sum(restart_s + lost_s) AS unproductive_s,
+       sum(queue_s + run_s) - sum(queue_s) - sum(restart_s + lost_s) AS productive_s,
+       (sum(queue_s + run_s) - sum(queue_s) - sum(restart_s + lost_s)) / nullif(sum(queue_s + run_s), 0) AS ettr,
+       count(*) FILTER (WHERE interrupted) AS interruptions,
+       count(*) FILTER (WHERE interrupted AND state = 'PREEMPTED') AS preemptions,
+       count(*) FILTER (WHERE interrupted AND state <> 'PREEMPTED') AS failures,
+       any_value(c.failure_causes) AS failure_causes,
+       any_value(u0_s) AS u0_s, any_value(dt_s) AS dt_s
+FROM per_inst LEFT JOIN causes c USING (run_id)
+GROUP BY run_id
+ORDER BY run_id;

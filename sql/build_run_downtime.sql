@@ -1,0 +1,34 @@
+-- run_downtime (C4): error-induced downtime of each run, per interruption
+-- summed: post-checkpoint rework (work since the last checkpoint), detection
+-- (first critical/warning event in the window -> the job's end), diagnosis
+-- and isolation (the job's end -> the blamed node drained, within 6 h), and
+-- re-initialisation (the end -> the next instance running, plus u0).
+CREATE OR REPLACE TABLE run_downtime AS
+WITH inst AS (
+    SELECT r.run_id, r.run_seq, r.job_id, r.instance, j.state, j.start_time, j.end_time,
+           epoch(j.end_time) - epoch(j.start_time) AS run_s,
+           lead(j.start_time) OVER (PARTITION BY r.run_id ORDER BY r.run_seq) AS next_start
+    FROM job_runs r JOIN jobs j USING (job_id, instance)
+    WHERE j.end_time IS NOT NULL
+), interrupted AS (
+    SELECT i.*, e.u0_s, e.dt_s FROM inst i JOIN job_run_ettr e USING (run_id)
+    WHERE i.next_start IS NOT NULL AND i.state NOT IN ('COMPLETED', 'PREEMPTED')
+), first_event AS (
+    SELECT job_id, instance, min(event_time) AS first_event
+    FROM failure_attribution WHERE severity IN ('critical', 'warning') GROUP BY ALL
+), blamed AS (
+    SELECT job_id, instance, host FROM failure_attribution WHERE is_primary AND host IS NOT NULL
+), drains AS (
+    SELECT host, time_start FROM node_state_periods WHERE state LIKE '%DRAIN%' OR state LIKE 'DOWN%'
+), with_drain AS (
+    SELECT i.*, f.first_event, b.host,
+           (SELECT min(d.time_start) FROM drains d WHERE d.host = b.host AND d.time_start >= i.end_time - INTERVAL 10 MINUTE
+              AND d.time_start <= i.end_time + INTERVAL 6 HOUR) AS drained_at
+    FROM interrupted i LEFT JOIN first_event f USING (job_id, instance) LEFT JOIN blamed b USING (job_id, instance)
+)
+SELECT run_id, count(*) AS interruptions,
+       sum(CASE WHEN run_s > u0_s THEN (run_s - u0_s) % dt_s ELSE 0 END) AS rework_s,
+       sum(greatest(0, coalesce(epoch(end_time) - epoch(first_event), 0))) AS detection_s,
+       sum(greatest(0, coalesce(epoch(drained_at) - epoch(end_time), 0))) AS diagnosis_isolation_s,
+       sum(greatest(0, epoch(next_start) - epoch(end_time)) + u0_s) AS reinit_s
+FROM with_drain GROUP BY run_id ORDER BY run_id;

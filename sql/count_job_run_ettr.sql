@@ -1,0 +1,1 @@
+SELECT count(*) FROM job_run_ettr

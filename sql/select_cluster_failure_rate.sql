@@ -1,0 +1,1 @@
+SELECT * FROM cluster_failure_rate

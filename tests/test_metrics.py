@@ -1,0 +1,122 @@
+"""Warehouse metrics against what the simulator's truth implies."""
+import polars as pl
+import pytest
+
+from analysis import attribution, metrics, warehouse
+from analysis.ingest import ingest_directory
+from analysis.jobs import build_jobs, map_switch_ports
+from analysis.simulate.config import preset
+from analysis.simulate.run import simulate
+from analysis.taxonomy import load
+from tests.test_simulate import HARDWARE
+
+CFG = preset("rsc1", nodes=256, days=20, seed=1, telemetry_jobs=0)
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    root = tmp_path_factory.mktemp("metrics")
+    simulate(CFG, root / "src")
+    con = warehouse.connect(root / "w.duckdb")
+    ingest_directory(con, root / "src")
+    build_jobs(con)
+    map_switch_ports(con)
+    tax = load()
+    attribution.classify_events(con, tax)
+    attribution.attribute_failures(con, tax)
+    attribution.build_job_runs(con)
+    attribution.build_node_incidents(con)
+    cfg = metrics.MetricsConfig()
+    metrics.build_run_ettr(con, cfg)
+    rate = metrics.build_failure_rates(con)
+    summary = metrics.build_goodput(con, cfg)
+    metrics.build_iteration_degradation(con)
+    truth = pl.read_csv(root / "src/truth/job_instances.csv", infer_schema_length=0).with_columns(
+        pl.col("instance").cast(pl.Int32), pl.col("gpus").cast(pl.Int64), pl.col("nodes").cast(pl.Int64),
+        *[pl.col(c).str.to_datetime(strict=False) for c in ("start", "end", "eligible")])
+    yield con, truth, rate, summary
+    con.close()
+
+
+def test_run_ettr_matches_the_truth_timeline(measured):
+    con, truth, _, _ = measured
+    u0, dt = 300.0, 3600.0
+    t = truth.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null()).sort("job_id", "instance")
+    t = t.with_columns(run_s=(pl.col("end") - pl.col("start")).dt.total_seconds(),
+                       queue_s=(pl.col("start") - pl.col("eligible")).dt.total_seconds().clip(lower_bound=0),
+                       continued=pl.col("instance") < pl.col("instance").max().over("job_id"))
+    t = t.with_columns(unprod=pl.min_horizontal(pl.lit(u0), pl.col("run_s")) + pl.when(
+        pl.col("continued") & (pl.col("state") != "COMPLETED") & (pl.col("run_s") > u0))
+        .then((pl.col("run_s") - u0) % dt).otherwise(0.0))
+    expected = t.group_by("job_id").agg(
+        w=(pl.col("queue_s") + pl.col("run_s")).sum(), q=pl.col("queue_s").sum(), u=pl.col("unprod").sum(),
+        instances=pl.len()).with_columns(ettr=(pl.col("w") - pl.col("q") - pl.col("u")) / pl.col("w"))
+    got = con.sql("SELECT run_id AS job_id, ettr AS measured, instances AS n FROM job_run_ettr WHERE jobs = 1").pl()
+    both = expected.join(got, on="job_id")
+    multi = both.filter(pl.col("instances") > 1)
+    assert both.height > 1000 and multi.height > 50
+    assert (both["instances"] == both["n"]).all()
+    assert (both["ettr"] - both["measured"]).abs().max() < 1e-3
+    assert 0 < multi["measured"].mean() < 1
+
+
+def test_cluster_failure_rate_and_mttf(measured):
+    con, truth, rate, _ = measured
+    hw = truth.filter(pl.col("cause").is_in(HARDWARE))
+    upper = hw.filter((pl.col("state") == "FAILED") | ((pl.col("state") == "NODE_FAIL") & (pl.col("gpus") > 128))).height
+    node_days = truth.filter(pl.col("end").is_not_null() & pl.col("start").is_not_null()).select(
+        (pl.col("nodes") * (pl.col("end") - pl.col("start")).dt.total_seconds()).sum() / 86400).item()
+    r_truth = upper / node_days
+    assert 0.5 * r_truth <= rate["r_per_node_day"] <= 1.05 * r_truth, (rate, r_truth)
+    # per job size: the truth's runtime and hardware-caused failures in each bucket
+    ran = truth.filter(pl.col("end").is_not_null() & pl.col("start").is_not_null()).with_columns(
+        bucket=(2 ** ((pl.col("gpus").clip(lower_bound=8) / 8).ceil() * 8).log(2).ceil()).cast(pl.Int64),
+        hours=(pl.col("end") - pl.col("start")).dt.total_seconds() / 3600)
+    expected = ran.group_by("bucket").agg(hours=pl.col("hours").sum(),
+                                          failures=pl.col("cause").is_in(HARDWARE).sum())
+    mttf = con.sql("SELECT * FROM mttf_by_job_size WHERE failures >= 2").pl().join(
+        expected, left_on="bucket_gpus", right_on="bucket")
+    assert mttf.height >= 2
+    for b in mttf.iter_rows(named=True):
+        truth_mttf = b["hours"] / b["failures_right"]
+        assert b["mttf_ci_low_hours"] <= truth_mttf <= b["mttf_ci_high_hours"], b
+        assert b["mttf_hours"] == pytest.approx(truth_mttf, rel=0.25)
+    proj = dict(con.execute("SELECT gpus, projected_mttf_hours FROM mttf_projection").fetchall())
+    assert proj[131072] == pytest.approx(24 / (16384 * rate["r_per_node_day"]))
+
+
+def test_second_order_preemptions_match_truth(measured):
+    con, truth, _, summary = measured
+    hw_prev = truth.filter(pl.col("cause").is_in(HARDWARE)).select(
+        "job_id", by=pl.concat_str(pl.col("job_id"), pl.lit(":"), (pl.col("instance") + 1).cast(pl.Utf8)))
+    second = truth.filter((pl.col("state") == "PREEMPTED") & pl.col("preempted_by").is_in(hw_prev["by"]))
+    got = con.execute("SELECT count(*) FROM second_order_preemptions").fetchall()[0][0]
+    assert second.height >= 3 and abs(got - second.height) <= max(3, 0.2 * second.height), (got, second.height)
+    assert summary["second_order_preemptions"] == got
+    assert 0 < summary["second_order_share_of_loss"] < 1
+
+
+def test_goodput_and_time_series(measured):
+    con, _, _, summary = measured
+    assert 0.3 < summary["goodput"] < 1.0
+    days = con.sql("SELECT * FROM goodput_daily").pl()
+    assert days.height >= 19 and (days["productive_gpu_hours"] <= days["capacity_gpu_hours"]).all()
+    rolling = con.sql("SELECT * FROM failure_rate_over_time WHERE rolling_30d_per_1000_node_days > 0").pl()
+    assert rolling.height > 0 and set(rolling["cause"]) <= set(HARDWARE) | {"unattributed", "system_services"}
+    added = con.execute("SELECT first_seen FROM health_check_first_seen WHERE health_check = 'gpu_row_remap'").fetchall()
+    assert added and added[0][0].day == 11  # the check added halfway through a 20-day run
+    downtime = con.sql("SELECT * FROM run_downtime").pl()
+    assert downtime.height > 0 and (downtime["reinit_s"] >= 300).all()
+    pdeg = con.sql("SELECT * FROM iteration_degradation WHERE origin = 'benchmark'").pl()
+    assert pdeg.height > 0 and pdeg["p_deg"].is_between(0, 1).all()
+
+
+def test_per_account_checkpoint_override(tmp_path, measured):
+    con, _, _, _ = measured
+    f = tmp_path / "ettr.yaml"
+    f.write_text("accounts:\n  llm: {checkpoint_min: 10, restart_min: 1}\n")
+    cfg = metrics.MetricsConfig.from_file(f)
+    metrics.build_run_ettr(con, cfg)
+    params = dict(con.execute("SELECT account, any_value(dt_s) FROM job_run_ettr GROUP BY account").fetchall())
+    assert params["llm"] == 600 and params["vision"] == 3600
+    metrics.build_run_ettr(con, metrics.MetricsConfig())
