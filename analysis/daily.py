@@ -1,0 +1,40 @@
+"""Per-day data-quality facts the nightly partitions check before reporting."""
+from __future__ import annotations
+
+from datetime import date
+
+import duckdb
+import polars as pl
+
+from analysis import sql
+
+
+def store_daily_volume(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
+    """Rows per source on ``day`` (by the rows' own time), stored in daily_source_volume."""
+    volume = sql.query(con, "daily_source_volume", {"day": day}).group_by("source").agg(pl.col("rows").sum())
+    con.register("staged_volume", volume)
+    try:
+        con.execute("BEGIN TRANSACTION")
+        sql.run(con, "store_daily_source_volume", {"day": day})
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        con.unregister("staged_volume")
+    return volume
+
+
+def missing_sources(con: duckdb.DuckDBPyConnection, day: date, min_days: int = 4) -> pl.DataFrame:
+    """Sources with rows on most of the previous 7 days but none on ``day``."""
+    return sql.query(con, "daily_volume_problems", {"day": day, "min_days": min_days}).filter(pl.col("rows") == 0)
+
+
+def volume_drops(con: duckdb.DuckDBPyConnection, day: date, ratio: float = 0.3, min_days: int = 4) -> pl.DataFrame:
+    """Sources present but far below their 7-day median (a softer signal)."""
+    v = sql.query(con, "daily_volume_problems", {"day": day, "min_days": min_days})
+    return v.filter((pl.col("rows") > 0) & (pl.col("rows") < ratio * pl.col("median_rows")))
+
+
+def reject_rate(con: duckdb.DuckDBPyConnection) -> dict:
+    return sql.query(con, "reject_rate").row(0, named=True)

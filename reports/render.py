@@ -1,0 +1,90 @@
+"""Render the self-contained HTML reliability report from the warehouse."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+
+import duckdb
+import vl_convert
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+
+from analysis import sql
+from reports import charts
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+@lru_cache(maxsize=1)
+def _javascript() -> str:
+    """Vega, Vega-Lite and vega-embed in one inline script (no CDN: the report
+    must open offline). A literal `</script` would end the tag early: escaped
+    (`<\\/script` means the same inside JS strings and regexes)."""
+    return re.sub(r"</(script)", r"<\\/\1", vl_convert.javascript_bundle(), flags=re.IGNORECASE)
+
+
+def _json(spec: dict) -> Markup:
+    """A spec inlined in a <script>: log text inside it (job names, messages)
+    must not close the tag or open a comment."""
+    text = json.dumps(spec, default=str).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)
+
+
+def _pct(value, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def _num(value, digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(pct=_pct, num=_num, spec=_json)
+    return env
+
+
+def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float) -> dict:
+    """Every number and table the report shows, from sql/report_*.sql."""
+    q = lambda name, **p: sql.query(con, f"report_{name}", p or None)  # noqa: E731
+    head = q("headline", day=day).row(0, named=True)
+    r = (head["r_per_1000_node_days"] or 0) / 1000
+    status, daily, rates, checks = q("status"), q("goodput_daily", day=day), q("failure_rate", day=day), q("health_checks")
+    mttf, projection, runs = q("mttf"), q("projection"), q("run_ettr")
+    loss, co = q("loss_by_size"), q("cooccurrence")
+    return {
+        "day": day, "head": head, "u0_min": u0_h * 60, "dt_min": dt_h * 60, "target": charts.TARGET_ETTR,
+        "status": status.to_dicts(), "checks": checks.to_dicts(), "mttf": mttf.to_dicts(),
+        "projection": {g: h for g, h in projection.iter_rows()},
+        "runs": runs.height, "runs_mean_ettr": runs["ettr"].mean() if runs.height else None,
+        "loss": loss.to_dicts(), "crash_loops": q("crash_loops").to_dicts(), "top_nodes": q("top_nodes").to_dicts(),
+        "largest_failures": q("largest_failures").to_dicts(), "data_quality": q("data_quality").to_dicts(),
+        "cooccurrence_pairs": co.filter(co["cause_a"] != co["cause_b"]).sort("failures_with_both", descending=True).head(5).to_dicts(),
+        "charts": {
+            "status": charts.status_breakdown(status),
+            "goodput": charts.goodput_trend(daily),
+            "failure_rate": charts.failure_rate_over_time(rates, checks),
+            "mttf": charts.mttf_by_size(mttf, projection),
+            "ettr": charts.ettr_by_size(runs, r, u0_h, dt_h),
+            "sweep": charts.checkpoint_sweep(r * 1000, u0_h),
+            "loss": charts.loss_by_size(loss),
+            "cooccurrence": charts.cooccurrence(co),
+        },
+    }
+
+
+def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
+                  dt_h: float = 1.0) -> Path:
+    """Write out_dir/reliability-DAY.html and a copy as latest.html; return the dated path."""
+    context = gather(con, day, u0_h, dt_h)
+    html = _env().get_template("report.html.j2").render(**context, javascript=Markup(_javascript()))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"reliability-{day:%Y-%m-%d}.html"
+    path.write_text(html)
+    shutil.copyfile(path, out_dir / "latest.html")
+    return path

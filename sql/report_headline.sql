@@ -1,0 +1,34 @@
+-- Headline numbers for the report covering data up to $day.
+WITH days AS (
+    SELECT day, goodput FROM goodput_daily WHERE day <= $day
+), last7 AS (
+    SELECT avg(goodput) AS g FROM days WHERE day > $day::TIMESTAMP - INTERVAL 7 DAY
+), prev7 AS (
+    SELECT avg(goodput) AS g FROM days
+    WHERE day <= $day::TIMESTAMP - INTERVAL 7 DAY AND day > $day::TIMESTAMP - INTERVAL 14 DAY
+), largest AS (
+    SELECT median(ettr) AS ettr, count(*) AS runs, min(n_gpus) AS min_gpus FROM job_run_ettr
+    WHERE n_gpus >= (SELECT greatest(64, quantile_disc(n_gpus, 0.99)) FROM job_run_ettr) AND scheduled_s >= 6 * 3600
+), infra AS (
+    SELECT count(*) AS jobs, coalesce(sum(lost_gpu_hours), 0) AS lost FROM goodput_losses l
+    JOIN failure_attribution a ON a.job_id = l.job_id AND a.instance = l.instance AND a.is_primary
+    WHERE a.domain <> 'user'
+), worst AS (
+    SELECT l.cause, sum(l.lost_gpu_hours) AS lost FROM goodput_losses l
+    JOIN failure_attribution a ON a.job_id = l.job_id AND a.instance = l.instance AND a.is_primary
+    WHERE a.domain <> 'user' GROUP BY l.cause ORDER BY lost DESC LIMIT 1
+), out_of_service AS (
+    SELECT count(DISTINCT host) AS nodes FROM node_state_periods
+    WHERE time_start <= $day::TIMESTAMP + INTERVAL 1 DAY
+      AND (time_end IS NULL OR time_end > $day::TIMESTAMP + INTERVAL 1 DAY)
+      AND (state LIKE '%DRAIN%' OR state LIKE 'DOWN%')
+)
+SELECT (SELECT g FROM last7) AS goodput_7d, (SELECT g FROM prev7) AS goodput_prev_7d,
+       (SELECT ettr FROM largest) AS ettr_largest, (SELECT runs FROM largest) AS largest_runs,
+       (SELECT min_gpus FROM largest) AS largest_min_gpus,
+       (SELECT jobs FROM infra) AS infra_failed_jobs, (SELECT lost FROM infra) AS infra_lost_gpu_hours,
+       (SELECT cause FROM worst) AS worst_cause, (SELECT lost FROM worst) AS worst_cause_gpu_hours,
+       (SELECT nodes FROM out_of_service) AS nodes_out_of_service,
+       (SELECT count(*) FROM jobs) AS job_instances,
+       (SELECT sum(n_gpus * coalesce(elapsed_s, 0)) / 3600.0 FROM jobs) AS gpu_hours,
+       (SELECT r_per_1000_node_days FROM cluster_failure_rate) AS r_per_1000_node_days
