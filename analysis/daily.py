@@ -1,7 +1,7 @@
 """Per-day data-quality facts the nightly partitions check before reporting."""
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 import duckdb
 import polars as pl
@@ -9,8 +9,16 @@ import polars as pl
 from analysis import sql
 
 
-def store_daily_volume(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
-    """Rows per source on ``day`` (by the rows' own time), stored in daily_source_volume."""
+def store_daily_volume(con: duckdb.DuckDBPyConnection, day: date, history_days: int = 7) -> pl.DataFrame:
+    """Rows per source on ``day`` (by the rows' own time), stored in
+    daily_source_volume together with the ``history_days`` before it, so the
+    checks have a baseline even on a first or one-shot run."""
+    for back in range(history_days, 0, -1):
+        _store(con, day - timedelta(days=back))
+    return _store(con, day)
+
+
+def _store(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     volume = sql.query(con, "daily_source_volume", {"day": day}).group_by("source").agg(pl.col("rows").sum())
     con.register("staged_volume", volume)
     try:

@@ -108,7 +108,6 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
         click.echo(f"simulated {summary['job_instances']:,} job instances on 48 nodes over 14 days in {summary['wall_s']} s")
     click.echo(f"goodput demo: source {source}, warehouse {db}")
     result = run_pipeline(source, db, out)
-    click.echo(result.report())
     click.echo(f"\nTry: goodput sql --db {db} \"SELECT cause, count(*) FROM job_failure_causes GROUP BY ALL\"")
     con = warehouse.connect(db, read_only=True)
     try:
@@ -117,6 +116,7 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
         con.close()
     if example:
         click.echo(f"     goodput why --db {db} {example[0][0]}    # a job a {example[0][1]} failure killed")
+    click.echo(result.report())  # ends with the report's path
     if not result.success:
         sys.exit(1)
 

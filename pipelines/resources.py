@@ -65,3 +65,9 @@ class MetricsSettings(ConfigurableResource):
         return MetricsConfig.from_file(self.overrides_file, u0_s=int(self.restart_min * 60),
                                        dt_s=int(self.checkpoint_min * 60),
                                        second_order_window_s=int(self.second_order_window_min * 60))
+
+
+class ReportSettings(ConfigurableResource):
+    """Where reports go, and the data-quality threshold that blocks them."""
+    out_dir: str = os.environ.get("GOODPUT_OUT", "out")
+    max_reject_rate: float = 0.02

@@ -10,8 +10,8 @@ from dagster import AssetCheckSeverity, DagsterInstance, materialize
 
 from analysis import sql, warehouse
 from analysis.ingest import discover, load_options
-from pipelines.definitions import all_assets, all_checks
-from pipelines.resources import LogSources, MetricsSettings, TaxonomyConfig, Warehouse
+from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks
+from pipelines.resources import LogSources, MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
 
 QUIET_DAGSTER = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -28,6 +28,7 @@ class RunResult:
     failed: list[str]
     warned: list[str]
     db: Path
+    report_path: Path | None = None
 
     def report(self) -> str:
         with pl.Config(tbl_rows=50, tbl_cols=-1, tbl_width_chars=160, tbl_hide_dataframe_shape=True,
@@ -41,6 +42,8 @@ class RunResult:
             lines.append("FAILED: " + ", ".join(self.failed))
         else:
             lines.append("All assets materialized; all checks passed.")
+        if self.report_path:
+            lines.append(f"Report: {self.report_path.resolve()}")
         return "\n".join(lines)
 
 
@@ -69,7 +72,7 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         except TaxonomyError as exc:
             raise SourceError(f"bad rules file: {exc}") from None
     resources = {"warehouse": Warehouse(db_path=str(db)),
-                 "settings": MetricsSettings(),
+                 "settings": MetricsSettings(), "report_settings": ReportSettings(out_dir=str(out)),
                  "taxonomy": TaxonomyConfig(rules_file=str(rules_file) if rules_file else TaxonomyConfig().rules_file),
                  "sources": LogSources(source_dir=str(source.resolve()), tz=tz, sacct_delimiter=sacct_delimiter,
                                        boot_times=boot_times or {})}
@@ -77,9 +80,20 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         warnings.simplefilter("ignore")  # dagster beta/deprecation notices are not the user's concern
         result = materialize([*all_assets, *all_checks], resources=resources, instance=DagsterInstance.ephemeral(),
                              raise_on_error=False, run_config=QUIET_DAGSTER)
+    report = None
+    evaluations = list(result.get_asset_check_evaluations())
     failed = [e.step_key or e.event_type_value for e in result.all_events if e.is_step_failure]
+    day = _last_day(db) if not failed else None
+    if day is not None:  # the day partition for the last day with data: its checks, then its report
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            daily_run = materialize([*daily_assets, *daily_checks], resources=resources, partition_key=day.isoformat(),
+                                    instance=DagsterInstance.ephemeral(), raise_on_error=False, run_config=QUIET_DAGSTER)
+        evaluations += list(daily_run.get_asset_check_evaluations())
+        failed += [e.step_key or e.event_type_value for e in daily_run.all_events if e.is_step_failure]
+        report = _report_path(daily_run)
     warned = []
-    for check in result.get_asset_check_evaluations():
+    for check in evaluations:
         if not check.passed:
             name = f"check {check.asset_key.to_user_string()}.{check.check_name}"
             (warned if check.severity == AssetCheckSeverity.WARN else failed).append(name)
@@ -91,4 +105,20 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         con.close()
     out.mkdir(parents=True, exist_ok=True)
     summary.write_csv(out / "ingest_summary.csv")
-    return RunResult(result.success and not failed, summary, problems, failed, warned, db)
+    return RunResult(result.success and not failed, summary, problems, failed, warned, db, report)
+
+
+def _last_day(db: Path):
+    con = warehouse.connect(db, read_only=True)
+    try:
+        return con.execute(sql.load("last_data_day")).fetchall()[0][0]
+    finally:
+        con.close()
+
+
+def _report_path(run) -> Path | None:
+    for event in run.get_asset_materialization_events():
+        meta = event.materialization.metadata
+        if event.asset_key.to_user_string() == "reliability_report" and "path" in meta:
+            return Path(meta["path"].value)
+    return None

@@ -1,0 +1,69 @@
+"""The nightly, day-partitioned part of the graph: per-day data-quality facts
+with the checks that block the report, and the report itself."""
+import os
+from datetime import date
+from pathlib import Path
+
+from dagster import (AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, DailyPartitionsDefinition,
+                     MaterializeResult, MetadataValue, asset, asset_check)
+
+from analysis import daily
+from pipelines.resources import MetricsSettings, ReportSettings, Warehouse
+
+# Event and job time, by day. Ingestion stays file-incremental (a dump or a log
+# rarely maps onto one day); these assets read the rows whose own time falls
+# on the partition's day.
+daily_partitions = DailyPartitionsDefinition(start_date=os.environ.get("GOODPUT_START_DATE", "2020-01-01"))
+INGESTED = ["sacct_records", "kernel_events", "switch_events", "health_results", "benchmark_results", "telemetry",
+            "node_state_periods", "tickets", "topology", "jobs", "node_events"]
+
+
+def _day(context) -> date:
+    return date.fromisoformat(context.partition_key)
+
+
+@asset(partitions_def=daily_partitions, deps=INGESTED, group_name="nightly",
+       description="Rows per source whose own time falls on the day (job ends, events, benchmark runs, samples).")
+def daily_source_volume(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
+    with warehouse.connect() as con:
+        volume = daily.store_daily_volume(con, _day(context))
+    return MaterializeResult(metadata={row["source"]: int(row["rows"]) for row in volume.iter_rows(named=True)})
+
+
+@asset_check(asset=daily_source_volume, blocking=True,
+             description="A source that had rows on most of the previous 7 days has none today: input is missing.")
+def sources_present(context, warehouse: Warehouse) -> AssetCheckResult:
+    with warehouse.connect() as con:
+        missing = daily.missing_sources(con, _day(context))
+    return AssetCheckResult(passed=missing.height == 0,
+                            metadata={"missing": MetadataValue.text(", ".join(missing["source"].to_list()) or "none")})
+
+
+@asset_check(asset=daily_source_volume, blocking=True,
+             description="The share of rejected lines over all ingested files stays under the threshold.")
+def reject_rate_below_threshold(warehouse: Warehouse, report_settings: ReportSettings) -> AssetCheckResult:
+    with warehouse.connect() as con:
+        rate = daily.reject_rate(con)
+    return AssetCheckResult(passed=rate["rate"] <= report_settings.max_reject_rate,
+                            metadata={"reject_rate": float(rate["rate"]), "rejects": int(rate["rejects"])})
+
+
+@asset_check(asset=daily_source_volume, description="A source far below its 7-day median (a warning, not a block).")
+def volume_steady(context, warehouse: Warehouse) -> AssetCheckResult:
+    with warehouse.connect() as con:
+        drops = daily.volume_drops(con, _day(context))
+    return AssetCheckResult(passed=drops.height == 0, severity=AssetCheckSeverity.WARN,
+                            metadata={"dropped": MetadataValue.text(", ".join(drops["source"].to_list()) or "none")})
+
+
+@asset(partitions_def=daily_partitions, group_name="nightly",
+       deps=["daily_source_volume", "job_run_ettr", "failure_rates", "goodput", "node_incidents", "failure_attribution"],
+       description="The self-contained HTML reliability report for the day (and latest.html).")
+def reliability_report(context: AssetExecutionContext, warehouse: Warehouse, report_settings: ReportSettings,
+                       settings: MetricsSettings) -> MaterializeResult:
+    from reports.render import render_report
+
+    with warehouse.connect() as con:
+        path = render_report(con, _day(context), Path(report_settings.out_dir) / "reports",
+                             settings.restart_min / 60, settings.checkpoint_min / 60)
+    return MaterializeResult(metadata={"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size})

@@ -1,0 +1,1 @@
+SELECT path, size_bytes, epoch(ingested_at) FROM ingested_files
