@@ -1,0 +1,80 @@
+"""The nightly Dagster setup: daily partitions, schedule, new-file sensor, blocking checks."""
+import shutil
+
+import pytest
+from dagster import DagsterInstance, RunRequest, SkipReason, build_sensor_context, materialize
+
+from analysis.simulate.config import preset
+from analysis.simulate.run import simulate
+from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
+from pipelines.resources import LogSources, MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
+from pipelines.schedules import new_files_sensor
+
+
+def resources(src, db, out):
+    return {"warehouse": Warehouse(db_path=str(db)), "sources": LogSources(source_dir=str(src)),
+            "taxonomy": TaxonomyConfig(), "settings": MetricsSettings(), "report_settings": ReportSettings(out_dir=str(out))}
+
+
+def test_definitions_have_partitions_schedule_sensor_and_checks():
+    job = defs.resolve_job_def("nightly")
+    assert job.partitions_def is not None and "Daily" in str(job.partitions_def)
+    schedule = defs.resolve_schedule_def("nightly_schedule")
+    assert schedule.cron_schedule.startswith("0 ")  # once a day, at the configured hour
+    assert defs.resolve_sensor_def("new_files_sensor") is not None
+    check_names = {c.name for checks in defs.asset_checks for c in checks.check_specs}
+    assert {"sources_present", "reject_rate_below_threshold", "volume_steady", "lines_accounted"} <= check_names
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nightly")
+    simulate(preset("small", days=10), root / "src")
+    return root
+
+
+def run_day(src, db, out, day):
+    res = resources(src, db, out)
+    first = materialize([*all_assets, *all_checks], resources=res, instance=DagsterInstance.ephemeral())
+    assert first.success
+    return materialize([*daily_assets, *daily_checks], resources=res, partition_key=day,
+                       instance=DagsterInstance.ephemeral(), raise_on_error=False)
+
+
+def test_one_partition_in_process_writes_its_report(cluster, tmp_path):
+    result = run_day(cluster / "src", tmp_path / "w.duckdb", tmp_path / "out", "2024-03-08")
+    assert result.success
+    assert all(e.passed for e in result.get_asset_check_evaluations())
+    assert (tmp_path / "out" / "reports" / "reliability-2024-03-08.html").exists()
+
+
+def test_a_missing_source_blocks_the_report(cluster, tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(cluster / "src", src)
+    (src / "kernel" / "kern-2024-03-08.log").unlink()  # the collector lost a day of kernel logs
+    result = run_day(src, tmp_path / "w.duckdb", tmp_path / "out", "2024-03-08")
+    assert not result.success
+    failed = {e.check_name: e for e in result.get_asset_check_evaluations() if not e.passed}
+    assert "sources_present" in failed and "kernel" in failed["sources_present"].metadata["missing"].value
+    assert not (tmp_path / "out" / "reports" / "reliability-2024-03-08.html").exists()
+    done = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert "reliability_report" not in done
+
+
+def test_sensor_runs_only_what_new_files_affect(cluster, tmp_path, monkeypatch):
+    src, db = tmp_path / "src", tmp_path / "w.duckdb"
+    shutil.copytree(cluster / "src", src)
+    monkeypatch.setenv("GOODPUT_SOURCE", str(src))
+    monkeypatch.setenv("GOODPUT_DB", str(db))
+    context = build_sensor_context(repository_def=defs.get_repository_def(), instance=DagsterInstance.ephemeral())
+    first = new_files_sensor(context)
+    assert isinstance(first, RunRequest)
+    materialize([*all_assets, *all_checks], resources=resources(src, db, tmp_path / "out"),
+                instance=DagsterInstance.ephemeral())
+    assert isinstance(new_files_sensor(context), SkipReason)  # everything is ingested
+    (src / "telemetry" / "extra.csv").write_text("time,host,metric,value\n2024-03-05T00:00:00Z,gpu0001,x,1\n")
+    request = new_files_sensor(context)
+    assert isinstance(request, RunRequest)
+    selected = {k.to_user_string() for k in request.asset_selection}
+    assert "telemetry" in selected and "iteration_degradation" in selected
+    assert "kernel_events" not in selected and "reliability_report" not in selected
