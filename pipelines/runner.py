@@ -44,6 +44,8 @@ class RunResult:
             lines.append("All assets materialized; all checks passed.")
         if self.report_path:
             lines.append(f"Report: {self.report_path.resolve()}")
+        elif not self.failed:
+            lines.append("No report: the warehouse has no finished job yet (the report covers days with jobs).")
         return "\n".join(lines)
 
 
