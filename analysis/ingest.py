@@ -178,7 +178,9 @@ def _record(ident: FileIdentity, path: Path, fmt: str | None, counts, status: st
             "size_bytes": path.stat().st_size if path.exists() else None,
             "lines": c.get("lines", 0), "row_lines": c.get("row_lines", 0), "rows": c.get("rows", 0),
             "rejects": c.get("rejects", 0), "skipped": c.get("skipped", 0), "merged": c.get("merged", 0),
-            "status": status, "message": message}
+            "status": status, "message": message,
+            # naive UTC from Python: DuckDB's now()::TIMESTAMP is local time, and the sensor compares with file mtimes
+            "ingested_at": datetime.now(timezone.utc).replace(tzinfo=None)}
 
 
 def _record_problem(con, ident: FileIdentity, path: Path, status: str, message: str) -> FileOutcome:

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import yaml
 
@@ -71,8 +72,9 @@ def _rule_row(rule: dict, causes: dict, where: str) -> dict:
             raise TaxonomyError(f"{where}: rule {rid}: look-around is not supported in message patterns")
         try:
             re.compile(message)
-        except re.error as exc:
-            raise TaxonomyError(f"{where}: rule {rid}: bad message pattern: {exc}") from None
+            duckdb.execute("SELECT regexp_matches('', ?)", [message]).fetchall()  # DuckDB runs it with RE2
+        except (re.error, duckdb.Error) as exc:
+            raise TaxonomyError(f"{where}: rule {rid}: bad message pattern: {str(exc).splitlines()[0]}") from None
     count = rule.get("count") or {}
     if count and (int(count.get("n", 0)) < 2 or count.get("per", "host") not in ("host", "device")):
         raise TaxonomyError(f"{where}: rule {rid}: count needs n >= 2 and per: host|device")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
@@ -61,11 +62,7 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         load_options(source, tz=tz, sacct_delimiter=sacct_delimiter, boot_times=boot_times)
     except (ValueError, TypeError) as exc:
         raise SourceError(f"bad options: {exc}") from None
-    con = warehouse.connect(db)
-    try:
-        since = con.execute("SELECT now()::TIMESTAMP").fetchall()[0][0]
-    finally:
-        con.close()
+    since = datetime.now(timezone.utc).replace(tzinfo=None)  # ingested_at is naive UTC
     if rules_file is not None:
         from analysis.taxonomy import TaxonomyError, load
 

@@ -14,7 +14,7 @@ WITH bounds AS (
     GROUP BY d.day
 ), failures AS (
     SELECT date_trunc('day', end_time) AS day, cause, count(*) AS failures
-    FROM failure_attribution WHERE is_primary AND domain <> 'user' GROUP BY ALL
+    FROM job_failure_causes WHERE infra_failure GROUP BY ALL
 ), causes AS (
     SELECT DISTINCT cause FROM failures
 ), grid AS (

@@ -5,12 +5,13 @@
 -- cause (preemptions as `preempted` / `preempted_second_order`) and job size.
 CREATE OR REPLACE TABLE goodput_losses AS
 SELECT j.job_id, j.instance, j.end_time, j.n_gpus,
-       (2 ^ ceil(log2(greatest(8, 8 * ceil(j.n_gpus / 8.0)))))::BIGINT AS bucket_gpus,
+       (2 ^ ceil(log2(greatest(8, 8 * ceil(j.n_gpus / 8.0)))))::BIGINT AS bucket_gpus,  -- size classes for the chart
        CASE WHEN j.state = 'PREEMPTED' THEN CASE WHEN s.job_id IS NOT NULL THEN 'preempted_second_order' ELSE 'preempted' END
             ELSE a.cause END AS cause,
+       j.state <> 'PREEMPTED' AND coalesce(a.infra_failure, FALSE) AS infra,
        least(j.elapsed_s, $dt_s / 2) * j.n_gpus / 3600.0 AS lost_gpu_hours
 FROM jobs j
-LEFT JOIN failure_attribution a ON a.job_id = j.job_id AND a.instance = j.instance AND a.is_primary
+LEFT JOIN job_failure_causes a ON a.job_id = j.job_id AND a.instance = j.instance
 LEFT JOIN second_order_preemptions s ON s.job_id = j.job_id AND s.instance = j.instance
 WHERE j.end_time IS NOT NULL AND j.start_time IS NOT NULL
   AND (j.state = 'PREEMPTED' OR (j.state IN ('FAILED', 'NODE_FAIL', 'REQUEUED', 'OUT_OF_MEMORY') AND a.job_id IS NOT NULL));
@@ -24,18 +25,23 @@ WITH capacity AS (
 ), days AS (
     SELECT unnest(generate_series(first_day, last_day, INTERVAL 1 DAY)) AS day FROM bounds
 ), scheduled AS (
-    SELECT d.day, sum(j.n_gpus * (epoch(least(j.end_time, d.day + INTERVAL 1 DAY)) - epoch(greatest(j.start_time, d.day)))) / 3600.0 AS gpu_hours
-    FROM days d JOIN jobs j ON j.start_time < d.day + INTERVAL 1 DAY AND j.end_time > d.day
+    -- jobs still running at the end of the data count until then
+    SELECT d.day, sum(j.n_gpus * (epoch(least(j.until, d.day + INTERVAL 1 DAY)) - epoch(greatest(j.start_time, d.day)))) / 3600.0 AS gpu_hours
+    FROM days d JOIN (SELECT *, coalesce(end_time, (SELECT max(end_time) FROM jobs)) AS until
+                      FROM jobs WHERE start_time IS NOT NULL) j
+      ON j.start_time < d.day + INTERVAL 1 DAY AND j.until > d.day
     GROUP BY d.day
 ), lost AS (
     SELECT date_trunc('day', end_time) AS day,
            sum(lost_gpu_hours) FILTER (WHERE cause NOT LIKE 'preempted%') AS failures,
+           sum(lost_gpu_hours) FILTER (WHERE infra) AS infra_failures,
            sum(lost_gpu_hours) FILTER (WHERE cause LIKE 'preempted%') AS preemptions,
            sum(lost_gpu_hours) FILTER (WHERE cause = 'preempted_second_order') AS second_order
     FROM goodput_losses GROUP BY ALL
 )
 SELECT d.day, c.gpu_hours AS capacity_gpu_hours, coalesce(s.gpu_hours, 0) AS scheduled_gpu_hours,
-       coalesce(l.failures, 0) AS lost_failure_gpu_hours, coalesce(l.preemptions, 0) AS lost_preemption_gpu_hours,
+       coalesce(l.failures, 0) AS lost_failure_gpu_hours, coalesce(l.infra_failures, 0) AS lost_infra_failure_gpu_hours,
+       coalesce(l.preemptions, 0) AS lost_preemption_gpu_hours,
        coalesce(l.second_order, 0) AS lost_second_order_gpu_hours,
        coalesce(s.gpu_hours, 0) - coalesce(l.failures, 0) - coalesce(l.preemptions, 0) AS productive_gpu_hours,
        (coalesce(s.gpu_hours, 0) - coalesce(l.failures, 0) - coalesce(l.preemptions, 0)) / c.gpu_hours AS goodput

@@ -1,19 +1,18 @@
--- job_run_ettr: measured ETTR per job run (Meta §II-D). Per instance:
--- queue = start - eligible; restart overhead = min(u0, runtime); an instance
--- that was interrupted (it did not complete and the run went on) also loses the
--- work since its last checkpoint, (runtime - u0) mod Δt. Per run:
--- W = Σ(queue + runtime) (time scheduled or eligible: gaps with nothing
--- submitted are not wallclock), Q = Σ queue, U = Σ(restart + lost),
--- R = W - Q - U, ETTR = R / W. u0 and Δt: per run, else per account (table
--- ettr_parameters), else the defaults $u0_s and $dt_s.
+-- job_run_ettr: measured ETTR per job run (Meta §II-D). W = first
+-- eligibility to last end; scheduled S = Σ runtime; Q = W - S (waiting in the
+-- queue, after submission and after every interruption); restart overhead
+-- min(u0, runtime) per start, and an interrupted instance (not completed, the
+-- run went on) loses the work since its last checkpoint, (runtime - u0) mod Δt;
+-- U = Σ(restart + lost); R = S - U = W - Q - U; ETTR = R / W. u0 and Δt: per
+-- run, else per account (table ettr_parameters), else $u0_s and $dt_s.
 CREATE OR REPLACE TABLE job_run_ettr AS
 WITH inst AS (
     SELECT r.run_id, r.run_seq, r.job_id, r.instance, r.state, j.account, j.n_gpus, j.n_nodes,
            coalesce(j.eligible_time, j.submit_time) AS eligible, j.start_time, j.end_time,
            epoch(j.end_time) - epoch(j.start_time) AS run_s,
-           greatest(0, epoch(j.start_time) - epoch(coalesce(j.eligible_time, j.submit_time))) AS queue_s,
-           r.run_seq < max(r.run_seq) OVER (PARTITION BY r.run_id) AS continued
-    FROM job_runs r JOIN jobs j USING (job_id, instance)
+           r.run_seq < r.last_seq AS continued
+    FROM (SELECT *, max(run_seq) OVER (PARTITION BY run_id) AS last_seq FROM job_runs) r  -- running ones included
+    JOIN jobs j USING (job_id, instance)
     WHERE j.end_time IS NOT NULL AND j.start_time IS NOT NULL
 ), params AS (
     SELECT i.*, coalesce(pr.u0_s, pa.u0_s, $u0_s) AS u0_s, coalesce(pr.dt_s, pa.dt_s, $dt_s) AS dt_s
@@ -37,11 +36,11 @@ WITH inst AS (
 SELECT run_id, any_value(account) AS account, max(n_gpus) AS n_gpus, max(n_nodes) AS n_nodes,
        count(*) AS instances, count(DISTINCT job_id) AS jobs,
        min(eligible) AS first_eligible, max(end_time) AS last_end,
-       epoch(max(end_time)) - epoch(min(eligible)) AS span_s,
-       sum(queue_s + run_s) AS wallclock_s, sum(queue_s) AS queue_s, sum(run_s) AS scheduled_s,
+       epoch(max(end_time)) - epoch(min(eligible)) AS wallclock_s,
+       epoch(max(end_time)) - epoch(min(eligible)) - sum(run_s) AS queue_s, sum(run_s) AS scheduled_s,
        sum(restart_s + lost_s) AS unproductive_s,
-       sum(queue_s + run_s) - sum(queue_s) - sum(restart_s + lost_s) AS productive_s,
-       (sum(queue_s + run_s) - sum(queue_s) - sum(restart_s + lost_s)) / nullif(sum(queue_s + run_s), 0) AS ettr,
+       sum(run_s) - sum(restart_s + lost_s) AS productive_s,
+       (sum(run_s) - sum(restart_s + lost_s)) / nullif(epoch(max(end_time)) - epoch(min(eligible)), 0) AS ettr,
        count(*) FILTER (WHERE interrupted) AS interruptions,
        count(*) FILTER (WHERE interrupted AND state = 'PREEMPTED') AS preemptions,
        count(*) FILTER (WHERE interrupted AND state <> 'PREEMPTED') AS failures,

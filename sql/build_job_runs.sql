@@ -1,7 +1,8 @@
 -- job_runs: job instances chained into logical training runs. Requeued
 -- instances share a job id; a new job id continues a run when the same user
--- submits the same job name at the same size, and it starts after the previous
--- job ended and was submitted no later than $gap_s after that end.
+-- submits the same job name at the same size after the previous job ended and
+-- no later than $gap_s after that end (jobs queued side by side, such as array
+-- tasks, are separate runs).
 -- A run is a crash loop when one of its job ids was restarted at least
 -- $crash_loop_min times after failed instances.
 CREATE OR REPLACE TABLE job_runs AS
@@ -18,7 +19,7 @@ WITH inst AS (
     SELECT *, lag(last_end) OVER w AS prev_end, lag(job_id) OVER w AS prev_job
     FROM per_job WINDOW w AS (PARTITION BY user_name, job_name, n_gpus ORDER BY first_start, job_id)
 ), marked AS (
-    SELECT *, CASE WHEN prev_end IS NOT NULL AND first_start >= prev_end
+    SELECT *, CASE WHEN prev_end IS NOT NULL AND first_submit >= prev_end
                     AND first_submit <= prev_end + to_seconds($gap_s) THEN 0 ELSE 1 END AS starts_run
     FROM chained
 ), numbered AS (

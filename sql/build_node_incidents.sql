@@ -4,7 +4,8 @@
 -- back, and the repair ticket opened for it (within 2 days).
 CREATE OR REPLACE TABLE node_incidents AS
 WITH ev AS (
-    SELECT * FROM classified_events WHERE severity IN ('critical', 'warning') AND source <> 'slurm'
+    SELECT * FROM classified_events
+    WHERE severity IN ('critical', 'warning') AND source <> 'slurm' AND domain <> 'user'  -- OOMs and segfaults are the job's
 ), gaps AS (
     SELECT *, CASE WHEN lag(event_time) OVER w IS NULL
                      OR event_time > lag(event_time) OVER w + to_seconds($gap_s) THEN 1 ELSE 0 END AS new_incident

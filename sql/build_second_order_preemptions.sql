@@ -8,8 +8,8 @@ WITH restarts AS (
     SELECT k.job_id, k.instance, k.start_time, k.nodes, a.cause AS failure_cause
     FROM jobs k
     JOIN jobs prev ON prev.job_id = k.job_id AND prev.instance = k.instance - 1
-    JOIN failure_attribution a ON a.job_id = prev.job_id AND a.instance = prev.instance AND a.is_primary
-    WHERE k.instance > 0 AND k.start_time IS NOT NULL AND a.domain <> 'user'
+    JOIN job_failure_causes a ON a.job_id = prev.job_id AND a.instance = prev.instance
+    WHERE k.instance > 0 AND k.start_time IS NOT NULL AND a.infra_failure
 ), pairs AS (
     SELECT p.job_id, p.instance, p.end_time AS preempted_at, p.n_gpus, p.elapsed_s,
            r.job_id AS by_job_id, r.instance AS by_instance, r.failure_cause,

@@ -11,12 +11,10 @@ WITH days AS (
     WHERE n_gpus >= (SELECT greatest(64, quantile_disc(n_gpus, 0.99)) FROM job_run_ettr) AND scheduled_s >= 6 * 3600
 ), infra AS (
     SELECT count(*) AS jobs, coalesce(sum(lost_gpu_hours), 0) AS lost FROM goodput_losses l
-    JOIN failure_attribution a ON a.job_id = l.job_id AND a.instance = l.instance AND a.is_primary
-    WHERE a.domain <> 'user'
+    WHERE l.infra AND l.end_time < $day::TIMESTAMP + INTERVAL 1 DAY
 ), worst AS (
     SELECT l.cause, sum(l.lost_gpu_hours) AS lost FROM goodput_losses l
-    JOIN failure_attribution a ON a.job_id = l.job_id AND a.instance = l.instance AND a.is_primary
-    WHERE a.domain <> 'user' GROUP BY l.cause ORDER BY lost DESC LIMIT 1
+    WHERE l.infra AND l.end_time < $day::TIMESTAMP + INTERVAL 1 DAY GROUP BY l.cause ORDER BY lost DESC LIMIT 1
 ), out_of_service AS (
     SELECT count(DISTINCT host) AS nodes FROM node_state_periods
     WHERE time_start <= $day::TIMESTAMP + INTERVAL 1 DAY

@@ -3,7 +3,7 @@ CREATE OR REPLACE VIEW top_offending_nodes AS
 WITH blamed AS (
     SELECT host, count(*) AS failures_blamed, count(DISTINCT cause) AS distinct_causes,
            sum(n_gpus * coalesce(elapsed_s, 0)) / 3600.0 AS gpu_hours_lost
-    FROM job_failure_causes WHERE host IS NOT NULL AND domain <> 'user' GROUP BY host
+    FROM job_failure_causes WHERE host IS NOT NULL AND infra_failure GROUP BY host
 ), incidents AS (
     SELECT host, count(*) AS incidents, count(*) FILTER (WHERE drained) AS drains, max(first_event) AS last_incident
     FROM node_incidents GROUP BY host

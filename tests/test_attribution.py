@@ -99,13 +99,14 @@ def test_job_runs_chain_requeues_and_flag_crash_loops(attributed):
 def test_aegis_order_on_distributed_symptoms(tmp_path):
     con = warehouse.connect(tmp_path / "w.duckdb")
     t1 = datetime(2024, 3, 1, 12)
-    t2, t3 = t1 + timedelta(hours=1), t1 + timedelta(hours=2)
+    t2, t3, t4, t5 = (t1 + timedelta(hours=h) for h in (1, 2, 3, 4))
     hosts = [f"gpu{i:04d}" for i in range(1, 9)]
     con.execute("CREATE OR REPLACE TABLE jobs AS SELECT *, len(nodes) AS n_nodes, 8 * len(nodes) AS n_gpus, "
                 "3600 AS elapsed_s, 'u' AS user_name, 'train' AS job_name FROM (VALUES "
                 "('1', 0, 'FAILED', ?::TIMESTAMP, ?::VARCHAR[]), ('2', 0, 'FAILED', ?::TIMESTAMP, ?::VARCHAR[]), "
-                "('3', 0, 'FAILED', ?::TIMESTAMP, ?::VARCHAR[])) t(job_id, instance, state, end_time, nodes)",
-                [t1, hosts[:5], t2, hosts[:4], t3, hosts[4:]])
+                "('3', 0, 'FAILED', ?::TIMESTAMP, ?::VARCHAR[]), ('4', 0, 'FAILED', ?::TIMESTAMP, ?::VARCHAR[]), "
+                "('5', 0, 'FAILED', ?::TIMESTAMP, ?::VARCHAR[])) t(job_id, instance, state, end_time, nodes)",
+                [t1, hosts[:5], t2, hosts[:4], t3, hosts[4:], t4, hosts[:4], t5, hosts[:4]])
     nccl = "NCCL WARN Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE)"
     ev = lambda t, h, n, **k: (t, h, k.get("source", "app"), k.get("kind", "other"), k.get("code"), None,  # noqa: E731
                                k.get("msg", nccl), k.get("device"), h, "a.log", n)
@@ -119,6 +120,12 @@ def test_aegis_order_on_distributed_symptoms(tmp_path):
     rows += [ev(t3 - timedelta(seconds=30), "gpu0007", 200),
              ev(t3 - timedelta(seconds=20), "gpu0006", 201, source="kernel", kind="xid", code="79", device="0000:18:00",
                 msg="NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=python, GPU has fallen off the bus.")]
+    # job 4: one timeout on each of 4 hosts: no host stands out -> network or configuration, no host blamed
+    rows += [ev(t4 - timedelta(seconds=30), h, 300 + i) for i, h in enumerate(hosts[:4])]
+    # job 5: timeouts on 3 hosts and an IB link down (a host-side warning) on gpu0004: host-side first
+    rows += [ev(t5 - timedelta(seconds=30), h, 400 + i) for i, h in enumerate(hosts[:3])]
+    rows.append(ev(t5 - timedelta(seconds=40), "gpu0004", 410, source="kernel", kind="ib_link", code="down",
+                   msg="mlx5_core 0000:4b:00.0 ibp75s0: Link down"))
     _events(con, rows)
     tax = load()
     attribution.classify_events(con, tax)
@@ -128,6 +135,8 @@ def test_aegis_order_on_distributed_symptoms(tmp_path):
     assert primary["1"] == ("nccl_timeout", "gpu0003")
     assert primary["2"][0] == "nccl_timeout" and primary["2"][1] in ("gpu0002", "gpu0004")
     assert primary["3"] == ("gpu_unavailable", "gpu0006")
+    assert primary["4"] == ("nccl_timeout", None)
+    assert primary["5"] == ("infiniband_link", "gpu0004")
     rows3 = con.execute("SELECT count(*) FROM failure_attribution WHERE job_id = '3'").fetchall()[0][0]
     assert rows3 == 2  # co-occurring events are kept, not just the primary
     con.close()

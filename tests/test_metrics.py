@@ -42,15 +42,16 @@ def test_run_ettr_matches_the_truth_timeline(measured):
     con, truth, _, _ = measured
     u0, dt = 300.0, 3600.0
     t = truth.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null()).sort("job_id", "instance")
-    t = t.with_columns(run_s=(pl.col("end") - pl.col("start")).dt.total_seconds(),
-                       queue_s=(pl.col("start") - pl.col("eligible")).dt.total_seconds().clip(lower_bound=0),
-                       continued=pl.col("instance") < pl.col("instance").max().over("job_id"))
+    started = truth.filter(pl.col("start").is_not_null())
+    last = started.group_by("job_id").agg(last=pl.col("instance").max())  # a still-running last instance counts
+    t = t.join(last, on="job_id").with_columns(run_s=(pl.col("end") - pl.col("start")).dt.total_seconds(),
+                                                continued=pl.col("instance") < pl.col("last"))
     t = t.with_columns(unprod=pl.min_horizontal(pl.lit(u0), pl.col("run_s")) + pl.when(
         pl.col("continued") & (pl.col("state") != "COMPLETED") & (pl.col("run_s") > u0))
         .then((pl.col("run_s") - u0) % dt).otherwise(0.0))
     expected = t.group_by("job_id").agg(
-        w=(pl.col("queue_s") + pl.col("run_s")).sum(), q=pl.col("queue_s").sum(), u=pl.col("unprod").sum(),
-        instances=pl.len()).with_columns(ettr=(pl.col("w") - pl.col("q") - pl.col("u")) / pl.col("w"))
+        w=(pl.col("end").max() - pl.col("eligible").min()).dt.total_seconds(), s=pl.col("run_s").sum(),
+        u=pl.col("unprod").sum(), instances=pl.len()).with_columns(ettr=(pl.col("s") - pl.col("u")) / pl.col("w"))
     got = con.sql("SELECT run_id AS job_id, ettr AS measured, instances AS n FROM job_run_ettr WHERE jobs = 1").pl()
     both = expected.join(got, on="job_id")
     multi = both.filter(pl.col("instances") > 1)
