@@ -8,7 +8,7 @@ from dagster import (AssetCheckResult, AssetCheckSeverity, AssetExecutionContext
                      MaterializeResult, MetadataValue, asset, asset_check)
 
 from analysis import daily
-from pipelines.resources import MetricsSettings, ReportSettings, Warehouse
+from pipelines.resources import MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
 
 # Event and job time, by day. Ingestion stays file-incremental (a dump or a log
 # rarely maps onto one day); these assets read the rows whose own time falls
@@ -60,10 +60,12 @@ def volume_steady(context, warehouse: Warehouse) -> AssetCheckResult:
        deps=["daily_source_volume", "job_run_ettr", "failure_rates", "goodput", "node_incidents", "failure_attribution"],
        description="The self-contained HTML reliability report for the day (and latest.html).")
 def reliability_report(context: AssetExecutionContext, warehouse: Warehouse, report_settings: ReportSettings,
-                       settings: MetricsSettings) -> MaterializeResult:
+                       settings: MetricsSettings, taxonomy: TaxonomyConfig) -> MaterializeResult:
     from reports.render import render_report
 
+    tax = taxonomy.load()
     with warehouse.connect() as con:
         path = render_report(con, _day(context), Path(report_settings.out_dir) / "reports",
-                             settings.restart_min / 60, settings.checkpoint_min / 60)
+                             settings.restart_min / 60, settings.checkpoint_min / 60,
+                             (tax.before_s, tax.after_s), taxonomy.crash_loop_min)
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size})

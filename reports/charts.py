@@ -65,9 +65,11 @@ def mttf_by_size(mttf: pl.DataFrame, projection: pl.DataFrame) -> dict:
     return _spec(alt.layer(bars, points, proj).properties(height=280))
 
 
-def ettr_by_size(runs: pl.DataFrame, r_per_node_day: float, u0_h: float, dt_h: float) -> dict:
+def ettr_by_size(runs: pl.DataFrame, r_per_node_day: float, u0_h: float, dt_h: float, q_h: float = 0.0,
+                 runtime_h: float | None = None) -> dict:
     sizes = [8 * 2 ** k for k in range(15)]
-    curve = pl.DataFrame({"n_gpus": sizes, "expected": [E.expected_ettr(g / 8, r_per_node_day, u0_h, dt_h) for g in sizes]})
+    curve = pl.DataFrame({"n_gpus": sizes, "expected": [E.expected_ettr(g / 8, r_per_node_day, u0_h, dt_h, q_h, runtime_h)
+                                                        for g in sizes]})
     x = alt.X("n_gpus:Q", scale=alt.Scale(type="log"), title="job run size (GPUs)")
     points = alt.Chart(alt.Data(values=_values(runs))).mark_circle(size=30, opacity=0.5).encode(
         x=x, y=alt.Y("ettr:Q", scale=alt.Scale(domain=[0, 1]), title="ETTR"),

@@ -49,16 +49,26 @@ def _env() -> Environment:
     return env
 
 
-def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float) -> dict:
+RUN_MIN_GPUS, RUN_MIN_HOURS = 8, 6  # runs plotted against the expected-ETTR curve
+
+
+def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, window: tuple[int, int] = (600, 300),
+           crash_loop_min: int = 5) -> dict:
     """Every number and table the report shows, from sql/report_*.sql."""
     q = lambda name, **p: sql.query(con, f"report_{name}", p or None)  # noqa: E731
     head = q("headline", day=day).row(0, named=True)
     r = (head["r_per_1000_node_days"] or 0) / 1000
-    status, daily, rates, checks = q("status"), q("goodput_daily", day=day), q("failure_rate", day=day), q("health_checks")
-    mttf, projection, runs = q("mttf"), q("projection"), q("run_ettr")
+    status, daily, rates = q("status", day=day), q("goodput_daily", day=day), q("failure_rate", day=day)
+    checks, mttf, projection = q("health_checks", day=day), q("mttf"), q("projection")
+    runs = q("run_ettr", day=day, min_gpus=RUN_MIN_GPUS, min_hours=RUN_MIN_HOURS)
+    # Meta eq. 1 with this cluster's queue time per (re)start and a typical run length
+    q_h = runs["queue_hours_per_start"].median() if runs.height else 0.0
+    run_h = runs["productive_hours"].median() if runs.height else None
     loss, co = q("loss_by_size"), q("cooccurrence")
     return {
         "day": day, "head": head, "u0_min": u0_h * 60, "dt_min": dt_h * 60, "target": charts.TARGET_ETTR,
+        "run_min_gpus": RUN_MIN_GPUS, "run_min_hours": RUN_MIN_HOURS, "q_min": (q_h or 0) * 60,
+        "before_min": window[0] / 60, "after_min": window[1] / 60, "crash_loop_min": crash_loop_min,
         "status": status.to_dicts(), "checks": checks.to_dicts(), "mttf": mttf.to_dicts(),
         "projection": {g: h for g, h in projection.iter_rows()},
         "runs": runs.height, "runs_mean_ettr": runs["ettr"].mean() if runs.height else None,
@@ -70,7 +80,7 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float) 
             "goodput": charts.goodput_trend(daily),
             "failure_rate": charts.failure_rate_over_time(rates, checks),
             "mttf": charts.mttf_by_size(mttf, projection),
-            "ettr": charts.ettr_by_size(runs, r, u0_h, dt_h),
+            "ettr": charts.ettr_by_size(runs, r, u0_h, dt_h, q_h or 0.0, run_h),
             "sweep": charts.checkpoint_sweep(r * 1000, u0_h),
             "loss": charts.loss_by_size(loss),
             "cooccurrence": charts.cooccurrence(co),
@@ -79,9 +89,9 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float) 
 
 
 def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
-                  dt_h: float = 1.0) -> Path:
+                  dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5) -> Path:
     """Write out_dir/reliability-DAY.html and a copy as latest.html; return the dated path."""
-    context = gather(con, day, u0_h, dt_h)
+    context = gather(con, day, u0_h, dt_h, window, crash_loop_min)
     html = _env().get_template("report.html.j2").render(**context, javascript=Markup(_javascript()))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"reliability-{day:%Y-%m-%d}.html"

@@ -28,6 +28,16 @@ SELECT day, cause, failures, node_days,
 FROM grid
 WINDOW w AS (PARTITION BY cause ORDER BY day RANGE BETWEEN INTERVAL 29 DAY PRECEDING AND CURRENT ROW)
 ORDER BY day, cause;
+-- A check is "introduced" when it reports routinely (has passing results, not
+-- only failures) and its first result comes more than a day after the first
+-- health result of all: a check that was always there, or one seen only when
+-- it fails, is not marked.
 CREATE OR REPLACE TABLE health_check_first_seen AS
-SELECT code AS health_check, min(event_time) AS first_seen, count(*) AS results
-FROM node_events WHERE source = 'health' AND code IS NOT NULL GROUP BY code ORDER BY first_seen;
+WITH checks AS (
+    SELECT code AS health_check, min(event_time) AS first_seen, count(*) AS results,
+           count(*) FILTER (WHERE lower(severity) IN ('ok', 'pass', 'passed', 'info', 'success')) AS passing
+    FROM node_events WHERE source = 'health' AND code IS NOT NULL GROUP BY code
+)
+SELECT health_check, first_seen, results, passing > 0 AS routine,
+       passing > 0 AND first_seen > (SELECT min(first_seen) FROM checks) + INTERVAL 1 DAY AS introduced
+FROM checks ORDER BY first_seen;

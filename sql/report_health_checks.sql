@@ -1,1 +1,1 @@
-SELECT health_check, first_seen FROM health_check_first_seen ORDER BY first_seen
+SELECT health_check, first_seen FROM health_check_first_seen WHERE introduced AND first_seen <= $day::TIMESTAMP + INTERVAL 1 DAY ORDER BY first_seen
