@@ -15,40 +15,29 @@ VIEWS = ("job_failure_causes", "job_status_breakdown", "failure_rates_by_cause",
          "top_offending_nodes")
 
 
-def _transaction(con: duckdb.DuckDBPyConnection, steps) -> None:
-    con.execute("BEGIN TRANSACTION")
-    try:
-        for name, params in steps:
-            sql.run(con, name, params)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-
-
 def classify_events(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> int:
     con.register("staged_rules", taxonomy.rules)
     try:
-        _transaction(con, [("store_taxonomy_rules", None), ("build_classified_events", None)])
+        sql.run_steps(con, [("store_taxonomy_rules", None), ("build_classified_events", None)])
     finally:
         con.unregister("staged_rules")
     return sql.scalar(con, "count_classified_events")
 
 
 def attribute_failures(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> dict[str, int]:
-    _transaction(con, [("build_failure_attribution", {"before_s": taxonomy.before_s, "after_s": taxonomy.after_s}),
+    sql.run_steps(con, [("build_failure_attribution", {"before_s": taxonomy.before_s, "after_s": taxonomy.after_s}),
                        *[(f"view_{v}", None) for v in VIEWS[:3]]])
     return {"rows": sql.scalar(con, "count_failure_attribution"),
             "failures": sql.scalar(con, "count_primary_attributions")}
 
 
 def build_job_runs(con: duckdb.DuckDBPyConnection, gap_s: int = 3600, crash_loop_min: int = 5) -> int:
-    _transaction(con, [("build_job_runs", {"gap_s": gap_s, "crash_loop_min": crash_loop_min})])
+    sql.run_steps(con, [("build_job_runs", {"gap_s": gap_s, "crash_loop_min": crash_loop_min})])
     return sql.scalar(con, "count_job_runs")
 
 
 def build_node_incidents(con: duckdb.DuckDBPyConnection, gap_s: int = 1800) -> int:
-    _transaction(con, [("build_node_incidents", {"gap_s": gap_s}), ("view_cause_cooccurrence", None),
+    sql.run_steps(con, [("build_node_incidents", {"gap_s": gap_s}), ("view_cause_cooccurrence", None),
                        ("view_top_offending_nodes", None)])
     return sql.scalar(con, "count_node_incidents")
 

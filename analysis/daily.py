@@ -22,12 +22,7 @@ def _store(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     volume = sql.query(con, "daily_source_volume", {"day": day}).group_by("source").agg(pl.col("rows").sum())
     con.register("staged_volume", volume)
     try:
-        con.execute("BEGIN TRANSACTION")
-        sql.run(con, "store_daily_source_volume", {"day": day})
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        sql.run_steps(con, [("store_daily_source_volume", {"day": day})])
     finally:
         con.unregister("staged_volume")
     return volume

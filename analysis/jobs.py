@@ -7,14 +7,7 @@ from analysis import sql
 
 
 def build_jobs(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    con.execute("BEGIN TRANSACTION")
-    try:
-        sql.run(con, "build_jobs")
-        sql.run(con, "build_job_steps")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+    sql.run_steps(con, [("build_jobs", None), ("build_job_steps", None)])
     return {t: sql.scalar(con, f"count_{t}") for t in ("jobs", "job_steps")}
 
 

@@ -41,22 +41,11 @@ class MetricsConfig:
         return cfg
 
 
-def _run(con: duckdb.DuckDBPyConnection, steps) -> None:
-    con.execute("BEGIN TRANSACTION")
-    try:
-        for name, params in steps:
-            sql.run(con, name, params)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-
-
 def build_run_ettr(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> int:
     params = pl.DataFrame(cfg.overrides, schema={"scope": pl.Utf8, "key": pl.Utf8, "u0_s": pl.Int64, "dt_s": pl.Int64})
     con.register("staged_ettr_parameters", params)
     try:
-        _run(con, [("store_ettr_parameters", None),
+        sql.run_steps(con, [("store_ettr_parameters", None),
                    ("build_job_run_ettr", {"u0_s": cfg.u0_s, "dt_s": cfg.dt_s}),
                    ("build_run_downtime", None)])
     finally:
@@ -67,7 +56,7 @@ def build_run_ettr(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> int:
 def build_failure_rates(con: duckdb.DuckDBPyConnection) -> dict:
     """Cluster r (Meta's definition), MTTF per size bucket with 90% Gamma
     intervals, the 1/(N r) projection, and the failure rate over time."""
-    _run(con, [("build_cluster_failure_rate", None), ("build_failure_rate_over_time", None)])
+    sql.run_steps(con, [("build_cluster_failure_rate", None), ("build_failure_rate_over_time", None)])
     rate = sql.query(con, "select_cluster_failure_rate").row(0, named=True)
     r = rate["r_per_node_day"] or 0.0
     counts = sql.query(con, "mttf_by_job_size_counts")
@@ -86,7 +75,7 @@ def build_failure_rates(con: duckdb.DuckDBPyConnection) -> dict:
     con.register("staged_mttf", mttf)
     con.register("staged_projection", projection)
     try:
-        _run(con, [("store_mttf", None)])
+        sql.run_steps(con, [("store_mttf", None)])
     finally:
         con.unregister("staged_mttf")
         con.unregister("staged_projection")
@@ -94,11 +83,11 @@ def build_failure_rates(con: duckdb.DuckDBPyConnection) -> dict:
 
 
 def build_goodput(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> dict:
-    _run(con, [("build_second_order_preemptions", {"window_s": cfg.second_order_window_s, "dt_s": cfg.dt_s}),
+    sql.run_steps(con, [("build_second_order_preemptions", {"window_s": cfg.second_order_window_s, "dt_s": cfg.dt_s}),
                ("build_goodput", {"dt_s": cfg.dt_s})])
     return sql.query(con, "goodput_summary").row(0, named=True)
 
 
 def build_iteration_degradation(con: duckdb.DuckDBPyConnection, slack: float = 1.2) -> int:
-    _run(con, [("build_iteration_degradation", {"slack": slack})])
+    sql.run_steps(con, [("build_iteration_degradation", {"slack": slack})])
     return sql.scalar(con, "count_iteration_degradation")

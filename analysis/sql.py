@@ -26,6 +26,18 @@ def run(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None) -
         con.execute(stmt, used or None)
 
 
+def run_steps(con: duckdb.DuckDBPyConnection, steps: list[tuple[str, dict | None]]) -> None:
+    """Run several sql/ scripts in one transaction: a failure leaves the tables as they were."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for name, params in steps:
+            run(con, name, params)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
 def query(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None):
     """Run a single SELECT from sql/ and return a polars frame."""
     return con.sql(load(name), params=params or None).pl()

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from analysis import attribution, warehouse
 from analysis.ingest import ingest_directory
-from analysis.jobs import build_jobs, map_switch_ports
+from analysis.chain import build_all
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
@@ -22,13 +22,7 @@ def attributed(tmp_path_factory):
     simulate(preset("rsc1", nodes=256, days=20, seed=1, telemetry_jobs=0), root / "src")
     con = warehouse.connect(root / "w.duckdb")
     ingest_directory(con, root / "src")
-    build_jobs(con)
-    map_switch_ports(con)
-    tax = load()
-    attribution.classify_events(con, tax)
-    attribution.attribute_failures(con, tax)
-    attribution.build_job_runs(con)
-    attribution.build_node_incidents(con)
+    build_all(con, load())
     yield con, root
     con.close()
 

@@ -2,7 +2,6 @@
 import gzip
 import shutil
 
-import polars as pl
 import pytest
 
 from analysis import warehouse

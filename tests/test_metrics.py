@@ -2,9 +2,9 @@
 import polars as pl
 import pytest
 
-from analysis import attribution, metrics, warehouse
+from analysis import metrics, warehouse
+from analysis.chain import build_all
 from analysis.ingest import ingest_directory
-from analysis.jobs import build_jobs, map_switch_ports
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
@@ -19,18 +19,8 @@ def measured(tmp_path_factory):
     simulate(CFG, root / "src")
     con = warehouse.connect(root / "w.duckdb")
     ingest_directory(con, root / "src")
-    build_jobs(con)
-    map_switch_ports(con)
-    tax = load()
-    attribution.classify_events(con, tax)
-    attribution.attribute_failures(con, tax)
-    attribution.build_job_runs(con)
-    attribution.build_node_incidents(con)
-    cfg = metrics.MetricsConfig()
-    metrics.build_run_ettr(con, cfg)
-    rate = metrics.build_failure_rates(con)
-    summary = metrics.build_goodput(con, cfg)
-    metrics.build_iteration_degradation(con)
+    built = build_all(con, load(), metrics.MetricsConfig())
+    rate, summary = built["failure_rate"], built["goodput"]
     truth = pl.read_csv(root / "src/truth/job_instances.csv", infer_schema_length=0).with_columns(
         pl.col("instance").cast(pl.Int32), pl.col("gpus").cast(pl.Int64), pl.col("nodes").cast(pl.Int64),
         *[pl.col(c).str.to_datetime(strict=False) for c in ("start", "end", "eligible")])

@@ -2,7 +2,6 @@
 import hashlib
 from datetime import datetime
 
-import duckdb
 import polars as pl
 import pytest
 

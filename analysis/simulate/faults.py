@@ -92,7 +92,7 @@ def kernel_lines(cause: str, rng: np.random.Generator, pid: int) -> list[tuple[f
                 (0.2, "Lustre: scratch-OST0004-osc-ffff9a2c4e5f8000: Connection to scratch-OST0004 (at 10.1.0.4@o2ib) was lost; in progress operations using this service will wait for recovery to complete")]
     if cause == "host_memory":
         dimm = f"CPU_SrcID#{int(rng.integers(0, 2))}_Ha#0_Chan#{int(rng.integers(0, 8))}_DIMM#0"
-        return [(-1.0, f"mce: [Hardware Error]: Machine check events logged"),
+        return [(-1.0, "mce: [Hardware Error]: Machine check events logged"),
                 (0.0, f"EDAC MC0: 1 UE memory read error on {dimm} (channel:{int(rng.integers(0, 8))} slot:0 page:0x{int(rng.integers(1, 1 << 24)):x} offset:0x0 grain:32)")]
     return []  # nccl_timeout: the application times out with nothing in the kernel log
 

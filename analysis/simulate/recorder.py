@@ -2,8 +2,6 @@
 logs, health checks, drains, tickets, and the ground truth beside them."""
 from __future__ import annotations
 
-import csv
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -93,7 +91,7 @@ class Recorder:
             t = now - float(self.rng.uniform(1, 30))
             self.kernel.add(t, journal_line(self.t0, t, host, msg))
         if state == "OUT_OF_MEMORY":
-            for dt, msg in ((-3.0, f"python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0"),
+            for dt, msg in ((-3.0, "python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0"),
                             (-2.9, f"Out of memory: Killed process {pid} (python) total-vm:812345678kB, anon-rss:1923456780kB, file-rss:0kB")):
                 self.kernel.add(now + dt, journal_line(self.t0, now + dt, host, msg))
 
