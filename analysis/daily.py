@@ -1,7 +1,7 @@
 """Per-day data-quality facts the nightly partitions check before reporting."""
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 import duckdb
 import polars as pl
@@ -39,5 +39,6 @@ def volume_drops(con: duckdb.DuckDBPyConnection, day: date, ratio: float = 0.3, 
     return v.filter((pl.col("rows") > 0) & (pl.col("rows") < ratio * pl.col("median_rows")))
 
 
-def reject_rate(con: duckdb.DuckDBPyConnection) -> dict:
-    return sql.query(con, "reject_rate").row(0, named=True)
+def reject_rate(con: duckdb.DuckDBPyConnection, since: datetime) -> dict:
+    """Rejected share of the lines in files ingested since ``since`` (naive UTC)."""
+    return sql.query(con, "reject_rate", {"since": since}).row(0, named=True)

@@ -1,7 +1,7 @@
 """The nightly, day-partitioned part of the graph: per-day data-quality facts
 with the checks that block the report, and the report itself."""
 import os
-from datetime import date
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 from dagster import (AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, DailyPartitionsDefinition,
@@ -40,10 +40,11 @@ def sources_present(context, warehouse: Warehouse) -> AssetCheckResult:
 
 
 @asset_check(asset=daily_source_volume, blocking=True,
-             description="The share of rejected lines over all ingested files stays under the threshold.")
+             description="The share of rejected lines in the files ingested in the last day stays under the threshold.")
 def reject_rate_below_threshold(warehouse: Warehouse, report_settings: ReportSettings) -> AssetCheckResult:
+    since = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(days=1)
     with warehouse.connect() as con:
-        rate = daily.reject_rate(con)
+        rate = daily.reject_rate(con, since)
     return AssetCheckResult(passed=rate["rate"] <= report_settings.max_reject_rate,
                             metadata={"reject_rate": float(rate["rate"]), "rejects": int(rate["rejects"])})
 

@@ -78,3 +78,14 @@ def test_sensor_runs_only_what_new_files_affect(cluster, tmp_path, monkeypatch):
     selected = {k.to_user_string() for k in request.asset_selection}
     assert "telemetry" in selected and "iteration_degradation" in selected
     assert "kernel_events" not in selected and "reliability_report" not in selected
+
+
+def test_a_file_full_of_rejects_blocks_the_report(cluster, tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(cluster / "src", src)
+    good = '{"time": "2024-03-08T06:00:00Z", "host": "gpu0001", "check": "gpu_count", "severity": "ok", "message": "8"}\n'
+    (src / "health" / "half-broken.jsonl").write_text(good + "".join(f"{{not json {i}\n" for i in range(20000)))
+    result = run_day(src, tmp_path / "w.duckdb", tmp_path / "out", "2024-03-08")
+    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    assert "reject_rate_below_threshold" in failed
+    assert not (tmp_path / "out" / "reports" / "reliability-2024-03-08.html").exists()
