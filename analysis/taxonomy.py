@@ -17,6 +17,8 @@ DOMAINS = ("user", "system_software", "hardware", "infrastructure", "network")
 RULE_KEYS = {"id", "cause", "severity", "transient", "priority", "match", "count", "distributed", "description"}
 MATCH_KEYS = {"source", "kind", "code", "severity", "message"}
 XID_KEYS = {"cause", "severity", "transient", "priority"}
+# node_events.source values a rule can name ("app": application/NCCL logs fed in as events)
+SOURCES = {"kernel", "switch", "health", "slurm", "app"}
 RULE_SCHEMA = {
     "rule_id": pl.Utf8, "cause": pl.Utf8, "domain": pl.Utf8, "severity": pl.Utf8, "transient": pl.Boolean,
     "priority": pl.Int32, "distributed": pl.Boolean, "m_source": pl.List(pl.Utf8), "m_kind": pl.List(pl.Utf8),
@@ -66,6 +68,9 @@ def _rule_row(rule: dict, causes: dict, where: str) -> dict:
     match = rule.get("match") or {}
     if not isinstance(match, dict) or set(match) - MATCH_KEYS or not match:
         raise TaxonomyError(f"{where}: rule {rid}: match needs some of {sorted(MATCH_KEYS)}")
+    unknown_sources = set(_as_list(match.get("source")) or []) - SOURCES
+    if unknown_sources:
+        raise TaxonomyError(f"{where}: rule {rid}: unknown source {sorted(unknown_sources)} (known: {sorted(SOURCES)})")
     message = match.get("message")
     if message is not None:
         if re.search(r"\(\?[=!<]", message):
@@ -104,19 +109,27 @@ def load(override: Path | str | None = None, base_dir: Path = TAXONOMY_DIR) -> T
         if spec.get("domain") not in DOMAINS:
             raise TaxonomyError(f"cause {cid}: domain must be one of {DOMAINS}")
     windows = {**base.get("windows", {}), **(extra.get("windows") or {})}
+    for key in ("before_minutes", "after_minutes"):
+        if not isinstance(windows.get(key, 0), (int, float)) or windows.get(key, 0) < 0:
+            raise TaxonomyError(f"windows.{key} must be a number of minutes >= 0, not {windows.get(key)!r}")
     xids = {int(x["code"]): dict(x) for x in xid_file["xids"]}
+    xid_where = {code: "xids.yaml" for code in xids}
     for source, overrides in (("rules.yaml", base.get("xid_overrides")), (str(override), extra.get("xid_overrides"))):
         for code, fields in (overrides or {}).items():
-            if int(code) not in xids or set(fields) - XID_KEYS:
-                raise TaxonomyError(f"{source}: xid_overrides {code}: unknown code or keys {sorted(set(fields) - XID_KEYS)}")
+            if int(code) not in xids:
+                raise TaxonomyError(f"{source}: xid_overrides {code}: no such XID (the table covers 1-{max(xids)})")
+            if set(fields) - XID_KEYS:
+                raise TaxonomyError(f"{source}: xid_overrides {code}: unknown keys {sorted(set(fields) - XID_KEYS)}"
+                                    f" (allowed: {sorted(XID_KEYS)})")
             xids[int(code)].update(fields)
+            xid_where[int(code)] = f"{source} (xid_overrides {code})"
     prio = base.get("xid_priority", {})
     rows = {}
     for code, x in sorted(xids.items()):
         rule = {"id": f"xid-{code}", "cause": x["cause"], "severity": x["severity"], "transient": x["transient"],
                 "priority": x.get("priority", prio.get(x["severity"], 50)),
                 "match": {"source": "kernel", "kind": "xid", "code": [str(code)]}}
-        rows[rule["id"]] = _rule_row(rule, causes, "xids.yaml")
+        rows[rule["id"]] = _rule_row(rule, causes, xid_where[code])
     for where, doc in (("rules.yaml", base), (str(override), extra)):
         for rule in doc.get("rules") or []:
             row = _rule_row(rule, causes, where)

@@ -51,7 +51,15 @@ def _make_ingest_asset(name: str, folder: str):
         return AssetCheckResult(passed=bad.height == 0, metadata={"files_failing": bad.height,
                                 "first": bad["path"][0] if bad.height else ""})
 
-    return _asset, _check
+    @asset_check(asset=name, name="not_all_rejected", blocking=True,
+                 description="No file of this source had every line rejected (a wrong delimiter or format).")
+    def _readable(warehouse: Warehouse) -> AssetCheckResult:
+        with warehouse.connect() as con:
+            bad = sql.query(con, "source_all_rejected", {"source": folder})
+        return AssetCheckResult(passed=bad.height == 0, metadata={"unreadable_files": bad.height,
+                                "first": bad["path"][0] if bad.height else ""})
+
+    return _asset, _check, _readable
 
 
 @asset(group_name="ingest", description="Files in folders no parser reads, recorded as unrecognised.")
@@ -62,6 +70,6 @@ def unrecognised_files(context: AssetExecutionContext, warehouse: Warehouse, sou
 ingest_assets = []
 ingest_checks = []
 for _name, _folder in INGEST_ASSETS.items():
-    _a, _c = _make_ingest_asset(_name, _folder)
+    _a, *_checks = _make_ingest_asset(_name, _folder)
     ingest_assets.append(_a)
-    ingest_checks.append(_c)
+    ingest_checks.extend(_checks)

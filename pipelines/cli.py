@@ -29,7 +29,7 @@ def main() -> None:
               help="Source directory: slurm/, slurm_events/, kernel/, switch/, health/, benchmarks/, telemetry/, tickets/, topology/.")
 @_db_option
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out"), show_default=True,
-              help="Directory for the run summary (and, later, reports and exports).")
+              help="Directory for ingest_summary.csv and reports/ (the reliability report).")
 @click.option("--tz", default=None, help="Time zone of naive timestamps in the logs (e.g. Europe/Paris) [default: UTC].")
 @click.option("--sacct-delimiter", default=None, help="sacct field delimiter [default: detected: '|', '|#' or '^|^'].")
 @click.option("--boot-time", "boot_times", multiple=True, metavar="HOST=TIME",
@@ -85,7 +85,8 @@ def simulate(out: Path, preset: str, nodes: int | None, days: int | None, seed: 
 
 
 @main.command()
-@_db_option
+@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="DuckDB warehouse file, recreated on every demo [default: data/demo.duckdb].")
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/demo"), show_default=True)
 @click.option("--sample", is_flag=True, help="Use the small hand-made source directory instead of a simulated cluster.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
@@ -100,10 +101,10 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
     _setup_logging(quiet)
     db = db or Path("data/demo.duckdb")
     source = DEMO_SOURCE
+    db.unlink(missing_ok=True)  # every demo starts from an empty warehouse: the two sources never mix
     if not sample:
         source = out / "source"
         shutil.rmtree(source, ignore_errors=True)
-        db.unlink(missing_ok=True)  # a fresh simulation is a fresh cluster
         summary = run_simulation(make_preset("small"), source)
         click.echo(f"simulated {summary['job_instances']:,} job instances on 48 nodes over 14 days in {summary['wall_s']} s")
     click.echo(f"goodput demo: source {source}, warehouse {db}")
@@ -138,7 +139,7 @@ def sql_command(db: Path | None, as_csv: bool, max_rows: int, query: str) -> Non
             raise click.ClickException("not a query: `goodput sql` runs SELECT statements only")
         columns, rows = relation.columns, relation.fetchall()
     except (FileNotFoundError, duckdb.Error) as exc:
-        raise click.ClickException(str(exc).splitlines()[0]) from None
+        raise click.ClickException(" ".join(str(exc).splitlines()[:3])) from None  # keeps DuckDB's "Did you mean"
     # Every value as text: DuckDB types polars cannot hold (intervals, unions,
     # huge decimals) still print.
     frame = pl.DataFrame({c: [None if r[i] is None else _text(r[i]) for r in rows] for i, c in enumerate(columns)},
@@ -193,10 +194,12 @@ def why(db: Path | None, rules: Path | None, job_id: str) -> None:
               help="Mean queue time q after submission and after every interruption, minutes.")
 @click.option("--runtime-days", type=click.FloatRange(0, min_open=True), default=None,
               help="Productive runtime R of the run [default: a long run, the u0/R term dropped].")
-@click.option("--monte-carlo", is_flag=True, help="Also simulate the run (2,000 trials) and print the mean with a 95% CI.")
+@click.option("--monte-carlo", is_flag=True,
+              help="Also simulate the run (2,000 trials of --runtime-days, default 7) and print the mean with a 95% CI.")
 @click.option("--sweep", "do_sweep", is_flag=True,
               help="Print the checkpoint interval needed for --target ETTR by failure rate and job size (Meta Fig. 10).")
-@click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True)
+@click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
+              help="Target expected ETTR for --sweep.")
 def ettr(gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_days, monte_carlo, do_sweep, target):
     """Expected ETTR and job MTTF for a training run (Meta eq. 1), optionally checked by Monte Carlo."""
     from analysis import ettr as E
@@ -207,8 +210,9 @@ def ettr(gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_day
 
         rows = E.sweep(target, [1.0, 2.34, 4.0, 6.5, 10.0], [1024, 4096, 16384, 65536, 131072], u0)
         table = pl.DataFrame(rows).pivot(on="gpus", index="failures_per_1000_node_days", values="checkpoint_minutes")
+        table = table.with_columns(pl.exclude("failures_per_1000_node_days").cast(pl.Utf8).fill_null("unreachable"))
         click.echo(f"checkpoint interval (minutes) for expected ETTR {target} with {restart_min:g}-minute restarts"
-                   " (empty: unreachable)")
+                   " (unreachable: the restart overhead alone costs too much)")
         with pl.Config(tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, tbl_cols=-1):
             click.echo(table)
         return

@@ -130,3 +130,18 @@ def test_cli_simulate_and_demo(tmp_path):
     assert "simulated" in demo.output and "All assets materialized" in demo.output
     counts = table_counts(tmp_path / "demo.duckdb")
     assert counts["jobs"] > 1000 and counts["telemetry"] > 0
+
+
+def test_an_unreadable_source_fails_the_run(tmp_path):
+    result = CliRunner().invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(tmp_path / "w.duckdb"),
+                                       "--out", str(tmp_path / "out"), "--sacct-delimiter", ",", "-q"])
+    assert result.exit_code != 0
+    assert "sacct_records.not_all_rejected" in result.output
+
+
+def test_demo_sample_starts_from_an_empty_warehouse(tmp_path):
+    db = tmp_path / "demo.duckdb"
+    for _ in range(2):
+        out = CliRunner().invoke(main, ["demo", "--sample", "--db", str(db), "--out", str(tmp_path / "o"), "-q"])
+        assert out.exit_code == 0, out.output
+    assert table_counts(db)["jobs"] == 10

@@ -52,7 +52,10 @@ windows: {before_minutes: 15}
     ("rules: [{id: x, cause: pcie, severity: warning, match: {message: '(?<=a)b'}}]", "look-around"),
     ("rules: [{id: x, cause: pcie, severity: warning, match: {message: '(unclosed'}}]", "bad message pattern"),
     ("rules: [{id: x, cause: pcie, severity: warning, match: {colour: red}}]", "match needs"),
-    ("xid_overrides: {999: {severity: info}}", "unknown code"),
+    ("xid_overrides: {999: {severity: info}}", "no such XID"),
+    ("xid_overrides: {63: {severity: superbad}}", "bad.yaml .xid_overrides 63"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: {source: kernal}}]", "unknown source"),
+    ("windows: {before_minutes: -5}", "windows.before_minutes"),
     ("surprise: 1", "unknown keys"),
 ])
 def test_bad_override_files_are_refused_clearly(tmp_path, text, error):
