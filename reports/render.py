@@ -64,7 +64,7 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
     # Meta eq. 1 with this cluster's queue time per (re)start and a typical run length
     q_h = runs["queue_hours_per_start"].median() if runs.height else 0.0
     run_h = runs["productive_hours"].median() if runs.height else None
-    loss, co = q("loss_by_size"), q("cooccurrence")
+    loss, co = q("loss_by_size", day=day), q("cooccurrence", day=day)
     return {
         "day": day, "head": head, "u0_min": u0_h * 60, "dt_min": dt_h * 60, "target": charts.TARGET_ETTR,
         "run_min_gpus": RUN_MIN_GPUS, "run_min_hours": RUN_MIN_HOURS, "q_min": (q_h or 0) * 60,
@@ -72,8 +72,8 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
         "status": status.to_dicts(), "checks": checks.to_dicts(), "mttf": mttf.to_dicts(),
         "projection": {g: h for g, h in projection.iter_rows()},
         "runs": runs.height, "runs_mean_ettr": runs["ettr"].mean() if runs.height else None,
-        "loss": loss.to_dicts(), "crash_loops": q("crash_loops").to_dicts(), "top_nodes": q("top_nodes").to_dicts(),
-        "largest_failures": q("largest_failures").to_dicts(), "data_quality": q("data_quality").to_dicts(),
+        "loss": loss.to_dicts(), "crash_loops": q("crash_loops", day=day).to_dicts(),
+        "top_nodes": q("top_nodes").to_dicts(), "largest_failures": q("largest_failures", day=day).to_dicts(), "data_quality": q("data_quality").to_dicts(),
         "cooccurrence_pairs": co.filter(co["cause_a"] != co["cause_b"]).sort("failures_with_both", descending=True).head(5).to_dicts(),
         "charts": {
             "status": charts.status_breakdown(status),

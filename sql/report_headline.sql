@@ -15,6 +15,15 @@ WITH days AS (
 ), worst AS (
     SELECT l.cause, sum(l.lost_gpu_hours) AS lost FROM goodput_losses l
     WHERE l.infra AND l.end_time < $day::TIMESTAMP + INTERVAL 1 DAY GROUP BY l.cause ORDER BY lost DESC LIMIT 1
+), rate AS (
+    -- Meta's r (as in cluster_failure_rate) over the jobs that ended by the report's day
+    SELECT 1000.0 * (count(*) FILTER (WHERE j.state = 'NODE_FAIL' AND j.n_gpus > 128)
+                     + count(*) FILTER (WHERE j.state = 'FAILED' AND c.job_id IS NOT NULL))
+           / nullif(sum(j.n_nodes * coalesce(j.elapsed_s, 0)) / 86400.0, 0) AS r_per_1000
+    FROM jobs j
+    LEFT JOIN (SELECT DISTINCT job_id, instance FROM failure_attribution WHERE severity = 'critical') c
+      USING (job_id, instance)
+    WHERE j.start_time IS NOT NULL AND j.end_time < $day::TIMESTAMP + INTERVAL 1 DAY
 ), out_of_service AS (
     SELECT count(DISTINCT host) AS nodes FROM node_state_periods
     WHERE time_start <= $day::TIMESTAMP + INTERVAL 1 DAY
@@ -27,6 +36,7 @@ SELECT (SELECT g FROM last7) AS goodput_7d, (SELECT g FROM prev7) AS goodput_pre
        (SELECT jobs FROM infra) AS infra_failed_jobs, (SELECT lost FROM infra) AS infra_lost_gpu_hours,
        (SELECT cause FROM worst) AS worst_cause, (SELECT lost FROM worst) AS worst_cause_gpu_hours,
        (SELECT nodes FROM out_of_service) AS nodes_out_of_service,
-       (SELECT count(*) FROM jobs) AS job_instances,
-       (SELECT sum(n_gpus * coalesce(elapsed_s, 0)) / 3600.0 FROM jobs) AS gpu_hours,
-       (SELECT r_per_1000_node_days FROM cluster_failure_rate) AS r_per_1000_node_days
+       (SELECT count(*) FROM jobs WHERE submit_time < $day::TIMESTAMP + INTERVAL 1 DAY) AS job_instances,
+       (SELECT sum(n_gpus * coalesce(elapsed_s, 0)) / 3600.0 FROM jobs
+        WHERE end_time < $day::TIMESTAMP + INTERVAL 1 DAY) AS gpu_hours,
+       (SELECT r_per_1000 FROM rate) AS r_per_1000_node_days

@@ -1,5 +1,8 @@
 """The nightly Dagster setup: daily partitions, schedule, new-file sensor, blocking checks."""
+import re
 import shutil
+
+import duckdb
 
 import pytest
 from dagster import DagsterInstance, RunRequest, SkipReason, build_sensor_context, materialize
@@ -45,7 +48,13 @@ def test_one_partition_in_process_writes_its_report(cluster, tmp_path):
     result = run_day(cluster / "src", tmp_path / "w.duckdb", tmp_path / "out", "2024-03-08")
     assert result.success
     assert all(e.passed for e in result.get_asset_check_evaluations())
-    assert (tmp_path / "out" / "reports" / "reliability-2024-03-08.html").exists()
+    html = (tmp_path / "out" / "reports" / "reliability-2024-03-08.html").read_text()
+    # a back-filled day reports the data up to that day, not what came after
+    shown = int(re.search(r"Data up to 2024-03-08 · ([\d,]+) job instances", html).group(1).replace(",", ""))
+    con = duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True)
+    total, by_day = con.execute("SELECT count(*), count(*) FILTER (WHERE submit_time < '2024-03-09') FROM jobs").fetchall()[0]
+    con.close()
+    assert shown == by_day < total
 
 
 def test_a_missing_source_blocks_the_report(cluster, tmp_path):
