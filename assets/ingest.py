@@ -43,23 +43,23 @@ def _make_ingest_asset(name: str, folder: str):
     def _asset(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources) -> MaterializeResult:
         return _ingest(context, warehouse, sources, folder)
 
-    @asset_check(asset=name, name="lines_accounted", blocking=True,
-                 description="Every line read is a stored row, a reject, a skipped header/blank line or a merged continuation.")
+    checks = [_file_check(name, folder, "lines_accounted", "accounting_check",
+                          "Every line read is a stored row, a reject, a skipped header/blank line or a merged continuation."),
+              _file_check(name, folder, "not_all_rejected", "source_all_rejected",
+                          "No file of this source had every line rejected (a wrong delimiter or format).")]
+    return _asset, *checks
+
+
+def _file_check(asset_name: str, folder: str, check_name: str, query: str, description: str):
+    """A blocking check that fails when ``query`` lists any file of the source."""
+    @asset_check(asset=asset_name, name=check_name, blocking=True, description=description)
     def _check(warehouse: Warehouse) -> AssetCheckResult:
         with warehouse.connect() as con:
-            bad = sql.query(con, "accounting_check", {"source": folder})
+            bad = sql.query(con, query, {"source": folder})
         return AssetCheckResult(passed=bad.height == 0, metadata={"files_failing": bad.height,
                                 "first": bad["path"][0] if bad.height else ""})
 
-    @asset_check(asset=name, name="not_all_rejected", blocking=True,
-                 description="No file of this source had every line rejected (a wrong delimiter or format).")
-    def _readable(warehouse: Warehouse) -> AssetCheckResult:
-        with warehouse.connect() as con:
-            bad = sql.query(con, "source_all_rejected", {"source": folder})
-        return AssetCheckResult(passed=bad.height == 0, metadata={"unreadable_files": bad.height,
-                                "first": bad["path"][0] if bad.height else ""})
-
-    return _asset, _check, _readable
+    return _check
 
 
 @asset(group_name="ingest", description="Files in folders no parser reads, recorded as unrecognised.")
