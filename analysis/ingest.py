@@ -59,17 +59,6 @@ class FileOutcome:
 class IngestSummary:
     outcomes: list[FileOutcome] = field(default_factory=list)
 
-    def by_source(self) -> pl.DataFrame:
-        frame = pl.DataFrame([o.__dict__ for o in self.outcomes], schema={
-            "path": pl.Utf8, "source": pl.Utf8, "status": pl.Utf8, "lines": pl.Int64, "rows": pl.Int64,
-            "rejects": pl.Int64, "message": pl.Utf8})
-        return frame.with_columns(pl.col("source").fill_null("(unknown)")).group_by("source").agg(
-            files=pl.len(), new=(pl.col("status") == "ok").sum(),
-            unchanged=(pl.col("status").is_in(["unchanged", "duplicate"])).sum(),
-            problems=(pl.col("status").is_in(["unrecognised", "error"])).sum(),
-            lines=pl.col("lines").sum(), rows=pl.col("rows").sum(), rejects=pl.col("rejects").sum(),
-        ).sort("source")
-
 
 def discover(source_dir: Path) -> list[tuple[Path, str | None]]:
     """Every data file below ``source_dir`` with its source (None: unknown folder)."""

@@ -21,11 +21,7 @@ def local_to_utc(expr: pl.Expr, tz: str) -> pl.Expr:
     """Naive local datetime -> naive UTC. DST gaps give NULL, folds the earlier time."""
     if tz.upper() in ("UTC", "Z", "GMT"):
         return expr
-    return (
-        expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
-        .dt.convert_time_zone("UTC")
-        .dt.replace_time_zone(None)
-    )
+    return aware_to_naive_utc(expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null"))
 
 
 def aware_to_naive_utc(expr: pl.Expr) -> pl.Expr:

@@ -3,11 +3,8 @@
 -- rolling rate per 1,000 node-days. health_check_first_seen marks the day each
 -- health check first reported, so a new check's "rise" can be read as such.
 CREATE OR REPLACE TABLE failure_rate_over_time AS
-WITH bounds AS (
-    SELECT date_trunc('day', min(start_time)) AS first_day, date_trunc('day', max(end_time)) AS last_day
-    FROM jobs WHERE start_time IS NOT NULL AND end_time IS NOT NULL
-), days AS (
-    SELECT unnest(generate_series(first_day, last_day, INTERVAL 1 DAY)) AS day FROM bounds
+WITH days AS (
+    SELECT day FROM job_days
 ), runtime AS (
     SELECT d.day, sum(j.n_nodes * (epoch(least(j.end_time, d.day + INTERVAL 1 DAY)) - epoch(greatest(j.start_time, d.day)))) / 86400.0 AS node_days
     FROM days d JOIN jobs j ON j.start_time < d.day + INTERVAL 1 DAY AND j.end_time > d.day

@@ -19,11 +19,8 @@ CREATE OR REPLACE TABLE goodput_daily AS
 WITH capacity AS (
     SELECT count(DISTINCT host) * 8 * 24.0 AS gpu_hours FROM (
         SELECT host FROM topology UNION SELECT unnest(nodes) FROM jobs)
-), bounds AS (
-    SELECT date_trunc('day', min(start_time)) AS first_day, date_trunc('day', max(end_time)) AS last_day
-    FROM jobs WHERE start_time IS NOT NULL AND end_time IS NOT NULL
 ), days AS (
-    SELECT unnest(generate_series(first_day, last_day, INTERVAL 1 DAY)) AS day FROM bounds
+    SELECT day FROM job_days
 ), scheduled AS (
     -- jobs still running at the end of the data count until then
     SELECT d.day, sum(j.n_gpus * (epoch(least(j.until, d.day + INTERVAL 1 DAY)) - epoch(greatest(j.start_time, d.day)))) / 3600.0 AS gpu_hours

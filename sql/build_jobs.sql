@@ -39,3 +39,9 @@ SELECT job_id, job_id_raw,
        submit_line, file, line_no
 FROM kept
 ORDER BY job_id, instance;
+-- job_days: every day from the first job start to the last job end, the grid
+-- the per-day metrics (failure rate over time, goodput) are laid on.
+CREATE OR REPLACE VIEW job_days AS
+SELECT unnest(generate_series(first_day, last_day, INTERVAL 1 DAY)) AS day FROM (
+    SELECT date_trunc('day', min(start_time)) AS first_day, date_trunc('day', max(end_time)) AS last_day
+    FROM jobs WHERE start_time IS NOT NULL AND end_time IS NOT NULL);

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.timeutil import local_to_utc
+from analysis.timeutil import aware_to_naive_utc, local_to_utc
 
 _NUMERIC = r"^[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$"
 _NAIVE_FORMATS = ("%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d")
@@ -37,8 +37,7 @@ def parse_time_any(expr: pl.Expr, tz: str) -> pl.Expr:
             .str.replace(r"^(\d{4}-\d{2}-\d{2})[ T]+", "${1}T")
             .str.replace(r"(?i)\s*(?:Z|UTC|GMT)$", "+00:00")
             .str.replace(r"\s+([+-]\d{2}:?\d{2})$", "$1"))
-    aware = (norm.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%z", strict=False, time_unit="us")
-             .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
+    aware = aware_to_naive_utc(norm.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%z", strict=False, time_unit="us"))
     naive = pl.coalesce([norm.str.to_datetime(f, strict=False, time_unit="us") for f in _NAIVE_FORMATS])
     return pl.coalesce([epoch, aware, local_to_utc(naive, tz)]).cast(pl.Datetime("us"))
 
@@ -50,8 +49,7 @@ def datetime_to_utc(series: pl.Series, tz: str) -> pl.Series:
     dtype = series.dtype
     if isinstance(dtype, pl.Datetime):
         expr = pl.col("t").cast(pl.Datetime("us", dtype.time_zone))
-        expr = (expr.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
-                if dtype.time_zone else local_to_utc(expr, tz))
+        expr = aware_to_naive_utc(expr) if dtype.time_zone else local_to_utc(expr, tz)
     elif dtype == pl.Date:
         expr = local_to_utc(pl.col("t").cast(pl.Datetime("us")), tz)
     else:

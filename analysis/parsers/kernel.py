@@ -16,7 +16,7 @@ import polars as pl
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.parsers.kernel_events import classify, severity_from_pri, severity_from_word
-from analysis.timeutil import local_to_utc, month_number
+from analysis.timeutil import aware_to_naive_utc, local_to_utc, month_number
 
 ISO = r"(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<off>Z|[+-]\d\d:?\d\d)?"
 # (name, header regex, continuation mode). Header regexes stop before the
@@ -97,7 +97,7 @@ def _build(name: str, d: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         naive, off = _stamp([c("date"), c("hms")], "%Y-%m-%d %H:%M:%S"), _offset_min()
     if "naive" in cols:  # fast path; tz-aware when the stamp had an offset
         aware = d.schema["naive"].time_zone is not None
-        naive = c("naive").dt.convert_time_zone("UTC").dt.replace_time_zone(None) if aware else c("naive")
+        naive = aware_to_naive_utc(c("naive")) if aware else c("naive")
         off = pl.lit(0 if aware else None, pl.Int32)
     elif name in ("dmesg-T", "fabricmanager"):
         naive = _stamp([c("year"), c("mon"), c("day"), c("hms")], "%Y %b %d %H:%M:%S", None)
