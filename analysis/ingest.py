@@ -17,18 +17,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
-import yaml
 
 from analysis import sql, warehouse
 from analysis.accounting import AccountingError, account, all_rejects
 from analysis.hosts import host_from_path
 from analysis.lines import LineFile, empty_rejects, make_rejects, read_bytes, read_lines
 from analysis.model import IngestOptions, ParseContext, ParseResult, UnrecognisedFormat
+from analysis.options import CONFIG_NAMES, load_options  # noqa: F401 - re-exported
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +39,6 @@ SOURCES: dict[str, str] = {
     "tickets": "tickets",
 }
 SIDECAR_SUFFIXES = (".boottime",)  # read by parsers next to their log, not data files
-CONFIG_NAMES = ("goodput.yaml", "goodput.yml")
 IGNORED_FOLDERS = ("truth",)  # `goodput simulate` writes its ground truth beside the logs
 
 
@@ -85,7 +83,7 @@ def _parse(path: Path, source: str, ctx: ParseContext, data: bytes, problems: li
     if name.endswith(".parquet"):
         if not hasattr(module, "parse_parquet"):
             raise UnrecognisedFormat(f"Parquet is read only under telemetry/, not {source}/")
-        result = module.parse_parquet(path, ctx)
+        result = module.parse_parquet(data, ctx)
         n = pq.ParquetFile(io.BytesIO(data)).metadata.num_rows  # rows in the file, not what the parser kept
         frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
         lines = LineFile(path, hashlib.sha256(data).hexdigest(), path.stat().st_size, frame,
@@ -206,34 +204,3 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
             path, source = wanted[orphan]
             summary.outcomes.append(ingest_file(con, path, source, source_dir, options, force=True))
     return summary
-
-
-def _naive_utc(t: datetime) -> datetime:
-    return t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
-
-
-def load_options(source_dir: Path, **overrides) -> IngestOptions:
-    """Options from ``goodput.yaml`` at the top of the source directory, then overrides."""
-    values: dict = {}
-    for name in CONFIG_NAMES:
-        if (source_dir / name).is_file():
-            values = yaml.safe_load((source_dir / name).read_text()) or {}
-            break
-    extra_boots = overrides.pop("boot_times", None) or {}
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    values["boot_times"] = {**(values.get("boot_times") or {}), **extra_boots}
-    try:
-        boot = {str(h): _naive_utc(t if isinstance(t, datetime) else datetime.fromisoformat(str(t)))
-                for h, t in values.pop("boot_times").items()}
-    except ValueError as exc:
-        raise ValueError(f"boot time: {exc}") from None
-    known = IngestOptions.__dataclass_fields__
-    unknown = set(values) - set(known)
-    if unknown:
-        raise ValueError(f"unknown option(s) in {source_dir}/goodput.yaml: {', '.join(sorted(unknown))}")
-    options = IngestOptions(**values, boot_times=boot)
-    try:
-        ZoneInfo(options.tz)
-    except (ValueError, ZoneInfoNotFoundError):
-        raise ValueError(f"unknown time zone '{options.tz}' (use an IANA name such as Europe/Paris)") from None
-    return options

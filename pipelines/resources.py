@@ -7,7 +7,7 @@ from pathlib import Path
 from dagster import ConfigurableResource
 
 from analysis import warehouse
-from analysis.ingest import load_options
+from analysis.options import load_options
 from analysis.model import IngestOptions
 
 

@@ -10,7 +10,8 @@ import polars as pl
 from dagster import AssetCheckSeverity, DagsterInstance, materialize
 
 from analysis import sql, warehouse
-from analysis.ingest import discover, load_options
+from analysis.ingest import discover
+from analysis.options import load_options
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks
 from pipelines.resources import LogSources, MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
 

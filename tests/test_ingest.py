@@ -168,7 +168,7 @@ def test_same_text_on_two_hosts_is_not_a_duplicate(tmp_path, con):
 
 
 def test_new_boot_time_rereads_raw_dmesg(tmp_path, con):
-    from analysis.ingest import load_options
+    from analysis.options import load_options
     k = tmp_path / "src" / "kernel"
     k.mkdir(parents=True)
     (k / "gpu001.log").write_text("[   10.500000] NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=x, GPU has fallen off the bus.\n")

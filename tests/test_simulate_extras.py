@@ -102,7 +102,7 @@ def test_telemetry_parses_and_fault_drifts(tmp_path):
     job = _job()
     truth = write_telemetry(tmp_path, [job], np.random.default_rng(5), interval_s=10, window_minutes=20)
     path = tmp_path / "telemetry" / "job-42.parquet"
-    result = telemetry.parse_parquet(path, ParseContext(path=path, source="telemetry", host_hint=None))
+    result = telemetry.parse_parquet(path.read_bytes(), ParseContext(path=path, source="telemetry", host_hint=None))
     rows = result.tables["telemetry"]
     assert result.rejects.height == 0
     full = 121 * 8 * len(METRICS)

@@ -101,7 +101,7 @@ def test_telemetry_parquet(tmp_path):
         "gpu": [0, 1, 2],
     }).write_parquet(path)
     ctx = ParseContext(path=path, source="telemetry", host_hint=None, options=IngestOptions(tz="Europe/Berlin"))
-    result = telemetry.parse_parquet(path, ctx)
+    result = telemetry.parse_parquet(path.read_bytes(), ctx)
     tel = result.tables["telemetry"]
     assert tel.height + result.rejects.height == 3  # every parquet row accounted for
     assert tel.row(0, named=True) == {"time": datetime(2024, 1, 15, 9, 0), "host": "gpu001", "metric": "sm_clock",
@@ -110,4 +110,4 @@ def test_telemetry_parquet(tmp_path):
     # a zone-aware column is converted, not shifted again
     pl.DataFrame({"time": pl.Series([datetime(2024, 1, 15, 10, 0)]).dt.replace_time_zone("UTC"),
                   "host": ["h"], "metric": ["m"], "value": [1.5]}).write_parquet(path)
-    assert telemetry.parse_parquet(path, ctx).tables["telemetry"]["time"][0] == datetime(2024, 1, 15, 10, 0)
+    assert telemetry.parse_parquet(path.read_bytes(), ctx).tables["telemetry"]["time"][0] == datetime(2024, 1, 15, 10, 0)

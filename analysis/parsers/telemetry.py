@@ -1,6 +1,6 @@
 """Long-format telemetry (time, host, metric, value[, gpu]) -> ``telemetry``.
 
-CSV through ``parse(lines, ctx)``, Parquet through ``parse_parquet(path, ctx)``
+CSV through ``parse(lines, ctx)``, Parquet through ``parse_parquet(data, ctx)``
 (line_no = 1-based row number: the engine counts parquet rows as lines).
 Telemetry files are large (one row per sample per metric per GPU), so the CSV
 path is vectorised: plain lines are split with ``str.split``; only lines with a
@@ -14,6 +14,8 @@ not a finite number, a gpu that is not an integer ('3' and 'gpu3' are read as 3)
 Header lines repeated inside the file (concatenated exports) are skipped.
 """
 from __future__ import annotations
+
+import io
 
 from pathlib import Path
 
@@ -77,8 +79,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     return result
 
 
-def parse_parquet(path: Path, ctx: ParseContext) -> ParseResult:
-    frame = pl.read_parquet(path)
+def parse_parquet(data: bytes, ctx: ParseContext) -> ParseResult:
+    """``data``: the file's bytes, already decompressed when it was gzipped."""
+    frame = pl.read_parquet(io.BytesIO(data))
     cols = match_header(frame.columns, ALIASES)
     _require(cols, ctx.host_hint, f"parquet ({', '.join(frame.columns[:8])})")
     names = {c: frame.columns[i] for c, i in cols.items()}
