@@ -12,11 +12,17 @@ _GROUP = re.compile(r"\[([^\]]*)\]")
 _GENERIC = {"dmesg", "kern", "kernel", "syslog", "messages", "journal", "log", "switch", "health", "nhc"}
 
 
+# A real node list names at most a cluster's nodes (Meta's RSC-1: 2,000); a
+# hostlist that expands to more is a typo or hostile input, and expanding
+# gpu[0-9999][0-9999] would need 10^8 names. Configurable per call.
+MAX_HOSTS = 100_000
+
+
 class HostlistError(ValueError):
     pass
 
 
-def _expand_group(spec: str) -> list[str]:
+def _expand_group(spec: str, max_hosts: int) -> list[str]:
     out: list[str] = []
     for part in spec.split(","):
         part = part.strip()
@@ -24,8 +30,8 @@ def _expand_group(spec: str) -> list[str]:
             lo, hi = part.split("-", 1)
             if not (lo.isdigit() and hi.isdigit()) or int(hi) < int(lo):
                 raise HostlistError(f"bad range '{part}'")
-            if int(hi) - int(lo) > 100_000:
-                raise HostlistError(f"range '{part}' too large")
+            if int(hi) - int(lo) >= max_hosts:
+                raise HostlistError(f"range '{part}' names more than {max_hosts:,} hosts (max_hostlist_hosts)")
             width = len(lo) if lo.startswith("0") else 0  # zero padding is kept
             out.extend(str(i).zfill(width) for i in range(int(lo), int(hi) + 1))
         elif part:
@@ -34,7 +40,7 @@ def _expand_group(spec: str) -> list[str]:
 
 
 @lru_cache(maxsize=65536)
-def expand_hostlist(expr: str | None) -> tuple[str, ...]:
+def expand_hostlist(expr: str | None, max_hosts: int = MAX_HOSTS) -> tuple[str, ...]:
     """'gpu[001-003,010],login1' -> ('gpu001','gpu002','gpu003','gpu010','login1').
     Several bracket groups in one name expand as a cartesian product."""
     if expr is None:
@@ -47,7 +53,10 @@ def expand_hostlist(expr: str | None) -> tuple[str, ...]:
         pieces = _GROUP.split(item)  # literal, group, literal, group, ...
         names = [""]
         for i, piece in enumerate(pieces):
-            options = _expand_group(piece) if i % 2 else [piece]
+            options = _expand_group(piece, max_hosts) if i % 2 else [piece]
+            # check the product before building it: the cap holds memory, not just the result
+            if len(names) * len(options) + len(hosts) > max_hosts:
+                raise HostlistError(f"'{expr[:80]}' names more than {max_hosts:,} hosts (max_hostlist_hosts)")
             names = [n + o for n in names for o in options]
         hosts.extend(n for n in names if n)
     if "[" in "".join(_ITEM.sub("", expr)) or "]" in "".join(_ITEM.sub("", expr)):

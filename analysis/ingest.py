@@ -24,8 +24,9 @@ import pyarrow.parquet as pq
 
 from analysis import sql, warehouse
 from analysis.accounting import AccountingError, account, all_rejects
-from analysis.hosts import host_from_path
-from analysis.lines import LineFile, empty_rejects, make_rejects, read_bytes, read_lines
+from analysis.hosts import MAX_HOSTS, host_from_path
+from analysis.lines import (MAX_FILE_BYTES, MAX_LINE_BYTES, FileTooLarge, LineFile, RawFile, empty_rejects,
+                            first_line, make_rejects, read_lines, read_raw)
 from analysis.model import IngestOptions, ParseContext, ParseResult, UnrecognisedFormat
 from analysis.options import CONFIG_NAMES, load_options  # noqa: F401 - re-exported
 
@@ -77,20 +78,25 @@ def parser_for(source: str):
     return importlib.import_module(f"analysis.parsers.{SOURCES[source]}")
 
 
-def _parse(path: Path, source: str, ctx: ParseContext, data: bytes, problems: list[str]) -> tuple[ParseResult, LineFile]:
+def _parse(path: Path, source: str, ctx: ParseContext, raw: RawFile) -> tuple[ParseResult, LineFile]:
     module = parser_for(source)
-    name = path.name.removesuffix(".gz")
-    if name.endswith(".parquet"):
+    opts = ctx.options
+    if _is_parquet(path):
         if not hasattr(module, "parse_parquet"):
             raise UnrecognisedFormat(f"Parquet is read only under telemetry/, not {source}/")
-        result = module.parse_parquet(data, ctx)
-        n = pq.ParquetFile(io.BytesIO(data)).metadata.num_rows  # rows in the file, not what the parser kept
+        try:
+            n = pq.ParquetFile(io.BytesIO(raw.data)).metadata.num_rows  # rows in the file, not what the parser kept
+        except Exception:  # noqa: BLE001 - pyarrow raises several types for a damaged file
+            raise UnrecognisedFormat("not a readable Parquet file (damaged, truncated or another format)") from None
+        result = module.parse_parquet(raw.data, ctx)
         frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
-        lines = LineFile(path, hashlib.sha256(data).hexdigest(), path.stat().st_size, frame,
-                         empty_rejects(), n, problems)
-        return result, lines
-    lines = read_lines(path, data, problems, sha256=ctx.sha256)
+        return result, LineFile(path, raw.sha256, path.stat().st_size, frame, empty_rejects(), n, raw.problems)
+    lines = read_lines(path, raw, opts.max_line_bytes, opts.max_file_bytes)
     return module.parse(lines.lines, ctx), lines
+
+
+def _is_parquet(path: Path) -> bool:
+    return path.name.removesuffix(".gz").endswith(".parquet")
 
 
 @dataclass
@@ -108,77 +114,133 @@ def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None) -> s
     sidecar = path.with_name(path.name + ".boottime")
     parts = [options.tz, options.sacct_delimiter, options.sacct_columns, options.syslog_year,
              str(options.boot_times.get(host_hint or "")) if host_hint else None,
-             sidecar.read_text(errors="replace").strip() if sidecar.is_file() else None]
+             sidecar.read_text(errors="replace")[:200].strip() if sidecar.is_file() else None]
+    limits = (options.max_line_bytes, options.max_file_bytes, options.max_hostlist_hosts)
+    if limits != (MAX_LINE_BYTES, MAX_FILE_BYTES, MAX_HOSTS):  # default limits keep older fingerprints valid
+        parts.append(limits)
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
-def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, source_dir: Path,
-                options: IngestOptions, force: bool = False) -> FileOutcome:
+@dataclass
+class Prepared:
+    """One file read and parsed, waiting to be written with its batch."""
+    outcome: FileOutcome
+    record: dict | None = None  # the ingested_files row; None: nothing to write
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    rejects: pl.DataFrame = field(default_factory=empty_rejects)
+    rows: int = 0
+
+
+def _unchanged_stat(previous: dict, stat, fingerprint: str) -> bool:
+    """Same size, mtime and read options as when ingested. As in git's "racy
+    clean" rule, a file modified within a second of its ingestion may have been
+    rewritten in the same clock tick, so it is re-read rather than trusted."""
+    if (previous["size_bytes"], previous["mtime_ns"], previous["fingerprint"]) != (stat.st_size, stat.st_mtime_ns,
+                                                                                   fingerprint):
+        return False
+    verified_ns = int(previous["verified_at"].replace(tzinfo=timezone.utc).timestamp() * 1e9)
+    return stat.st_mtime_ns < verified_ns - 1_000_000_000
+
+
+def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, source_dir: Path,
+                 options: IngestOptions, force: bool = False, batch_shas: dict | None = None) -> Prepared:
+    """Read and parse one file (nothing written). A file whose size, mtime and
+    read options match what was ingested is not even read."""
     key = str(path.resolve())
     if source is None:
-        return _record_problem(con, FileIdentity(key, None, None, None, None), path,
-                               "unrecognised", f"not in a known source folder ({', '.join(SOURCES)})")
+        return _problem(FileIdentity(key, None, None, None, None), path,
+                        "unrecognised", f"not in a known source folder ({', '.join(SOURCES)})")
     host_hint = host_from_path(path.relative_to(source_dir))
+    ident = FileIdentity(key, source, None, host_hint, _fingerprint(options, path, host_hint))
     try:
-        data, problems = read_bytes(path)
+        stat = path.stat()
     except OSError as exc:
-        return _record_problem(con, FileIdentity(key, source, None, host_hint, None), path,
-                               "error", f"cannot read file: {exc}")
-    ident = FileIdentity(key, source, hashlib.sha256(data).hexdigest(), host_hint,
-                         _fingerprint(options, path, host_hint))
+        return _problem(ident, path, "error", f"cannot read file: {exc.strerror or exc}")
     previous = sql.query(con, "file_by_path", {"path": key})
-    if (not force and previous.height and previous["status"][0] != "error"
-            and (previous["sha256"][0], previous["fingerprint"][0]) == (ident.sha256, ident.fingerprint)):
-        return FileOutcome(key, source, "unchanged")
+    known = not force and previous.height and previous["status"][0] != "error"
+    if known and _unchanged_stat(previous.row(0, named=True), stat, ident.fingerprint):
+        return Prepared(FileOutcome(key, source, "unchanged"))
+    try:
+        raw = read_raw(path, options.max_line_bytes, options.max_file_bytes, cap_lines=not _is_parquet(path))
+    except OSError as exc:
+        return _problem(ident, path, "error", f"cannot read file: {exc.strerror or exc}")
+    except FileTooLarge as exc:
+        return _problem(ident, path, "error", f"file refused: {exc}; split it or raise max_file_bytes in goodput.yaml")
+    ident.sha256 = raw.sha256
+    if known and (previous["sha256"][0], previous["fingerprint"][0]) == (ident.sha256, ident.fingerprint):
+        # touched, not changed: remember the new mtime so the next run skips it unread
+        return Prepared(FileOutcome(key, source, "unchanged"),
+                        {"path": key, "mtime_ns": stat.st_mtime_ns, "verified_at": _utc_now()})
     # The same content for the same host read the same way (a rotated or
     # re-compressed copy) adds nothing; the same text under another host is new.
+    twin_key = (ident.sha256, source, host_hint, ident.fingerprint)
     twin = sql.query(con, "file_by_sha", {"sha256": ident.sha256, "path": key, "source": source,
                                           "host_hint": host_hint, "fingerprint": ident.fingerprint})
-    if twin.height:
-        message = f"same content as {twin['path'][0]}"
-        warehouse.replace_file_rows(con, key, {}, empty_rejects(), source, _record(ident, path, None, None,
-                                                                                   "duplicate", message))
-        return FileOutcome(key, source, "duplicate", message=message)
+    original = twin["path"][0] if twin.height else (batch_shas or {}).get(twin_key)
+    if original and original != key:
+        message = f"same content as {original}"
+        return Prepared(FileOutcome(key, source, "duplicate", message=message),
+                        _record(ident, path, None, None, "duplicate", message))
     ctx = ParseContext(path=path, source=source, sha256=ident.sha256, host_hint=host_hint, options=options)
     try:
-        result, lines = _parse(path, source, ctx, data, problems)
+        result, lines = _parse(path, source, ctx, raw)
         counts = account(result, lines)
     except UnrecognisedFormat as exc:
-        return _record_problem(con, ident, path, "unrecognised", str(exc))
-    except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
-        log.exception("parser failed on %s", path)
-        kind = "internal accounting error (a goodput bug)" if isinstance(exc, AccountingError) else "parser error"
-        return _record_problem(con, ident, path, "error", f"{kind}: {type(exc).__name__}: {exc}")
+        return _problem(ident, path, "unrecognised", str(exc))
+    except (Exception, pl.exceptions.PanicException) as exc:  # noqa: BLE001 - one bad file must not stop the run
+        log.exception("parser failed on %s", path)  # the trace goes to the log, the operator gets one line
+        kind = ("internal accounting error (a goodput bug; please report it)" if isinstance(exc, AccountingError)
+                else "could not be parsed (a goodput bug; please report it with the file)")
+        return _problem(ident, path, "error", f"{kind}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+    if batch_shas is not None:
+        batch_shas.setdefault(twin_key, key)
     rejects = all_rejects(result, lines)
     message = "; ".join(lines.problems)
     if any("gzip" in p for p in lines.problems):
         rejects = pl.concat([rejects, make_rejects([None], [None], [lines.problems[0]])], how="vertical_relaxed")
-    warehouse.replace_file_rows(con, key, result.tables, rejects, source,
-                                _record(ident, path, result.format, counts, "ok", message))
-    return FileOutcome(key, source, "ok", counts.lines, counts.rows, counts.rejects, message)
+    return Prepared(FileOutcome(key, source, "ok", counts.lines, counts.rows, counts.rejects, message),
+                    _record(ident, path, result.format, counts, "ok", message), result.tables, rejects, counts.rows)
+
+
+def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, source_dir: Path,
+                options: IngestOptions, force: bool = False) -> FileOutcome:
+    prepared = prepare_file(con, path, source, source_dir, options, force)
+    warehouse.write_files(con, [prepared])
+    return prepared.outcome
 
 
 def _record(ident: FileIdentity, path: Path, fmt: str | None, counts, status: str, message: str) -> dict:
     c = counts.__dict__ if counts else {}
+    try:
+        stat = path.stat()
+        size, mtime = stat.st_size, stat.st_mtime_ns
+    except OSError:
+        size = mtime = None
     return {"path": ident.key, "source": ident.source, "format": fmt, "sha256": ident.sha256,
-            "host_hint": ident.host_hint, "fingerprint": ident.fingerprint,
-            "size_bytes": path.stat().st_size if path.exists() else None,
+            "host_hint": ident.host_hint, "fingerprint": ident.fingerprint, "size_bytes": size, "mtime_ns": mtime,
             "lines": c.get("lines", 0), "row_lines": c.get("row_lines", 0), "rows": c.get("rows", 0),
             "rejects": c.get("rejects", 0), "skipped": c.get("skipped", 0), "merged": c.get("merged", 0),
             "status": status, "message": message,
             # naive UTC from Python: DuckDB's now()::TIMESTAMP is local time, and the sensor compares with file mtimes
-            "ingested_at": datetime.now(timezone.utc).replace(tzinfo=None)}
+            "ingested_at": _utc_now()}
 
 
-def _record_problem(con, ident: FileIdentity, path: Path, status: str, message: str) -> FileOutcome:
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _problem(ident: FileIdentity, path: Path, status: str, message: str) -> Prepared:
     """A file no parser could read: one file-level reject row, status in ingested_files."""
-    try:
-        first = read_lines(path).lines["text"].head(1).to_list()
-    except OSError:
-        first = []
-    reject = make_rejects([None], [first[0] if first else None], [f"{status}: {message}"])
-    warehouse.replace_file_rows(con, ident.key, {}, reject, ident.source, _record(ident, path, None, None, status, message))
-    return FileOutcome(ident.key, ident.source, status, message=message)
+    reject = make_rejects([None], [first_line(path)], [f"{status}: {message}"])
+    return Prepared(FileOutcome(ident.key, ident.source, status, message=message),
+                    _record(ident, path, None, None, status, message), rejects=reject)
+
+
+# A batch is written in one transaction: per-file atomicity holds (a file's
+# rows are all in or all out), and a source of 2,000 small per-host files pays
+# for a few commits instead of 2,000.
+BATCH_FILES = 500
+BATCH_ROWS = 1_000_000
 
 
 def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: IngestOptions | None = None,
@@ -191,11 +253,19 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
     options = options or load_options(source_dir)
     files = [(p, s) for p, s in discover(source_dir) if sources is None or s in sources]
     summary = IngestSummary()
+    batch: list[Prepared] = []
+    shas: dict = {}
     for i, (path, source) in enumerate(files, start=1):
-        outcome = ingest_file(con, path, source, source_dir, options)
-        summary.outcomes.append(outcome)
+        prepared = prepare_file(con, path, source, source_dir, options, batch_shas=shas)
+        summary.outcomes.append(prepared.outcome)
+        if prepared.record is not None:
+            batch.append(prepared)
+        if len(batch) >= BATCH_FILES or sum(p.rows for p in batch) >= BATCH_ROWS:
+            warehouse.write_files(con, batch)
+            batch, shas = [], {}
         if progress:
-            progress(outcome, i, len(files))
+            progress(prepared.outcome, i, len(files))
+    warehouse.write_files(con, batch)
     # A copy recorded as a duplicate holds no rows of its own: when the file it
     # duplicated changed since, read the copy for real (log rotation).
     wanted = {str(p.resolve()): (p, s) for p, s in files}

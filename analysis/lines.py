@@ -11,14 +11,32 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 # A real log line is at most a few KB (a 109-column sacct row is ~2 KB). Longer
 # lines are almost always a binary blob or a runaway writer; storing them would
 # bloat every table, so they are rejected with their length (raw text clipped).
+# Both limits are per-run options (goodput.yaml: max_line_bytes, max_file_bytes).
 MAX_LINE_BYTES = 256 * 1024
+# Decompressed size cap per file: a gzip bomb stops here instead of filling memory.
+MAX_FILE_BYTES = 4 * 1024**3
 RAW_CLIP = 4096
 GZIP_MAGIC = b"\x1f\x8b"
+CHUNK = 16 * 1024 * 1024
+
+
+class FileTooLarge(ValueError):
+    """The decompressed content exceeds ``max_file_bytes``."""
+
+
+@dataclass
+class RawFile:
+    """A file's decompressed bytes with over-long lines already cut out."""
+    data: bytes  # over-long lines replaced by empty lines (their numbers kept)
+    sha256: str  # of the full decompressed content
+    problems: list[str] = field(default_factory=list)
+    long_lines: list[tuple[int, str, int]] = field(default_factory=list)  # (line_no, clipped text, bytes)
 
 
 @dataclass
@@ -52,27 +70,131 @@ def clip(raw: str | None) -> str | None:
     return raw[:RAW_CLIP] + f"...[clipped, {len(raw)} chars]"
 
 
-def _gunzip(data: bytes) -> tuple[bytes, str | None]:
-    """Decompress every gzip member; on a truncated stream keep what decoded."""
-    out: list[bytes] = []
-    while data:
-        d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        try:
-            out.append(d.decompress(data))
-        except zlib.error as exc:
-            return b"".join(out), f"corrupt gzip stream: {exc}"
+def _decompressed(path: Path, problems: list[str]):
+    """Yield the file's content in chunks of at most CHUNK bytes, gunzipping
+    every gzip member; a truncated or corrupt stream ends with a problem noted
+    and what decoded so far kept."""
+    with open(path, "rb") as f:
+        head = f.read(2)
+        f.seek(0)
+        if head != GZIP_MAGIC:
+            while block := f.read(CHUNK):
+                yield block
+            return
+        def member():
+            return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+
+        d, pending = member(), b""
+        while True:
+            if not pending:
+                pending = f.read(CHUNK)
+                if not pending:
+                    break
+            try:
+                out = d.decompress(pending, CHUNK)  # bounded output: a bomb never lands whole
+            except zlib.error as exc:
+                problems.append(f"corrupt gzip stream ({exc}); lines up to there were read")
+                return
+            pending = d.unconsumed_tail
+            if out:
+                yield out
+            if d.eof:  # the next member of concatenated gzip files, if any
+                pending = d.unused_data + pending or f.read(CHUNK)
+                if not pending:
+                    return
+                d = member()
+        tail = d.flush()
+        if tail:
+            yield tail
         if not d.eof:
-            return b"".join(out), "truncated gzip: the stream ends before its end marker; lines up to there were read"
-        data = d.unused_data
-    return b"".join(out), None
+            problems.append("truncated gzip: the stream ends before its end marker; lines up to there were read")
 
 
-def read_bytes(path: Path) -> tuple[bytes, list[str]]:
-    raw = Path(path).read_bytes()
-    if raw[:2] == GZIP_MAGIC:
-        data, problem = _gunzip(raw)
-        return data, [problem] if problem else []
-    return raw, []
+class _LineCapper:
+    """Copies chunks through, replacing every line longer than ``max_line`` by an
+    empty line and remembering it, so a 600 MB line costs at most ``max_line``
+    bytes of memory. Checking is vectorised (numpy over newline positions): an
+    ordinary chunk is copied whole."""
+
+    def __init__(self, max_line: int):
+        self.max_line = max_line
+        self.out: list[bytes] = []
+        self.line_no = 1  # number of the line being read
+        self.partial = bytearray()  # the current line so far (clipped once it is too long)
+        self.partial_len = 0
+        self.long: list[tuple[int, str, int]] = []
+
+    def _emit(self, b: bytes) -> None:
+        self.out.append(b)
+
+    def _grow(self, b: bytes) -> None:
+        self.partial_len += len(b)
+        if len(self.partial) <= self.max_line:
+            self.partial += b[: self.max_line + 1 - len(self.partial)]
+
+    def _end_line(self) -> None:
+        if self.partial_len > self.max_line:
+            text = bytes(self.partial[:RAW_CLIP]).decode("utf-8", errors="replace")
+            self.long.append((self.line_no, text, self.partial_len))
+            self._emit(b"\n")
+        else:
+            self._emit(bytes(self.partial) + b"\n")
+        self.partial, self.partial_len = bytearray(), 0
+        self.line_no += 1
+
+    def feed(self, chunk: bytes) -> None:
+        nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+        if not len(nl):
+            self._grow(chunk)
+            return
+        self._grow(chunk[: nl[0]])
+        self._end_line()
+        if len(nl) > 1:
+            lengths = np.diff(nl) - 1
+            if (lengths <= self.max_line).all():
+                self._emit(chunk[nl[0] + 1: nl[-1] + 1])
+                self.line_no += len(nl) - 1
+            else:  # rare: walk this chunk's lines
+                for a, b in zip(nl[:-1], nl[1:]):
+                    self._grow(chunk[a + 1: b])
+                    self._end_line()
+        self._grow(chunk[nl[-1] + 1:])
+
+    def finish(self) -> bytes:
+        if self.partial_len:  # a last line without newline is still a line
+            self._end_line()
+            self.out[-1] = self.out[-1][:-1]
+        return b"".join(self.out)
+
+
+def first_line(path: Path) -> str | None:
+    """The first line of a file (for a file-level reject), read in bounded memory."""
+    try:
+        chunk = next(_decompressed(Path(path), []), b"")
+    except OSError:
+        return None
+    return chunk[:RAW_CLIP].split(b"\n", 1)[0].decode("utf-8", errors="replace") if chunk else None
+
+
+def read_raw(path: Path, max_line_bytes: int = MAX_LINE_BYTES, max_file_bytes: int = MAX_FILE_BYTES,
+             cap_lines: bool = True) -> RawFile:
+    """Read (and gunzip) a file in bounded memory. ``cap_lines=False`` for binary
+    formats (Parquet), where only the size cap applies. Raises FileTooLarge."""
+    problems: list[str] = []
+    digest = hashlib.sha256()
+    capper = _LineCapper(max_line_bytes)
+    total = 0
+    for chunk in _decompressed(Path(path), problems):
+        total += len(chunk)
+        if total > max_file_bytes:
+            raise FileTooLarge(f"more than {max_file_bytes:,} bytes once decompressed (max_file_bytes)")
+        digest.update(chunk)
+        if cap_lines:
+            capper.feed(chunk)
+        else:
+            capper._emit(chunk)
+    data = capper.finish() if cap_lines else b"".join(capper.out)
+    return RawFile(data, digest.hexdigest(), problems, capper.long)
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -110,37 +232,36 @@ def _split_lines(data: bytes) -> pl.DataFrame:
         pl.col("line_no").cast(pl.Int64), pl.col("text").fill_null(""))
 
 
-def read_lines(path: Path, data: bytes | None = None, problems: list[str] | None = None,
-               sha256: str | None = None) -> LineFile:
+def read_lines(path: Path, raw: RawFile | None = None, max_line_bytes: int = MAX_LINE_BYTES,
+               max_file_bytes: int = MAX_FILE_BYTES) -> LineFile:
     """Split a file into lines. Invalid UTF-8 bytes become U+FFFD (the line is
     kept: a job row with one bad byte in its name is still a job); CR before LF
-    is dropped; a final line without newline counts as a line."""
+    is dropped; a final line without newline counts as a line; lines over
+    ``max_line_bytes`` are rejects. Raises FileTooLarge."""
     path = Path(path)
-    problems = list(problems or [])
     size = path.stat().st_size
-    if data is None:
-        data, problems = read_bytes(path)
-    sha = sha256 or hashlib.sha256(data).hexdigest()
+    if raw is None:
+        raw = read_raw(path, max_line_bytes, max_file_bytes)
+    data, problems = raw.data, list(raw.problems)
     if not data:
         frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
-        return LineFile(path, sha, size, frame, empty_rejects(), 0, problems)
+        return LineFile(path, raw.sha256, size, frame, empty_rejects(), 0, problems)
     frame = _split_lines(data)
     if b"\x00" in data:  # NULs syslog leaves after a hard reset
         frame = frame.with_columns(pl.col("text").str.strip_chars_start("\x00"))
     n_lines = frame.height
-    cut_off = pl.lit(False)
+    refused_nos = [no for no, _, _ in raw.long_lines]
+    texts = [text for _, text, _ in raw.long_lines]
+    reasons = [f"line of {n:,} bytes exceeds the {max_line_bytes:,}-byte limit (max_line_bytes)"
+               for _, _, n in raw.long_lines]
     if any(p.startswith("truncated gzip") for p in problems) and not data.endswith(b"\n"):
-        cut_off = pl.col("line_no") == n_lines  # the stream broke inside this line
-    too_long = pl.col("text").str.len_bytes() > MAX_LINE_BYTES
-    refused = frame.filter(too_long | cut_off)
+        refused_nos.append(n_lines)  # the stream broke inside this line
+        texts.append(frame["text"][-1])
+        reasons.append("line cut off where the gzip stream is truncated")
     rejects = empty_rejects()
-    if refused.height:
-        reasons = refused.select(pl.when(pl.col("text").str.len_bytes() > MAX_LINE_BYTES)
-                                 .then(pl.format("line of {} bytes exceeds the {}-byte limit",
-                                                 pl.col("text").str.len_bytes(), pl.lit(MAX_LINE_BYTES)))
-                                 .otherwise(pl.lit("line cut off where the gzip stream is truncated")))
-        rejects = make_rejects(refused["line_no"], refused["text"], reasons.to_series().to_list())
-        frame = frame.filter(~(too_long | cut_off))
+    if refused_nos:
+        rejects = make_rejects(refused_nos, texts, reasons)
+        frame = frame.filter(~pl.col("line_no").is_in(refused_nos))
     if not _is_utf8(data):
         problems.append("invalid UTF-8 bytes replaced by U+FFFD")
-    return LineFile(path, sha, size, frame, rejects, n_lines, problems)
+    return LineFile(path, raw.sha256, size, frame, rejects, n_lines, problems)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.lines import empty_rejects
+from analysis.hosts import MAX_HOSTS
+from analysis.lines import MAX_FILE_BYTES, MAX_LINE_BYTES, empty_rejects
 
 
 @dataclass
@@ -26,6 +27,10 @@ class IngestOptions:
     sacct_columns: list[str] | None = None  # for dumps without a header line
     syslog_year: int | None = None  # year for RFC 3164 stamps; None: infer from file mtime
     boot_times: dict[str, datetime] = field(default_factory=dict)  # host -> boot time (UTC) for raw dmesg
+    # Resource caps against hostile or broken input (README, "Limits"):
+    max_line_bytes: int = MAX_LINE_BYTES  # longer lines are rejects
+    max_file_bytes: int = MAX_FILE_BYTES  # decompressed size above which a file is refused
+    max_hostlist_hosts: int = MAX_HOSTS  # a NodeList/--exclude expanding to more is refused
 
 
 @dataclass

@@ -31,26 +31,42 @@ def connect(path: Path | str | None = None, read_only: bool = False) -> duckdb.D
     return con
 
 
-def replace_file_rows(con: duckdb.DuckDBPyConnection, file: str, tables: dict[str, pl.DataFrame],
-                      rejects: pl.DataFrame, source: str | None, file_record: dict) -> None:
-    """Swap everything stored for ``file`` for the new rows in one transaction:
-    a crash leaves either the old rows or the new ones, never half a file."""
+def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:
+    """Write a batch of prepared files (analysis.ingest.Prepared) in one
+    transaction: each file's old rows are swapped for its new ones, so a crash
+    leaves every file either as it was or as it is now, never half a file."""
+    if not batch:
+        return
+    records = [p.record for p in batch if p.record is not None and "status" in p.record]
+    touched = [p.record for p in batch if p.record is not None and "status" not in p.record]
     con.execute("BEGIN TRANSACTION")
     try:
-        sql.run(con, "delete_file_rows", {"file": file})
-        for table, frame in tables.items():
-            if table not in RAW_TABLES:
-                raise ValueError(f"parser produced rows for unknown table {table}")
-            if frame.height:
-                staged = frame.with_columns(file=pl.lit(file))
-                con.register("staged_rows", staged)
+        if records:
+            con.register("staged_files", pl.DataFrame({"path": [r["path"] for r in records]}, schema={"path": pl.Utf8}))
+            sql.run(con, "delete_files_rows")
+            con.unregister("staged_files")
+        for table in RAW_TABLES:
+            frames = [p.tables[table].with_columns(file=pl.lit(p.record["path"]))
+                      for p in batch if p.tables.get(table) is not None and p.tables[table].height]
+            unknown = {t for p in batch for t in p.tables} - set(RAW_TABLES)
+            if unknown:
+                raise ValueError(f"parser produced rows for unknown table(s) {sorted(unknown)}")
+            if frames:
+                con.register("staged_rows", pl.concat(frames, how="diagonal_relaxed"))
                 sql.run(con, f"insert_{table}")
                 con.unregister("staged_rows")
-        if rejects.height:
-            con.register("staged_rejects", rejects.with_columns(source=pl.lit(source), file=pl.lit(file)))
+        rejects = [p.rejects.with_columns(source=pl.lit(p.record["source"]), file=pl.lit(p.record["path"]))
+                   for p in batch if p.record is not None and p.rejects.height]
+        if rejects:
+            con.register("staged_rejects", pl.concat(rejects, how="vertical_relaxed"))
             sql.run(con, "insert_rejects")
             con.unregister("staged_rejects")
-        sql.run(con, "upsert_ingested_file", file_record)
+        if records:
+            con.register("staged_files", pl.DataFrame(records, infer_schema_length=None))
+            sql.run(con, "upsert_ingested_files")
+            con.unregister("staged_files")
+        for record in touched:
+            sql.run(con, "update_file_mtime", record)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

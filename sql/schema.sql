@@ -18,6 +18,10 @@ CREATE TABLE IF NOT EXISTS ingested_files (
     message VARCHAR,               -- file-level problems (truncated gzip, duplicate of ...)
     ingested_at TIMESTAMP
 );
+-- Added after the first release: file modification time (ns), so a nightly run skips unchanged files unread.
+ALTER TABLE ingested_files ADD COLUMN IF NOT EXISTS mtime_ns BIGINT;
+-- When the content was last read and found as stored (UTC): a stat match counts only for files older than this.
+ALTER TABLE ingested_files ADD COLUMN IF NOT EXISTS verified_at TIMESTAMP;
 CREATE TABLE IF NOT EXISTS rejects (
     source VARCHAR, file VARCHAR, line_no BIGINT, raw VARCHAR, reason VARCHAR
 );

@@ -6,12 +6,15 @@ Two CSV paths exist on purpose:
 * ``split_lines`` is vectorised (``str.split``) for large files; only lines that
   contain a double quote go through the csv module, one line at a time, so a
   quoted field may hold a comma but not a newline.
-* ``csv_records`` runs the csv module over the whole (small) file, so a quoted
-  field may span lines; the lines after a record's first are "merged".
+* ``csv_records`` runs the csv module record by record over a (small) file, so
+  a quoted field may span a few lines; the lines after a record's first are
+  "merged". A stray quote costs its own line only.
 """
 from __future__ import annotations
 
 import csv
+import io
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import polars as pl
@@ -83,10 +86,14 @@ def split_lines(lines: pl.DataFrame, sep: str = ",") -> pl.DataFrame:
 
 
 def _one_line(text: str, sep: str) -> list[str] | None:
+    """One physical line through the csv module; None when its quoting is broken."""
     if text.count('"') % 2:
         return None
-    row = next(csv.reader([text], delimiter=sep), [])
-    return [f.strip() for f in row]
+    try:  # a bare CR in an unquoted field, or text after a closing quote, is a csv.Error
+        rows = list(csv.reader([text.replace("\r", " ")], delimiter=sep, strict=True))
+    except csv.Error:
+        return None
+    return [f.strip() for f in rows[0]] if len(rows) == 1 else None
 
 
 @dataclass
@@ -97,34 +104,51 @@ class Record:
     n_lines: int  # physical lines the record spans
 
 
-def csv_records(lines: pl.DataFrame, sep: str = ",") -> list[Record]:
-    """All records of a small CSV with multi-line quoted fields. Blank lines give
-    a record with empty fields (the caller counts them as skipped)."""
-    consumed: list[tuple[int, str]] = []
+# A quoted field may span lines (a ticket note with newlines), but not many: a
+# stray quote must cost one line, not swallow the rest of the file.
+MAX_RECORD_LINES = 32
 
-    def feed():
-        for no, text in zip(lines["line_no"], lines["text"]):
-            consumed.append((no, text))
-            yield text + "\n"
 
-    out: list[Record] = []
-    gen = feed()
-    reader = csv.reader(gen, delimiter=sep, strict=True)
-    start = 0
-    while True:
-        try:
-            row = next(reader)
-            fields = [f.strip() for f in row]
-        except StopIteration:
-            break
-        except csv.Error:  # bad quoting: the lines read so far form one broken record
-            fields = None
-            reader = csv.reader(gen, delimiter=sep, strict=True)  # resume after them
-        part = consumed[start:]
-        start = len(consumed)
-        if part:
-            out.append(Record(part[0][0], fields, "\n".join(t for _, t in part), len(part)))
-    return out
+def csv_records(lines: pl.DataFrame, sep: str = ",", expect: dict | None = None) -> Iterator[Record]:
+    """The records of a small CSV whose quoted fields may span lines. A line
+    with an odd number of quotes opens a record that runs until the quotes
+    balance (at most MAX_RECORD_LINES lines); the record is kept only if it
+    parses and, once the caller has set ``expect["width"]``, has that many
+    fields. Otherwise only its first line is a broken record (fields None) and
+    reading resumes on the next line. Blank lines give a record with empty
+    fields (the caller counts them as skipped)."""
+    expect = expect if expect is not None else {}
+    nos, texts = lines["line_no"].to_list(), lines["text"].to_list()
+    odd = [t.count('"') % 2 == 1 for t in texts]
+    i = 0
+    while i < len(texts):
+        j = i
+        if odd[i]:  # find the line that closes the quote
+            j = i + 1
+            while j < len(texts) and j - i < MAX_RECORD_LINES and not odd[j]:
+                j += 1
+            if j >= len(texts) or not odd[j]:
+                yield Record(nos[i], None, texts[i], 1)
+                i += 1
+                continue
+        fields = _parse_record("\n".join(texts[i:j + 1]), sep)
+        width = expect.get("width")
+        if j > i and (fields is None or width is not None and len(fields) != width):
+            yield Record(nos[i], None, texts[i], 1)  # not a real multi-line record: only its first line is bad
+            i += 1
+            continue
+        yield Record(nos[i], fields, "\n".join(texts[i:j + 1]), j - i + 1)
+        i = j + 1
+
+
+def _parse_record(text: str, sep: str) -> list[str] | None:
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True))
+    except csv.Error:
+        return None
+    if len(rows) != 1:
+        return [] if not rows else None
+    return [f.strip() for f in rows[0]]
 
 
 @dataclass
@@ -148,7 +172,8 @@ def records_table(lines: pl.DataFrame, aliases: dict[str, tuple[str, ...]], requ
     data: list[tuple[int, str, list[str]]] = []
     rejects: list[tuple[int, str, str]] = []
     skipped = merged = 0
-    for rec in csv_records(lines):
+    expect: dict = {}
+    for rec in csv_records(lines, expect=expect):
         if rec.fields is not None and not any(rec.fields):
             skipped += rec.n_lines  # blank line (or a row of empty cells)
             continue
@@ -160,6 +185,7 @@ def records_table(lines: pl.DataFrame, aliases: dict[str, tuple[str, ...]], requ
                     f"not a {what} CSV: the first line must be a header naming {', '.join(required)}"
                     f" (missing {', '.join(missing) or 'a valid header'})")
             header, width, header_key = cols, len(rec.fields), [f.lower() for f in rec.fields]
+            expect["width"] = width
             skipped += rec.n_lines
             continue
         merged += rec.n_lines - 1  # the record's first line carries it; the rest are merged

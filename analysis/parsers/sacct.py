@@ -21,7 +21,7 @@ from analysis.timeutil import local_to_utc, parse_duration_s
 # The field list SPEC.md asks sites to dump; used when a file has no header.
 DEFAULT_COLUMNS = ("JobID,JobIDRaw,JobName,User,Account,Partition,QOS,Priority,State,ExitCode,Reason,"
                    "Submit,Eligible,Start,End,Elapsed,NNodes,AllocTRES,NodeList,Restarts,SubmitLine").split(",")
-DELIMITERS = ("^|^", "|#", "|")
+DELIMITERS = ("^|^", "|#", "|", "\t")  # parsable2 default, gcm dumps, --delimiter=$'\t'
 TIME_FMT = "%Y-%m-%dT%H:%M:%S"  # SLURM_TIME_FORMAT=standard; a space instead of T is accepted too
 TOOL_MESSAGE = r"(?i)^\s*(?:sacct|sacctmgr|srun|sbatch|slurm\w*)\s*:|^\s*(?:error|warning|fatal)\s*:"
 _STATE_RE = r"^[A-Z_]+[+*]?(?:\s+by\s+\S+)?$"
@@ -32,6 +32,13 @@ def detect_delimiter(first_line: str) -> str:
         if delim in first_line:
             return delim
     return "|"
+
+
+# A row continues on the next line only when its last field is free text
+# (SubmitLine with a newline); a line that starts like a JobID is a row of its
+# own (truncated), never a continuation, and at most this many lines fold.
+MAX_CONTINUATION_LINES = 64
+_ROW_START = r"^\s*\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?(?:\.[A-Za-z0-9_+-]+)?\s*$"
 
 
 def _columns(lines: pl.DataFrame, ctx: ParseContext) -> tuple[list[str], str, int | None]:
@@ -62,17 +69,19 @@ def _absent(expr: pl.Expr) -> pl.Expr:
     return expr.is_null() | expr.str.strip_chars().is_in(["", "Unknown", "None"])
 
 
-def _expand_nodes(node_lists: pl.Series) -> pl.DataFrame:
+def _expand_nodes(node_lists: pl.Series, max_hosts: int) -> pl.DataFrame:
     """Expand each distinct NodeList once (lists repeat across steps and jobs)."""
-    keys = node_lists.drop_nulls().unique().to_list()
-    values = []
+    keys = node_lists.drop_nulls().unique().sort().to_list()
+    values, errors = [], []
     for key in keys:
         try:
-            values.append(list(expand_hostlist(key)))
-        except HostlistError:
-            values.append(None)  # kept as node_list text; nodes NULL
-    return pl.DataFrame({"node_list": keys, "nodes": values},
-                        schema={"node_list": pl.Utf8, "nodes": pl.List(pl.Utf8)})
+            values.append(list(expand_hostlist(key, max_hosts)))
+            errors.append(None)
+        except HostlistError as exc:
+            values.append(None)
+            errors.append(f"unreadable NodeList: {exc}")
+    return pl.DataFrame({"node_list": keys, "nodes": values, "node_error": errors},
+                        schema={"node_list": pl.Utf8, "nodes": pl.List(pl.Utf8), "node_error": pl.Utf8})
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
@@ -106,13 +115,13 @@ def _parse_segment(lines: pl.DataFrame, columns: list[str], delim: str, ctx: Par
     body = lines.filter(~blank).with_columns(n=pl.col("text").str.count_matches(delim, literal=True) + 1)
     skipped = lines.height - body.height
 
-    body, merged_tail = _fold_trailing_lines(body, columns)
+    body, merged_tail = _fold_trailing_lines(body, columns, delim)
     good = body.filter(pl.col("n") == len(columns)).select(
         "line_no", fields=pl.col("text").str.split(delim))
     repaired, rejects, merged = repair_rows(body.filter(pl.col("n") != len(columns)), body,
                                             columns, names, delim)
     records = pl.concat([good, repaired], how="vertical_relaxed") if repaired.height else good
-    records, bad = _parse_fields(records, names, ctx.options.tz)
+    records, bad = _parse_fields(records, names, ctx.options.tz, ctx.options.max_hostlist_hosts)
     if bad.height:
         raw = lines.join(bad, on="line_no").sort("line_no")
         rejects = pl.concat([rejects, make_rejects(raw["line_no"], raw["text"], raw["why"])])
@@ -120,17 +129,32 @@ def _parse_segment(lines: pl.DataFrame, columns: list[str], delim: str, ctx: Par
                        skipped=skipped, merged=merged + merged_tail, format=f"sacct{delim}")
 
 
-def _fold_trailing_lines(body: pl.DataFrame, columns: list[str]) -> tuple[pl.DataFrame, int]:
-    """A newline inside the last field (often SubmitLine) leaves a complete row
-    followed by delimiter-free lines: fold those back into the row."""
+def _fold_trailing_lines(body: pl.DataFrame, columns: list[str], delim: str) -> tuple[pl.DataFrame, int]:
+    """A newline inside the last field (a SubmitLine such as ``sbatch
+    --wrap="a<newline>b"``) leaves a complete row followed by delimiter-free
+    lines. A shell command line only continues over a newline inside quotes or
+    after a backslash, so a line is folded back into the row only while the
+    row's last field has a quote open or ends in ``\\``; any other delimiter-free line stays a line of its own (and is
+    rejected), never silently absorbed."""
     if columns[-1].lower() not in FREE_TEXT or body.height == 0:
         return body, 0
     ncols = len(columns)
     # A tool's own message captured with the dump is not part of a submit line.
-    tool_message = pl.col("text").str.contains(TOOL_MESSAGE)
-    body = body.with_columns(grp=((pl.col("n") != 1) | tool_message).cum_sum())
-    body = body.with_columns(fold=(pl.col("n").first().over("grp") == ncols) & (pl.len().over("grp") > 1))
-    folded = body.filter(pl.col("fold")).group_by("grp", maintain_order=True).agg(
+    not_text = pl.col("text").str.contains(TOOL_MESSAGE) | pl.col("text").str.contains(_ROW_START)
+    own = pl.when(pl.col("n") == ncols).then(pl.col("text").str.split(delim).list.last()).otherwise(pl.col("text"))
+    body = body.with_columns(grp=((pl.col("n") != 1) | not_text).cum_sum(),
+                             dq=own.str.count_matches('"', literal=True), sq=own.str.count_matches("'", literal=True),
+                             bs=own.str.strip_chars_end().str.ends_with("\\"))
+    before = lambda c: pl.col(c).cum_sum().over("grp") - pl.col(c)  # noqa: E731 - quotes seen before this line
+    after_backslash = pl.col("bs").shift(1).over("grp").fill_null(False)  # `sbatch \` continued
+    quote_open = (((before("dq") % 2 == 1) | (before("sq") % 2 == 1) | after_backslash)
+                  & (pl.col("n").first().over("grp") == ncols))
+    body = body.with_columns(cont=quote_open & (pl.int_range(pl.len()).over("grp") <= MAX_CONTINUATION_LINES))
+    # a continuation ends at the first line that is not one (the quote closed)
+    body = body.with_columns(cont=pl.col("cont") & ((~pl.col("cont")).cast(pl.Int32).cum_sum().over("grp") == 1))
+    body = body.with_columns(grp2=(~pl.col("cont")).cum_sum())
+    body = body.with_columns(fold=pl.len().over("grp2") > 1)
+    folded = body.filter(pl.col("fold")).group_by("grp2", maintain_order=True).agg(
         pl.col("line_no").first(), pl.col("text").str.join("\n"), k=pl.len())
     rest = body.filter(~pl.col("fold")).select("line_no", "text", "n")
     joined = folded.select("line_no", "text", n=pl.lit(ncols, pl.UInt32))
@@ -160,7 +184,8 @@ def _problems(df: pl.DataFrame, names: dict[str, int], f, tz: str) -> pl.Expr:
     return pl.coalesce(checks)
 
 
-def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str,
+                  max_hosts: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     f = lambda name: _field(records, names, name)  # noqa: E731
     blank_none = lambda e: pl.when(e.str.strip_chars().is_in(["", "Unknown", "None"])).then(None).otherwise(e)  # noqa: E731
     df = records.with_columns(
@@ -213,7 +238,10 @@ def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str) -> tupl
         submit_line=blank_none(f("SubmitLine")),
         line_no=pl.col("line_no"),
     )
-    out = out.join(_expand_nodes(out["node_list"]), on="node_list", how="left", maintain_order="left")
+    out = out.join(_expand_nodes(out["node_list"], max_hosts), on="node_list", how="left", maintain_order="left")
+    # a row whose nodes cannot be named is a reject: blaming nodes needs them
+    bad = pl.concat([bad, out.filter(pl.col("node_error").is_not_null()).select("line_no", why="node_error")])
+    out = out.filter(pl.col("node_error").is_null()).drop("node_error")
     out = out.with_columns(nodes=pl.when(pl.col("node_list").is_null())
                            .then(pl.lit([], dtype=pl.List(pl.Utf8))).otherwise(pl.col("nodes")))
     return out, bad

@@ -92,10 +92,16 @@ def repair_rows(bad: pl.DataFrame, body: pl.DataFrame, columns: list[str], names
     return repaired, rejects, merged
 
 
+# A field with newlines rarely spans more than a few lines; the cap keeps a dump
+# in the wrong delimiter (every line one field) linear instead of quadratic.
+MAX_JOINED_LINES = 64
+
+
 def _join_split(i, texts, counts, ncols, delim, names):
     """Join line i with the lines after it while the field count stays <= ncols."""
     total, j = counts[i], i
-    while total < ncols and j + 1 < len(texts) and counts[j + 1] < ncols and total + counts[j + 1] - 1 <= ncols:
+    while (total < ncols and j + 1 < len(texts) and j - i < MAX_JOINED_LINES and counts[j + 1] < ncols
+           and total + counts[j + 1] - 1 <= ncols):
         j += 1
         total += counts[j] - 1
     if total == ncols and j > i:
@@ -103,4 +109,7 @@ def _join_split(i, texts, counts, ncols, delim, names):
         if _valid(fields, names):
             return fields, "", j
         return None, "lines join to the right field count but typed fields do not parse", i
+    if counts[i] == 1:
+        return None, (f"no '{delim}' delimiter: not a sacct row (and not the continuation of a quoted"
+                      " SubmitLine)"), i
     return None, f"truncated row: {counts[i]} of {ncols} fields", i

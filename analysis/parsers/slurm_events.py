@@ -45,9 +45,9 @@ def _detect(body: pl.DataFrame) -> tuple[list[str], bool, bool]:
         "(sacctmgr show event -P format=...) or '|'-separated rows in that order")
 
 
-def _expand(expr: str | None) -> list[str | None]:
+def _expand(expr: str | None, max_hosts: int) -> list[str | None]:
     try:
-        hosts = list(expand_hostlist(expr))
+        hosts = list(expand_hostlist(expr, max_hosts))
     except HostlistError:
         return []  # rejected below
     return hosts or [None]  # no node: a cluster event
@@ -91,7 +91,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     rows = rows.with_columns(
         time_start=parse_time_any(pl.col("start_raw"), tz),
         time_end=pl.when(unknown_end).then(None).otherwise(parse_time_any(pl.col("end_raw"), tz)),
-        hosts=pl.col("node").map_elements(_expand, return_dtype=pl.List(pl.Utf8), skip_nulls=False))
+        hosts=pl.col("node").map_elements(lambda e: _expand(e, ctx.options.max_hostlist_hosts), return_dtype=pl.List(pl.Utf8), skip_nulls=False))
     reason = (
         pl.when(n < width).then(pl.format("{} fields, expected {}", n, pl.lit(width)))
         .when(pl.col("time_start").is_null()).then(pl.format("unparseable TimeStart '{}'", pl.col("start_raw")))
