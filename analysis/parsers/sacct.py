@@ -176,10 +176,10 @@ def _problems(df: pl.DataFrame, names: dict[str, int], f, tz: str) -> pl.Expr:
             checks.append(pl.when(~_absent(f(col)) & _time(f(col), tz).is_null())
                           .then(pl.format("unparseable {} time '{}'", pl.lit(col), f(col))))
     if "exitcode" in names:
-        checks.append(pl.when(~_absent(f("ExitCode")) & ~f("ExitCode").str.contains(r"^-?\d+:-?\d+$"))
+        checks.append(pl.when(~_absent(f("ExitCode")) & ~f("ExitCode").str.contains(r"^-?\d{1,9}:-?\d{1,9}$"))
                       .then(pl.format("unparseable ExitCode '{}'", f("ExitCode"))))
     if "nnodes" in names:
-        checks.append(pl.when(~_absent(f("NNodes")) & ~f("NNodes").str.contains(r"^\d+$"))
+        checks.append(pl.when(~_absent(f("NNodes")) & ~f("NNodes").str.contains(r"^\d{1,9}$"))
                       .then(pl.format("unparseable NNodes '{}'", f("NNodes"))))
     return pl.coalesce(checks)
 
@@ -201,25 +201,25 @@ def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str,
     tres = f("AllocTRES")
     gpus_plain = tres.str.extract(r"(?:^|,)gres/gpu=(\d+)").cast(pl.Int32, strict=False)
     gpus_typed = tres.str.extract_all(r"gres/gpu:[^=,]+=(\d+)").list.eval(
-        pl.element().str.extract(r"=(\d+)").cast(pl.Int32)).list.sum()
+        pl.element().str.extract(r"=(\d+)").cast(pl.Int32, strict=False)).list.sum()
     elapsed = parse_duration_s(f("Elapsed"))
     out = df.select(
         job_id=pl.col("job_id_text").str.extract(r"^([^.]+)"),
         job_id_raw=pl.coalesce(pl.col("raw_text").str.extract(r"^([^.]+)"),
                                pl.col("job_id_text").str.extract(r"^([^.]+)")),
         step_id=jid.field("step"),
-        array_job_id=pl.when(jid.field("task").is_not_null()).then(jid.field("base").cast(pl.Int64)),
+        array_job_id=pl.when(jid.field("task").is_not_null()).then(jid.field("base").cast(pl.Int64, strict=False)),
         array_task_id=jid.field("task").cast(pl.Int64, strict=False),
         array_task_spec=pl.when(jid.field("task").str.starts_with("[")).then(jid.field("task")),
-        het_offset=jid.field("het").cast(pl.Int32),
+        het_offset=jid.field("het").cast(pl.Int32, strict=False),
         user_name=blank_none(f("User")), account=blank_none(f("Account")),
         job_name=f("JobName"), partition=blank_none(f("Partition")), qos=blank_none(f("QOS")),
         priority=f("Priority").cast(pl.Int64, strict=False),
         state=state.struct.field("state").str.to_uppercase(),
         state_raw=f("State"),
         cancelled_by=state.struct.field("by"),
-        exit_code=exit_parts.struct.field("code").cast(pl.Int32),
-        exit_signal=exit_parts.struct.field("sig").cast(pl.Int32),
+        exit_code=exit_parts.struct.field("code").cast(pl.Int32, strict=False),
+        exit_signal=exit_parts.struct.field("sig").cast(pl.Int32, strict=False),
         reason=blank_none(f("Reason")),
         submit_time=_time(f("Submit"), tz), eligible_time=_time(f("Eligible"), tz),
         start_time=_time(f("Start"), tz),

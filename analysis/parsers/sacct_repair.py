@@ -19,7 +19,8 @@ import polars as pl
 
 from analysis.lines import empty_rejects, make_rejects
 
-JOBID_RE = r"^(?P<base>\d+)(?:_(?P<task>\d+|\[[^\]]*\]))?(?:\+(?P<het>\d+))?(?:\.(?P<step>[A-Za-z0-9_+-]+))?$"
+# Slurm job ids are 32-bit; 18 digits is the most an Int64 column holds.
+JOBID_RE = r"^(?P<base>\d{1,18})(?:_(?P<task>\d{1,18}|\[[^\]]*\]))?(?:\+(?P<het>\d{1,9}))?(?:\.(?P<step>[A-Za-z0-9_+-]+))?$"
 FREE_TEXT = ("jobname", "submitline", "comment", "admincomment", "systemcomment", "workdir",
              "constraints", "reason", "container", "extra")
 _TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None|)$")

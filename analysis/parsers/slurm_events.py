@@ -94,9 +94,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         hosts=pl.col("node").map_elements(lambda e: _expand(e, ctx.options.max_hostlist_hosts), return_dtype=pl.List(pl.Utf8), skip_nulls=False))
     reason = (
         pl.when(n < width).then(pl.format("{} fields, expected {}", n, pl.lit(width)))
-        .when(pl.col("time_start").is_null()).then(pl.format("unparseable TimeStart '{}'", pl.col("start_raw")))
-        .when(~unknown_end & pl.col("time_end").is_null()).then(pl.format("unparseable TimeEnd '{}'", pl.col("end_raw")))
-        .when(pl.col("hosts").list.len() == 0).then(pl.format("bad hostlist '{}'", pl.col("node"))))
+        # pl.format of a NULL is NULL, which would make the row look fine: fill first
+        .when(pl.col("time_start").is_null()).then(pl.format("unparseable TimeStart '{}'", pl.col("start_raw").fill_null("")))
+        .when(~unknown_end & pl.col("time_end").is_null()).then(pl.format("unparseable TimeEnd '{}'", pl.col("end_raw").fill_null("")))
+        .when(pl.col("hosts").list.len().fill_null(0) == 0).then(pl.format("bad hostlist '{}'", pl.col("node").fill_null(""))))
     rows = rows.with_columns(why=reason)
     bad = rows.filter(pl.col("why").is_not_null())
     good = rows.filter(pl.col("why").is_null()).explode("hosts").rename({"hosts": "host"})
