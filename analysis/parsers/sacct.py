@@ -136,9 +136,15 @@ def _fold_trailing_lines(body: pl.DataFrame, columns: list[str], delim: str) -> 
     after a backslash, so a line is folded back into the row only while the
     row's last field has a quote open or ends in ``\\``; any other delimiter-free line stays a line of its own (and is
     rejected), never silently absorbed."""
-    if columns[-1].lower() not in FREE_TEXT or body.height == 0:
-        return body, 0
+    if columns[-1].lower() not in FREE_TEXT or body.height == 0 or not (body["n"] == 1).any():
+        return body, 0  # the usual dump: no delimiter-free line at all
     ncols = len(columns)
+    # Only groups of a row and the delimiter-free lines after it need the
+    # window functions below; everything else passes through untouched.
+    body = body.with_columns(grp=(pl.col("n") != 1).cum_sum())
+    in_group = pl.len().over("grp") > 1
+    untouched = body.filter(~in_group).select("line_no", "text", "n")
+    body = body.filter(in_group)
     # A tool's own message captured with the dump is not part of a submit line.
     not_text = pl.col("text").str.contains(TOOL_MESSAGE) | pl.col("text").str.contains(_ROW_START)
     own = pl.when(pl.col("n") == ncols).then(pl.col("text").str.split(delim).list.last()).otherwise(pl.col("text"))
@@ -158,7 +164,8 @@ def _fold_trailing_lines(body: pl.DataFrame, columns: list[str], delim: str) -> 
         pl.col("line_no").first(), pl.col("text").str.join("\n"), k=pl.len())
     rest = body.filter(~pl.col("fold")).select("line_no", "text", "n")
     joined = folded.select("line_no", "text", n=pl.lit(ncols, pl.UInt32))
-    return pl.concat([rest, joined], how="vertical_relaxed").sort("line_no"), int((folded["k"] - 1).sum())
+    return (pl.concat([untouched, rest, joined], how="vertical_relaxed").sort("line_no"),
+            int((folded["k"] - 1).sum()))
 
 
 def _problems(df: pl.DataFrame, names: dict[str, int], f, tz: str) -> pl.Expr:
@@ -173,7 +180,7 @@ def _problems(df: pl.DataFrame, names: dict[str, int], f, tz: str) -> pl.Expr:
                       .then(pl.format("unparseable State '{}'", f("State"))))
     for col in ("Submit", "Eligible", "Start", "End"):
         if col.lower() in names:
-            checks.append(pl.when(~_absent(f(col)) & _time(f(col), tz).is_null())
+            checks.append(pl.when(~_absent(f(col)) & pl.col(f"t_{col}").is_null())
                           .then(pl.format("unparseable {} time '{}'", pl.lit(col), f(col))))
     if "exitcode" in names:
         checks.append(pl.when(~_absent(f("ExitCode")) & ~f("ExitCode").str.contains(r"^-?\d{1,9}:-?\d{1,9}$"))
@@ -191,7 +198,9 @@ def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str,
     df = records.with_columns(
         job_id_text=f("JobID").str.strip_chars(),
         raw_text=f("JobIDRaw").str.strip_chars(),
-    ).with_columns(jid=pl.col("job_id_text").str.extract_groups(JOBID_RE))
+    ).with_columns(jid=pl.col("job_id_text").str.extract_groups(JOBID_RE),
+                   # each time parsed once: the checks and the columns below share them
+                   **{f"t_{c}": _time(f(c), tz) for c in ("Submit", "Eligible", "Start", "End")})
     df = df.with_columns(why=_problems(df, names, f, tz))
     bad = df.filter(pl.col("why").is_not_null()).select("line_no", "why")
     df = df.filter(pl.col("why").is_null())
@@ -221,12 +230,11 @@ def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str,
         exit_code=exit_parts.struct.field("code").cast(pl.Int32, strict=False),
         exit_signal=exit_parts.struct.field("sig").cast(pl.Int32, strict=False),
         reason=blank_none(f("Reason")),
-        submit_time=_time(f("Submit"), tz), eligible_time=_time(f("Eligible"), tz),
-        start_time=_time(f("Start"), tz),
+        submit_time="t_Submit", eligible_time="t_Eligible", start_time="t_Start",
         # At a DST fall-back hour the local End can read earlier than Start;
         # Elapsed is exact, so it settles the end.
-        end_time=pl.when((_time(f("End"), tz) < _time(f("Start"), tz)) & elapsed.is_not_null())
-        .then(_time(f("Start"), tz) + pl.duration(seconds=elapsed)).otherwise(_time(f("End"), tz)),
+        end_time=pl.when((pl.col("t_End") < pl.col("t_Start")) & elapsed.is_not_null())
+        .then(pl.col("t_Start") + pl.duration(seconds=elapsed)).otherwise(pl.col("t_End")),
         elapsed_s=pl.coalesce(elapsed, f("ElapsedRaw").cast(pl.Int64, strict=False)),
         n_nodes=pl.coalesce(f("NNodes"), f("AllocNodes")).cast(pl.Int32, strict=False),
         n_gpus=pl.when(tres.is_null() | (tres == "")).then(None)
