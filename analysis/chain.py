@@ -2,6 +2,8 @@
 do one by one, for tests, benchmarks and scripts."""
 from __future__ import annotations
 
+from typing import Callable
+
 import duckdb
 
 from analysis import attribution, metrics
@@ -9,16 +11,23 @@ from analysis.jobs import build_jobs, map_switch_ports
 from analysis.taxonomy import Taxonomy
 
 
-def build_all(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy,
-              metrics_cfg: metrics.MetricsConfig | None = None) -> dict:
+def steps(taxonomy: Taxonomy, metrics_cfg: metrics.MetricsConfig | None = None
+          ) -> list[tuple[str, Callable[[duckdb.DuckDBPyConnection], object]]]:
     """jobs -> switch ports -> classified events -> attribution -> runs ->
     incidents, then (with ``metrics_cfg``) ETTR, failure rates, goodput, P_deg."""
-    out = {"jobs": build_jobs(con), "unmapped_switch_events": map_switch_ports(con),
-           "classified_events": attribution.classify_events(con, taxonomy),
-           "attribution": attribution.attribute_failures(con, taxonomy),
-           "job_runs": attribution.build_job_runs(con), "node_incidents": attribution.build_node_incidents(con)}
+    out = [("jobs", build_jobs), ("unmapped_switch_events", map_switch_ports),
+           ("classified_events", lambda con: attribution.classify_events(con, taxonomy)),
+           ("attribution", lambda con: attribution.attribute_failures(con, taxonomy)),
+           ("job_runs", attribution.build_job_runs), ("node_incidents", attribution.build_node_incidents)]
     if metrics_cfg is not None:
-        out.update(run_ettr=metrics.build_run_ettr(con, metrics_cfg), failure_rate=metrics.build_failure_rates(con),
-                   goodput=metrics.build_goodput(con, metrics_cfg),
-                   iteration_degradation=metrics.build_iteration_degradation(con))
+        out += [("run_ettr", lambda con: metrics.build_run_ettr(con, metrics_cfg)),
+                ("failure_rate", metrics.build_failure_rates),
+                ("goodput", lambda con: metrics.build_goodput(con, metrics_cfg)),
+                ("iteration_degradation", metrics.build_iteration_degradation)]
     return out
+
+
+def build_all(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy,
+              metrics_cfg: metrics.MetricsConfig | None = None) -> dict:
+    """Run every step of ``steps``; returns each step's counts by name."""
+    return {name: step(con) for name, step in steps(taxonomy, metrics_cfg)}

@@ -1,7 +1,12 @@
-"""Ingest options: ``goodput.yaml`` at the top of the source directory, then command-line overrides."""
+"""Ingest options: ``goodput.yaml`` at the top of the source directory, then command-line overrides.
+
+Every value is checked here, before any file is read: a typo in goodput.yaml
+is one clear line naming the option, not a traceback half-way through a run.
+"""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from dataclasses import fields
+from datetime import date, datetime, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -10,34 +15,100 @@ import yaml
 from analysis.model import IngestOptions
 
 CONFIG_NAMES = ("goodput.yaml", "goodput.yml")
+MAX_CONFIG_BYTES = 1 << 20  # an options file is a few lines; a bigger one is a mistake
+YEARS = (1970, 2100)  # syslog_year: what a log of a real cluster can carry
+
+
+class OptionsError(ValueError):
+    """A bad option value; the message names the file and the option."""
 
 
 def _naive_utc(t: datetime) -> datetime:
     return t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
 
 
-def load_options(source_dir: Path, **overrides) -> IngestOptions:
-    """Options from ``goodput.yaml`` at the top of the source directory, then overrides."""
-    values: dict = {}
+def _read_config(source_dir: Path) -> tuple[dict, str]:
     for name in CONFIG_NAMES:
-        if (source_dir / name).is_file():
-            values = yaml.safe_load((source_dir / name).read_text()) or {}
-            break
-    extra_boots = overrides.pop("boot_times", None) or {}
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    values["boot_times"] = {**(values.get("boot_times") or {}), **extra_boots}
+        path = source_dir / name
+        if not path.is_file():
+            continue
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise OptionsError(f"{path}: {path.stat().st_size:,} bytes is too big for an options file")
+        try:
+            values = yaml.safe_load(path.read_text(errors="replace"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or "not valid YAML"
+            raise OptionsError(f"{path}: not valid YAML{where}: {problem}") from None
+        if values is None:
+            return {}, str(path)
+        if not isinstance(values, dict):
+            raise OptionsError(f"{path}: expected 'option: value' lines, got a {type(values).__name__}")
+        return values, str(path)
+    return {}, "options"
+
+
+def _boot_time(host, value, where: str) -> tuple[str, datetime]:
+    if isinstance(value, datetime):
+        return str(host), _naive_utc(value)
+    if isinstance(value, date):
+        return str(host), datetime(value.year, value.month, value.day)
     try:
-        boot = {str(h): _naive_utc(t if isinstance(t, datetime) else datetime.fromisoformat(str(t)))
-                for h, t in values.pop("boot_times").items()}
-    except ValueError as exc:
-        raise ValueError(f"boot time: {exc}") from None
-    known = IngestOptions.__dataclass_fields__
-    unknown = set(values) - set(known)
+        return str(host), _naive_utc(datetime.fromisoformat(str(value).strip()))
+    except ValueError:
+        raise OptionsError(f"{where}: boot time of {host}: '{str(value)[:60]}' is not an ISO 8601 time "
+                           "such as 2024-03-01T06:00:00Z") from None
+
+
+def _checked(name: str, value, annotation: str, where: str):
+    """``value`` if it fits the IngestOptions field's annotation, else an OptionsError."""
+    kinds = {k.strip() for k in annotation.split("|")}
+    if value is None:
+        if "None" in kinds:
+            return None
+        raise OptionsError(f"{where}: {name} needs a value")
+    shown = repr(value)[:60]
+    if "int" in kinds:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise OptionsError(f"{where}: {name} must be a whole number, got {shown}")
+        if name == "syslog_year" and not YEARS[0] <= value <= YEARS[1]:
+            raise OptionsError(f"{where}: syslog_year must be a year such as 2024, got {value}")
+        if name.startswith("max_") and value <= 0:
+            raise OptionsError(f"{where}: {name} must be positive, got {value}")
+        return value
+    if "str" in kinds:
+        if not isinstance(value, str) or not value:
+            hint = " (quote it: \"|\")" if name == "sacct_delimiter" else ""
+            raise OptionsError(f"{where}: {name} must be a non-empty text{hint}, got {shown}")
+        return value
+    if "list[str]" in kinds:
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+            raise OptionsError(f"{where}: {name} must be a list of names, got {shown}")
+        return value
+    raise OptionsError(f"{where}: {name} cannot be set here")
+
+
+def load_options(source_dir: Path, **overrides) -> IngestOptions:
+    """Options from ``goodput.yaml`` at the top of the source directory, then overrides.
+    Raises OptionsError (a ValueError) with one line naming the file and the option."""
+    values, where = _read_config(Path(source_dir))
+    boots = values.pop("boot_times", None) or {}
+    if not isinstance(boots, dict):
+        raise OptionsError(f"{where}: boot_times must map host names to times (gpu001: 2024-03-01T06:00:00Z)")
+    extra_boots = overrides.pop("boot_times", None) or {}
+    boot = dict(_boot_time(h, t, where) for h, t in boots.items())
+    boot.update(_boot_time(h, t, "--boot-time") for h, t in extra_boots.items())
+    known = {f.name: str(f.type) for f in fields(IngestOptions) if f.name != "boot_times"}
+    unknown = sorted(str(k) for k in values if k not in known)
     if unknown:
-        raise ValueError(f"unknown option(s) in {source_dir}/goodput.yaml: {', '.join(sorted(unknown))}")
-    options = IngestOptions(**values, boot_times=boot)
+        raise OptionsError(f"{where}: unknown option(s) {', '.join(unknown)} (known: boot_times, {', '.join(known)})")
+    checked = {k: _checked(k, v, known[k], where) for k, v in values.items()}
+    checked.update({k: _checked(k, v, known.get(k, ""), f"--{k.replace('_', '-')}")
+                    for k, v in overrides.items() if v is not None})
+    options = IngestOptions(**checked, boot_times=boot)
     try:
         ZoneInfo(options.tz)
     except (ValueError, ZoneInfoNotFoundError):
-        raise ValueError(f"unknown time zone '{options.tz}' (use an IANA name such as Europe/Paris)") from None
+        raise OptionsError(f"unknown time zone '{options.tz}' (use an IANA name such as Europe/Paris)") from None
     return options

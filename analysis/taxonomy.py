@@ -1,8 +1,14 @@
 """The failure taxonomy as data: load taxonomy/rules.yaml and xids.yaml, merge
 an operator's override file, validate, and return the rules as a frame that
-DuckDB joins against node_events. Nothing here evaluates code from the files."""
+DuckDB joins against node_events. Nothing here evaluates code from the files.
+
+An override file is untrusted input: it is size-capped and read without YAML
+aliases (a "billion laughs" file expands to gigabytes through them), and every
+value is type-checked, so a bad file is refused with one line naming the file
+and the key, never a traceback."""
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,11 +20,21 @@ import yaml
 TAXONOMY_DIR = Path(__file__).resolve().parents[1] / "taxonomy"
 SEVERITIES = ("critical", "warning", "info")
 DOMAINS = ("user", "system_software", "hardware", "infrastructure", "network")
+TOP_KEYS = {"rules", "xid_overrides", "windows", "causes", "version"}
 RULE_KEYS = {"id", "cause", "severity", "transient", "priority", "match", "count", "distributed", "description"}
 MATCH_KEYS = {"source", "kind", "code", "severity", "message"}
+COUNT_KEYS = {"n", "window_minutes", "per"}
 XID_KEYS = {"cause", "severity", "transient", "priority"}
+CAUSE_KEYS = {"domain", "description"}
+WINDOW_KEYS = {"before_minutes", "after_minutes"}
 # node_events.source values a rule can name ("app": application/NCCL logs fed in as events)
 SOURCES = {"kernel", "switch", "health", "slurm", "app"}
+# Bounds on an override file: far above any real one, low enough that a hostile one costs little.
+MAX_FILE_BYTES = 1 << 20
+MAX_NESTING = 32
+MAX_RULES = 2000
+MAX_PATTERN_CHARS = 4096
+MAX_MINUTES = 7 * 24 * 60
 RULE_SCHEMA = {
     "rule_id": pl.Utf8, "cause": pl.Utf8, "domain": pl.Utf8, "severity": pl.Utf8, "transient": pl.Boolean,
     "priority": pl.Int32, "distributed": pl.Boolean, "m_source": pl.List(pl.Utf8), "m_kind": pl.List(pl.Utf8),
@@ -40,89 +56,201 @@ class Taxonomy:
     after_s: int
 
 
-def _as_list(value) -> list[str] | None:
+def _what(value) -> str:
+    """How a wrong value is named in an error: its YAML type and a short excerpt."""
+    kind = ("nothing" if value is None else "true/false" if isinstance(value, bool)
+            else "a number" if isinstance(value, (int, float)) else "a string" if isinstance(value, str)
+            else "a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict)
+            else f"a {type(value).__name__}")
+    if isinstance(value, (list, dict)):
+        return kind
+    text = repr(value)
+    return f"{kind} ({text[:40] + '...' if len(text) > 40 else text})"
+
+
+def _mapping(value, where: str, keys: set[str] | None = None) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TaxonomyError(f"{where}: must be a mapping (key: value), not {_what(value)}")
+    unknown = sorted(str(k) for k in value if k not in (keys or value))
+    if unknown:
+        raise TaxonomyError(f"{where}: unknown keys {unknown} (allowed: {sorted(keys)})")
+    return value
+
+
+def _strings(value, where: str, numbers: bool = False) -> list[str] | None:
+    """A string or a list of strings (numbers too where codes are numeric: XIDs)."""
     if value is None:
         return None
-    return [str(v) for v in (value if isinstance(value, list) else [value])]
+    items = value if isinstance(value, list) else [value]
+    allowed = (str, int) if numbers else (str,)
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, allowed):
+            raise TaxonomyError(f"{where}: must be a string or a list of strings, not {_what(v)}")
+    if not items:
+        raise TaxonomyError(f"{where}: is an empty list, which matches nothing (leave the key out to match any)")
+    return [str(v) for v in items]
 
 
-def _read(path: Path) -> dict:
+def _integer(value, where: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise TaxonomyError(f"{where}: must be a whole number from {lo} to {hi}, not {_what(value)}")
+    return value
+
+
+def _minutes(value, where: str, zero_ok: bool) -> float:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or not (0 if zero_ok else 1e-9) <= value <= MAX_MINUTES):
+        bound = ">= 0" if zero_ok else "> 0"
+        raise TaxonomyError(f"{where}: must be a number of minutes {bound} and at most {MAX_MINUTES}, not {_what(value)}")
+    return value
+
+
+def _flag(value, where: str, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise TaxonomyError(f"{where}: must be true or false, not {_what(value)}")
+    return value
+
+
+def _choice(value, where: str, choices) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise TaxonomyError(f"{where}: must be one of {', '.join(choices)}, not {_what(value)}")
+    return value
+
+
+def _check_events(text: str, path: Path) -> None:
+    """Refuse aliases and deep nesting from the event stream, before anything is built."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+        line = event.start_mark.line + 1 if event.start_mark else "?"
+        if isinstance(event, yaml.AliasEvent):
+            raise TaxonomyError(f"{path}: line {line}: YAML aliases (*name) are not allowed in a rules file;"
+                                " write the value out")
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise TaxonomyError(f"{path}: line {line}: nested more than {MAX_NESTING} levels deep")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def _read(path: Path, keys: set[str] | None = None) -> dict:
+    path = Path(path)
     try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise TaxonomyError(f"cannot read {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise TaxonomyError(f"{path}: expected a mapping at the top")
-    return data
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise TaxonomyError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise TaxonomyError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes; a rules file is a few KB")
+    try:
+        text = raw.decode("utf-8")
+        _check_events(text, path)
+        data = yaml.load(text, Loader=yaml.CSafeLoader)
+    except UnicodeDecodeError:
+        raise TaxonomyError(f"{path}: not UTF-8 text") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise TaxonomyError(f"{path}: not valid YAML: {at}{exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise TaxonomyError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    return _mapping(data, str(path), keys)
 
 
-def _rule_row(rule: dict, causes: dict, where: str) -> dict:
-    unknown = set(rule) - RULE_KEYS
-    if unknown or "id" not in rule:
-        raise TaxonomyError(f"{where}: rule {rule.get('id', '?')}: unknown keys {sorted(unknown)} or no id")
+def _pattern(message, where: str) -> str | None:
+    if message is None:
+        return None
+    if not isinstance(message, str) or not message or len(message) > MAX_PATTERN_CHARS:
+        raise TaxonomyError(f"{where}: must be a regular expression (a non-empty string of at most"
+                            f" {MAX_PATTERN_CHARS} characters), not {_what(message)}")
+    if re.search(r"\(\?[=!<]", message):
+        raise TaxonomyError(f"{where}: look-around is not supported in message patterns (RE2 syntax)")
+    try:  # DuckDB runs it with RE2: compile it there, as a parameter
+        duckdb.execute("SELECT regexp_matches('', ?)", [message]).fetchall()
+    except duckdb.Error as exc:
+        raise TaxonomyError(f"{where}: bad message pattern: {str(exc).splitlines()[0]}") from None
+    return message
+
+
+def _rule_row(rule, causes: dict, where: str) -> dict:
+    rule = _mapping(rule, f"{where}: a rule", RULE_KEYS)
+    if isinstance(rule.get("id"), bool) or not isinstance(rule.get("id"), (str, int)):
+        raise TaxonomyError(f"{where}: a rule: id must be a string, not {_what(rule.get('id'))}")
     rid = str(rule["id"])
+    at = f"{where}: rule {rid}"
     if rule.get("cause") not in causes:
-        raise TaxonomyError(f"{where}: rule {rid}: unknown cause {rule.get('cause')!r} (known: {', '.join(causes)})")
-    if rule.get("severity") not in SEVERITIES:
-        raise TaxonomyError(f"{where}: rule {rid}: severity must be one of {SEVERITIES}")
-    match = rule.get("match") or {}
-    if not isinstance(match, dict) or set(match) - MATCH_KEYS or not match:
-        raise TaxonomyError(f"{where}: rule {rid}: match needs some of {sorted(MATCH_KEYS)}")
-    unknown_sources = set(_as_list(match.get("source")) or []) - SOURCES
-    if unknown_sources:
-        raise TaxonomyError(f"{where}: rule {rid}: unknown source {sorted(unknown_sources)} (known: {sorted(SOURCES)})")
-    message = match.get("message")
-    if message is not None:
-        if re.search(r"\(\?[=!<]", message):
-            raise TaxonomyError(f"{where}: rule {rid}: look-around is not supported in message patterns")
-        try:
-            re.compile(message)
-            duckdb.execute("SELECT regexp_matches('', ?)", [message]).fetchall()  # DuckDB runs it with RE2
-        except (re.error, duckdb.Error) as exc:
-            raise TaxonomyError(f"{where}: rule {rid}: bad message pattern: {str(exc).splitlines()[0]}") from None
-    count = rule.get("count") or {}
-    if count and (int(count.get("n", 0)) < 2 or count.get("per", "host") not in ("host", "device")):
-        raise TaxonomyError(f"{where}: rule {rid}: count needs n >= 2 and per: host|device")
+        raise TaxonomyError(f"{at}: cause: unknown cause {_what(rule.get('cause'))} (known: {', '.join(causes)})")
+    severity = _choice(rule.get("severity"), f"{at}: severity", SEVERITIES)
+    if not isinstance(rule.get("description", ""), str):
+        raise TaxonomyError(f"{at}: description: must be a string, not {_what(rule['description'])}")
+    match = _mapping(rule.get("match"), f"{at}: match", MATCH_KEYS)
+    if not match:
+        raise TaxonomyError(f"{at}: match needs some of {sorted(MATCH_KEYS)}")
+    sources = _strings(match.get("source"), f"{at}: match.source")
+    if set(sources or []) - SOURCES:
+        raise TaxonomyError(f"{at}: match.source: unknown source {sorted(set(sources) - SOURCES)}"
+                            f" (known: {sorted(SOURCES)})")
+    event_severity = _strings(match.get("severity"), f"{at}: match.severity")
+    count = _mapping(rule.get("count"), f"{at}: count", COUNT_KEYS)
+    if rule.get("count") is not None and "n" not in count:
+        raise TaxonomyError(f"{at}: count needs n (how many events fire the rule)")
     return {
-        "rule_id": rid, "cause": rule["cause"], "domain": causes[rule["cause"]]["domain"],
-        "severity": rule["severity"], "transient": bool(rule.get("transient", True)),
-        "priority": int(rule.get("priority", 50)), "distributed": bool(rule.get("distributed", False)),
-        "m_source": _as_list(match.get("source")), "m_kind": _as_list(match.get("kind")),
-        "m_code": _as_list(match.get("code")),
-        "m_severity": [s.lower() for s in _as_list(match.get("severity"))] if match.get("severity") else None,
-        "m_message": message, "count_n": int(count["n"]) if count else None,
-        "count_window_s": int(float(count.get("window_minutes", 10)) * 60) if count else None,
-        "count_per": count.get("per", "host") if count else None,
+        "rule_id": rid, "cause": rule["cause"], "domain": causes[rule["cause"]]["domain"], "severity": severity,
+        "transient": _flag(rule.get("transient"), f"{at}: transient", True),
+        "priority": _integer(rule.get("priority", 50), f"{at}: priority", -1000, 1000),
+        "distributed": _flag(rule.get("distributed"), f"{at}: distributed", False),
+        "m_source": sources, "m_kind": _strings(match.get("kind"), f"{at}: match.kind"),
+        "m_code": _strings(match.get("code"), f"{at}: match.code", numbers=True),
+        "m_severity": [s.lower() for s in event_severity] if event_severity else None,
+        "m_message": _pattern(match.get("message"), f"{at}: match.message"),
+        "count_n": _integer(count["n"], f"{at}: count.n", 2, 1_000_000) if count else None,
+        "count_window_s": int(_minutes(count.get("window_minutes", 10), f"{at}: count.window_minutes", False) * 60)
+        if count else None,
+        "count_per": _choice(count.get("per", "host"), f"{at}: count.per", ("host", "device")) if count else None,
     }
+
+
+def _causes(doc: dict, where: str) -> dict:
+    out = {}
+    for cid, spec in _mapping(doc.get("causes"), f"{where}: causes").items():
+        spec = _mapping(spec, f"{where}: causes.{cid}", CAUSE_KEYS)
+        _choice(spec.get("domain"), f"{where}: causes.{cid}.domain", DOMAINS)
+        out[str(cid)] = spec
+    return out
+
+
+def _xid_code(code, where: str, xids: dict) -> int:
+    try:
+        number = int(code) if not isinstance(code, bool) else None
+    except (TypeError, ValueError):
+        number = None
+    if number not in xids:
+        raise TaxonomyError(f"{where}: xid_overrides {code}: no such XID (the table covers 1-{max(xids)})")
+    return number
 
 
 def load(override: Path | str | None = None, base_dir: Path = TAXONOMY_DIR) -> Taxonomy:
     """The shipped taxonomy, with ``override`` (an operator's file) merged over it."""
     base = _read(base_dir / "rules.yaml")
     xid_file = _read(base_dir / "xids.yaml")
-    extra = _read(Path(override)) if override else {}
-    unknown = set(extra) - {"rules", "xid_overrides", "windows", "causes", "version"}
-    if unknown:
-        raise TaxonomyError(f"{override}: unknown keys {sorted(unknown)}")
-    causes = {**base["causes"], **(extra.get("causes") or {})}
-    for cid, spec in causes.items():
-        if spec.get("domain") not in DOMAINS:
-            raise TaxonomyError(f"cause {cid}: domain must be one of {DOMAINS}")
-    windows = {**base.get("windows", {}), **(extra.get("windows") or {})}
-    for key in ("before_minutes", "after_minutes"):
-        if not isinstance(windows.get(key, 0), (int, float)) or windows.get(key, 0) < 0:
-            raise TaxonomyError(f"windows.{key} must be a number of minutes >= 0, not {windows.get(key)!r}")
+    extra = _read(Path(override), TOP_KEYS) if override else {}
+    docs = (("rules.yaml", base), (str(override), extra))
+    causes = {**_causes(base, "rules.yaml"), **_causes(extra, str(override))}
+    windows = {}
+    for where, doc in docs:
+        for key, value in _mapping(doc.get("windows"), f"{where}: windows", WINDOW_KEYS).items():
+            windows[key] = _minutes(value, f"{where}: windows.{key}", True)
     xids = {int(x["code"]): dict(x) for x in xid_file["xids"]}
     xid_where = {code: "xids.yaml" for code in xids}
-    for source, overrides in (("rules.yaml", base.get("xid_overrides")), (str(override), extra.get("xid_overrides"))):
-        for code, fields in (overrides or {}).items():
-            if int(code) not in xids:
-                raise TaxonomyError(f"{source}: xid_overrides {code}: no such XID (the table covers 1-{max(xids)})")
-            if set(fields) - XID_KEYS:
-                raise TaxonomyError(f"{source}: xid_overrides {code}: unknown keys {sorted(set(fields) - XID_KEYS)}"
-                                    f" (allowed: {sorted(XID_KEYS)})")
-            xids[int(code)].update(fields)
-            xid_where[int(code)] = f"{source} (xid_overrides {code})"
+    for where, doc in docs:
+        for code, fields in _mapping(doc.get("xid_overrides"), f"{where}: xid_overrides").items():
+            number = _xid_code(code, where, xids)
+            xids[number].update(_mapping(fields, f"{where}: xid_overrides {code}", XID_KEYS))
+            xid_where[number] = f"{where} (xid_overrides {code})"
     prio = base.get("xid_priority", {})
     rows = {}
     for code, x in sorted(xids.items()):
@@ -130,9 +258,12 @@ def load(override: Path | str | None = None, base_dir: Path = TAXONOMY_DIR) -> T
                 "priority": x.get("priority", prio.get(x["severity"], 50)),
                 "match": {"source": "kernel", "kind": "xid", "code": [str(code)]}}
         rows[rule["id"]] = _rule_row(rule, causes, xid_where[code])
-    for where, doc in (("rules.yaml", base), (str(override), extra)):
-        for rule in doc.get("rules") or []:
+    for where, doc in docs:
+        rules = doc.get("rules") or []
+        if not isinstance(rules, list) or len(rules) > MAX_RULES:
+            raise TaxonomyError(f"{where}: rules: must be a list of at most {MAX_RULES} rules, not {_what(rules)}")
+        for rule in rules:
             row = _rule_row(rule, causes, where)
             rows[row["rule_id"]] = row  # an operator's rule replaces the shipped one with its id
     return Taxonomy(pl.DataFrame(list(rows.values()), schema=RULE_SCHEMA), causes, xids,
-                    int(float(windows.get("before_minutes", 10)) * 60), int(float(windows.get("after_minutes", 5)) * 60))
+                    int(windows.get("before_minutes", 10) * 60), int(windows.get("after_minutes", 5) * 60))

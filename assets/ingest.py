@@ -1,15 +1,19 @@
 """Ingest assets: one per source folder, each loading new or changed files."""
 
 import logging
+from datetime import datetime, timezone
 from pathlib import Path
 
-from dagster import AssetCheckResult, AssetExecutionContext, MaterializeResult, asset, asset_check
+from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, AssetKey, MaterializeResult,
+                     asset, asset_check)
 
 from analysis import sql
 from analysis.ingest import ingest_directory
+from pipelines import diagnose
 from pipelines.resources import LogSources, Warehouse
 
 progress_log = logging.getLogger("goodput.ingest")
+STARTED = "ingest_started"  # materialization metadata: naive UTC start of the ingest
 
 # asset name -> source folder
 INGEST_ASSETS = {
@@ -25,6 +29,7 @@ def _ingest(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSo
         context.log.debug(line)
         progress_log.info(line)
 
+    started = datetime.now(timezone.utc).replace(tzinfo=None)  # ingested_at of this run's files is at or after it
     with warehouse.connect() as con:
         summary = ingest_directory(con, Path(sources.source_dir), sources.options(),
                                    sources=[folder], progress=progress)
@@ -35,6 +40,7 @@ def _ingest(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSo
         "rows_added": sum(o.rows for o in outcomes),
         "rejects_added": sum(o.rejects for o in outcomes),
         "problem_files": sum(o.status in ("unrecognised", "error") for o in outcomes),
+        STARTED: started.isoformat(),
     })
 
 
@@ -43,23 +49,39 @@ def _make_ingest_asset(name: str, folder: str):
     def _asset(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources) -> MaterializeResult:
         return _ingest(context, warehouse, sources, folder)
 
-    checks = [_file_check(name, folder, "lines_accounted", "accounting_check",
-                          "Every line read is a stored row, a reject, a skipped header/blank line or a merged continuation."),
-              _file_check(name, folder, "not_all_rejected", "source_all_rejected",
-                          "No file of this source had every line rejected (a wrong delimiter or format).")]
-    return _asset, *checks
-
-
-def _file_check(asset_name: str, folder: str, check_name: str, query: str, description: str):
-    """A blocking check that fails when ``query`` lists any file of the source."""
-    @asset_check(asset=asset_name, name=check_name, blocking=True, description=description)
-    def _check(warehouse: Warehouse) -> AssetCheckResult:
+    @asset_check(asset=name, name="lines_accounted", blocking=True,
+                 description="Every line of the files read by the latest ingest is a stored row, a reject, a skipped "
+                             "header/blank line or a merged continuation.")
+    def lines_accounted(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
+        since = _ingest_started(context, name)
         with warehouse.connect() as con:
-            bad = sql.query(con, query, {"source": folder})
-        return AssetCheckResult(passed=bad.height == 0, metadata={"files_failing": bad.height,
-                                "first": bad["path"][0] if bad.height else ""})
+            bad = sql.query(con, "accounting_check_run", {"source": folder, "since": since})
+        return _result(bad, diagnose.unaccounted(bad, folder) if bad.height else None, since)
 
-    return _check
+    @asset_check(asset=name, name="not_all_rejected", blocking=True,
+                 description="No file of this source had every line rejected (a wrong delimiter or format).")
+    def not_all_rejected(warehouse: Warehouse) -> AssetCheckResult:
+        with warehouse.connect() as con:
+            bad = sql.query(con, "source_all_rejected", {"source": folder})
+        return _result(bad, diagnose.all_rejected(bad, folder) if bad.height else None)
+
+    return _asset, lines_accounted, not_all_rejected
+
+
+def _ingest_started(context: AssetCheckExecutionContext, asset_name: str) -> datetime:
+    """When the latest materialization of the ingest asset started: the check
+    covers the files it read, not the whole history (datetime.min when unknown)."""
+    event = context.instance.get_latest_materialization_event(AssetKey(asset_name))
+    meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
+    started = meta.get(STARTED)
+    return datetime.fromisoformat(started.value) if started is not None else datetime.min
+
+
+def _result(bad, description: str | None, since: datetime | None = None) -> AssetCheckResult:
+    metadata = {"files_failing": bad.height, "first": bad["path"][0] if bad.height else ""}
+    if since is not None:
+        metadata["files_ingested_since"] = since.isoformat()
+    return AssetCheckResult(passed=bad.height == 0, description=description, metadata=metadata)
 
 
 @asset(group_name="ingest", description="Files in folders no parser reads, recorded as unrecognised.")

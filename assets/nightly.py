@@ -8,6 +8,7 @@ from dagster import (AssetCheckResult, AssetCheckSeverity, AssetExecutionContext
                      MaterializeResult, MetadataValue, asset, asset_check)
 
 from analysis import daily
+from pipelines import diagnose
 from pipelines.resources import MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
 
 # Event and job time, by day. Ingestion stays file-incremental (a dump or a log
@@ -36,6 +37,7 @@ def sources_present(context, warehouse: Warehouse) -> AssetCheckResult:
     with warehouse.connect() as con:
         missing = daily.missing_sources(con, _day(context))
     return AssetCheckResult(passed=missing.height == 0,
+                            description=diagnose.missing_sources(missing, _day(context)) if missing.height else None,
                             metadata={"missing": MetadataValue.text(", ".join(missing["source"].to_list()) or "none")})
 
 
@@ -45,7 +47,8 @@ def reject_rate_below_threshold(warehouse: Warehouse, report_settings: ReportSet
     since = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(days=1)
     with warehouse.connect() as con:
         rate = daily.reject_rate(con, since)
-    return AssetCheckResult(passed=rate["rate"] <= report_settings.max_reject_rate,
+        problem = diagnose.high_reject_rate(con, rate, report_settings.max_reject_rate, since)
+    return AssetCheckResult(passed=problem is None, description=problem,
                             metadata={"reject_rate": float(rate["rate"]), "rejects": int(rate["rejects"])})
 
 
@@ -54,6 +57,7 @@ def volume_steady(context, warehouse: Warehouse) -> AssetCheckResult:
     with warehouse.connect() as con:
         drops = daily.volume_drops(con, _day(context))
     return AssetCheckResult(passed=drops.height == 0, severity=AssetCheckSeverity.WARN,
+                            description=diagnose.volume_drops(drops, _day(context)) if drops.height else None,
                             metadata={"dropped": MetadataValue.text(", ".join(drops["source"].to_list()) or "none")})
 
 

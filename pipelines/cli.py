@@ -39,7 +39,16 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary, no per-file progress.")
 def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimiter: str | None,
         boot_times: tuple[str, ...], rules: Path | None, quiet: bool) -> None:
-    """Ingest everything under SOURCE and materialize every asset."""
+    """Ingest everything under SOURCE and materialize every asset.
+
+    Checked before any file is read: the source directory, its goodput.yaml and
+    the options, the rules file, that --out is writable and that no other
+    process holds the warehouse. Fails (exit 1) when a blocking check fails or
+    when no file produced a row; warns on folders goodput does not read,
+    sacct dumps without job lines and hosts Slurm does not know."""
+    import duckdb
+
+    from pipelines.preflight import warehouse_error
     from pipelines.runner import SourceError, run_pipeline
 
     _setup_logging(quiet)
@@ -49,14 +58,27 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
         if not sep or not host or not when:
             raise click.BadParameter(f"expected HOST=TIME, got '{item}'", param_hint="--boot-time")
         boots[host] = when
+    db = db or warehouse.default_db_path()
     try:
-        result = run_pipeline(source, db or warehouse.default_db_path(), out, tz=tz,
-                              sacct_delimiter=sacct_delimiter, boot_times=boots, rules_file=rules)
+        result = run_pipeline(source, db, out, tz=tz,
+                              sacct_delimiter=sacct_delimiter, boot_times=boots, rules_file=rules, warn=_warn)
     except SourceError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(_one_line(exc)) from None
+    except duckdb.Error as exc:  # another process took the warehouse between the steps of the run
+        raise click.ClickException(warehouse_error(exc, db)) from None
     click.echo(result.report())
     if not result.success:
         sys.exit(1)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"WARNING: {message}", err=True)
+
+
+def _one_line(exc: BaseException) -> str:
+    from pipelines.preflight import one_line
+
+    return one_line(exc)
 
 
 @main.command()
@@ -96,7 +118,7 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
 
     from analysis.simulate.config import preset as make_preset
     from analysis.simulate.run import simulate as run_simulation
-    from pipelines.runner import run_pipeline
+    from pipelines.runner import SourceError, run_pipeline
 
     _setup_logging(quiet)
     db = db or Path("data/demo.duckdb")
@@ -108,7 +130,10 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
         summary = run_simulation(make_preset("small"), source)
         click.echo(f"simulated {summary['job_instances']:,} job instances on 48 nodes over 14 days in {summary['wall_s']} s")
     click.echo(f"goodput demo: source {source}, warehouse {db}")
-    result = run_pipeline(source, db, out)
+    try:
+        result = run_pipeline(source, db, out, warn=_warn)
+    except SourceError as exc:
+        raise click.ClickException(_one_line(exc)) from None
     click.echo(f"\nTry: goodput sql --db {db} \"SELECT cause, count(*) FROM job_failure_causes GROUP BY ALL\"")
     con = warehouse.connect(db, read_only=True)
     try:
@@ -128,18 +153,19 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
 @click.option("--max-rows", default=50, show_default=True, help="Rows shown in table mode.")
 @click.argument("query")
 def sql_command(db: Path | None, as_csv: bool, max_rows: int, query: str) -> None:
-    """Run an ad-hoc read-only QUERY against the warehouse."""
-    import duckdb
+    """Run one ad-hoc read-only QUERY against the warehouse.
+
+    Queries only (SELECT, WITH, SHOW, DESCRIBE, SUMMARIZE, EXPLAIN); statements
+    that write (COPY, EXPORT, CREATE, SET, ATTACH, INSTALL, ...) are refused,
+    and a query reads the warehouse and no other file."""
     import polars as pl
 
+    from pipelines.readonly import QueryRefused, run_query
+
     try:
-        con = warehouse.connect(db or warehouse.default_db_path(), read_only=True)
-        relation = con.sql(query)
-        if relation is None:
-            raise click.ClickException("not a query: `goodput sql` runs SELECT statements only")
-        columns, rows = relation.columns, relation.fetchall()
-    except (FileNotFoundError, duckdb.Error) as exc:
-        raise click.ClickException(" ".join(str(exc).splitlines()[:3])) from None  # keeps DuckDB's "Did you mean"
+        columns, rows = run_query(db or warehouse.default_db_path(), query)
+    except QueryRefused as exc:
+        raise click.ClickException(str(exc)) from None
     # Every value as text: DuckDB types polars cannot hold (intervals, unions,
     # huge decimals) still print.
     frame = pl.DataFrame({c: [None if r[i] is None else _text(r[i]) for r in rows] for i, c in enumerate(columns)},
@@ -171,16 +197,73 @@ def why(db: Path | None, rules: Path | None, job_id: str) -> None:
     from analysis.attribution import explain_job
     from analysis.taxonomy import TaxonomyError, load
     from pipelines.explain import render
+    from pipelines.preflight import warehouse_error
 
+    db = db or warehouse.default_db_path()
     try:
         taxonomy = load(rules or os.environ.get("GOODPUT_RULES") or None)
-        con = warehouse.connect(db or warehouse.default_db_path(), read_only=True)
+        con = warehouse.connect(db, read_only=True)
+    except (FileNotFoundError, TaxonomyError) as exc:
+        raise click.ClickException(_one_line(exc)) from None
+    except duckdb.Error as exc:
+        raise click.ClickException(warehouse_error(exc, db)) from None
+    try:
         instances = explain_job(con, job_id, taxonomy)
-    except (FileNotFoundError, TaxonomyError, duckdb.Error) as exc:
-        raise click.ClickException(str(exc).splitlines()[0]) from None
+    except duckdb.Error as exc:
+        raise click.ClickException(_one_line(exc)) from None
+    finally:
+        con.close()
     if not instances:
         raise click.ClickException(f"no job {job_id} in the warehouse (array tasks are 123_4, het components 123+1)")
     click.echo(render(instances, taxonomy))
+
+
+@main.command()
+@_db_option
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@click.argument("paths", nargs=-1, required=True)
+def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
+    """Remove files from the warehouse: every row, reject and ingest record of
+    each PATH (a file as given or its absolute path, or a folder: every file
+    below it), in one transaction. An unknown PATH removes nothing.
+
+    For source files you deleted or that were bad. Derived tables (jobs,
+    node_incidents, failure_attribution, job_runs, the metrics and reports)
+    still count the forgotten files until the next `goodput run`, which
+    rebuilds them from the raw tables. A forgotten file still in the source
+    directory is read again by the next run: move it away first."""
+    import duckdb
+
+    from analysis.forget import UnknownPaths, forget as forget_files
+    from pipelines.preflight import warehouse_error
+
+    db = db or warehouse.default_db_path()
+    if not Path(db).is_file():
+        raise click.ClickException(f"no warehouse at {db}")
+    try:
+        con = warehouse.connect(db, read_only=dry_run)
+    except duckdb.Error as exc:
+        raise click.ClickException(warehouse_error(exc, db)) from None
+    try:
+        done = forget_files(con, list(paths), dry_run=dry_run)
+    except UnknownPaths as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        con.close()
+    verb = "Would remove" if dry_run else "Removed"
+    click.echo(f"{verb} {done.files.height} file(s) from {db}: {done.rows:,} rows and {done.rejects:,} rejects.")
+    for r in done.files.iter_rows(named=True):
+        click.echo(f"  {r['path']}  ({r['source'] or 'unknown folder'}, {r['status']}: "
+                   f"{r['rows'] or 0:,} rows, {r['rejects'] or 0:,} rejects)")
+    if done.copies:
+        click.echo(f"{len(done.copies)} file(s) recorded as copies of these are read by the next run if they still "
+                   f"exist: {', '.join(done.copies[:5])}{' ...' if len(done.copies) > 5 else ''}")
+    if done.still_on_disk:
+        click.echo(f"Still on disk, so the next run reads again: {', '.join(done.still_on_disk[:5])}"
+                   f"{' ...' if len(done.still_on_disk) > 5 else ''} (move or delete them first)")
+    if not dry_run:
+        click.echo("Derived tables (jobs, attribution, metrics, reports) still count these files until the next "
+                   "`goodput run`, which rebuilds them from the raw tables.")
 
 
 @main.command()

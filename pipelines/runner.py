@@ -1,25 +1,29 @@
 """Run every asset in-process (what `goodput run` and `goodput demo` do)."""
 from __future__ import annotations
 
+import logging
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 import polars as pl
 from dagster import AssetCheckSeverity, DagsterInstance, materialize
 
 from analysis import sql, warehouse
-from analysis.ingest import discover
-from analysis.options import load_options
+from pipelines import diagnose
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks
+from pipelines.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
 from pipelines.resources import LogSources, MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
 
-QUIET_DAGSTER = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-
-
-class SourceError(ValueError):
-    pass
+# Dagster's own console log would print stack traces for every failed or
+# skipped step; the run summary says what failed instead, and the traces of
+# real crashes go to ERRORS_LOG in --out.
+QUIET_DAGSTER = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+ERRORS_LOG = "goodput-errors.log"
+PROBLEMS_SHOWN = 10
+log = logging.getLogger("goodput.run")
 
 
 @dataclass
@@ -31,81 +35,119 @@ class RunResult:
     warned: list[str]
     db: Path
     report_path: Path | None = None
+    not_built: list[str] = field(default_factory=list)
+    errors_log: Path | None = None
 
     def report(self) -> str:
         with pl.Config(tbl_rows=50, tbl_cols=-1, tbl_width_chars=160, tbl_hide_dataframe_shape=True,
                        tbl_hide_column_data_types=True):
             lines = [f"Warehouse: {self.db}", str(self.summary)]
-        for path, source, status, message in self.problems.iter_rows():
+        for path, source, status, message in self.problems.head(PROBLEMS_SHOWN).iter_rows():
             lines.append(f"  {status}: {path}: {message}")
-        if self.warned:
-            lines.append("WARNING: " + ", ".join(self.warned))
-        if self.failed:
-            lines.append("FAILED: " + ", ".join(self.failed))
-        else:
+        if self.problems.height > PROBLEMS_SHOWN:
+            lines.append(f"  ... and {self.problems.height - PROBLEMS_SHOWN} more: goodput sql \"SELECT path, message "
+                         "FROM ingested_files WHERE status IN ('unrecognised', 'error')\"")
+        lines += [f"WARNING: {w}" for w in self.warned]
+        lines += [f"FAILED: {f}" for f in self.failed]
+        if self.not_built:
+            lines.append("Not rebuilt because of the failure(s) above (they keep their previous contents): "
+                         + ", ".join(self.not_built))
+        if self.errors_log:
+            lines.append(f"Full error traces: {self.errors_log}")
+        if not self.failed:
             lines.append("All assets materialized; all checks passed.")
         if self.report_path:
             lines.append(f"Report: {self.report_path.resolve()}")
-        elif not self.failed:
+        elif self.failed:
+            lines.append("No report: fix the failure(s) above and run again.")
+        else:
             lines.append("No report: the warehouse has no finished job yet (the report covers days with jobs).")
         return "\n".join(lines)
 
 
 def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
                  sacct_delimiter: str | None = None, boot_times: dict[str, str] | None = None,
-                 rules_file: Path | None = None) -> RunResult:
-    source = Path(source)
-    if not source.is_dir():
-        raise SourceError(f"source directory {source} does not exist")
-    if not discover(source):
-        raise SourceError(f"source directory {source} holds no files (expected slurm/, kernel/, switch/, ... folders)")
-    try:
-        load_options(source, tz=tz, sacct_delimiter=sacct_delimiter, boot_times=boot_times)
-    except (ValueError, TypeError) as exc:
-        raise SourceError(f"bad options: {exc}") from None
+                 rules_file: Path | None = None, warn: Callable[[str], None] | None = None) -> RunResult:
+    """Ingest and build everything. Raises SourceError, before any work, for what
+    the user must fix first; ``warn`` hears each warning as soon as it is known."""
+    source, db, out = Path(source), Path(db), Path(out)
+    check_source(source, tz, sacct_delimiter, boot_times)
+    check_rules(rules_file)
+    check_out(out)
+    check_warehouse(db)
+    warn = warn or log.warning
     since = datetime.now(timezone.utc).replace(tzinfo=None)  # ingested_at is naive UTC
-    if rules_file is not None:
-        from analysis.taxonomy import TaxonomyError, load
-
-        try:
-            load(rules_file)
-        except TaxonomyError as exc:
-            raise SourceError(f"bad rules file: {exc}") from None
     resources = {"warehouse": Warehouse(db_path=str(db)),
                  "settings": MetricsSettings(), "report_settings": ReportSettings(out_dir=str(out)),
                  "taxonomy": TaxonomyConfig(rules_file=str(rules_file) if rules_file else TaxonomyConfig().rules_file),
                  "sources": LogSources(source_dir=str(source.resolve()), tz=tz, sacct_delimiter=sacct_delimiter,
                                        boot_times=boot_times or {})}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # dagster beta/deprecation notices are not the user's concern
-        result = materialize([*all_assets, *all_checks], resources=resources, instance=DagsterInstance.ephemeral(),
-                             raise_on_error=False, run_config=QUIET_DAGSTER)
+    run = _materialize([*all_assets, *all_checks], resources)
+    failed, traces = _step_failures(run)
+    evaluations = list(run.get_asset_check_evaluations())
+    built = {e.asset_key.to_user_string() for e in run.get_asset_materialization_events()}
+    not_built = [k.to_user_string() for a in all_assets for k in a.keys if k.to_user_string() not in built]
+    con = warehouse.connect(db, read_only=True)
+    try:
+        warned, fatal = diagnose.coverage(con, source, since)
+    finally:
+        con.close()
+    for w in warned:
+        warn(w)
+    if fatal:
+        failed.append(fatal)
     report = None
-    evaluations = list(result.get_asset_check_evaluations())
-    failed = [e.step_key or e.event_type_value for e in result.all_events if e.is_step_failure]
-    day = _last_day(db) if not failed else None
+    day = _last_day(db) if not failed and not _blocking(evaluations) else None
     if day is not None:  # the day partition for the last day with data: its checks, then its report
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            daily_run = materialize([*daily_assets, *daily_checks], resources=resources, partition_key=day.isoformat(),
-                                    instance=DagsterInstance.ephemeral(), raise_on_error=False, run_config=QUIET_DAGSTER)
+        daily_run = _materialize([*daily_assets, *daily_checks], resources, partition_key=day.isoformat())
         evaluations += list(daily_run.get_asset_check_evaluations())
-        failed += [e.step_key or e.event_type_value for e in daily_run.all_events if e.is_step_failure]
+        more, more_traces = _step_failures(daily_run)
+        failed, traces = failed + more, traces + more_traces
         report = _report_path(daily_run)
-    warned = []
     for check in evaluations:
-        if not check.passed:
-            name = f"check {check.asset_key.to_user_string()}.{check.check_name}"
-            (warned if check.severity == AssetCheckSeverity.WARN else failed).append(name)
-    con = warehouse.connect(db)
+        if check.passed:
+            continue
+        text = diagnose.check_failure(check)
+        if check.severity == AssetCheckSeverity.WARN:
+            warned.append(text)
+            warn(text)
+        else:
+            failed.append(text)
+    errors_log = None
+    if traces:
+        errors_log = out / ERRORS_LOG
+        errors_log.write_text("\n\n".join(traces))
+    con = warehouse.connect(db, read_only=True)
     try:
         summary = sql.query(con, "ingest_summary", {"since": since})
         problems = sql.query(con, "file_problems")
     finally:
         con.close()
-    out.mkdir(parents=True, exist_ok=True)
     summary.write_csv(out / "ingest_summary.csv")
-    return RunResult(result.success and not failed, summary, problems, failed, warned, db, report)
+    return RunResult(not failed, summary, problems, failed, warned, db, report, not_built, errors_log)
+
+
+def _materialize(assets: list, resources: dict, partition_key: str | None = None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # dagster beta/deprecation notices are not the user's concern
+        return materialize(assets, resources=resources, partition_key=partition_key, raise_on_error=False,
+                           instance=DagsterInstance.ephemeral(), run_config=QUIET_DAGSTER)
+
+
+def _step_failures(run) -> tuple[list[str], list[str]]:
+    """One line per step that crashed, and its full trace for ERRORS_LOG."""
+    lines, traces = [], []
+    for event in run.all_events:
+        if event.is_step_failure:
+            described = diagnose.step_failure(event)
+            if described:
+                lines.append(described[0])
+                traces.append(f"== {described[0]}\n{described[1]}")
+    return lines, traces
+
+
+def _blocking(evaluations) -> bool:
+    return any(not e.passed and e.severity != AssetCheckSeverity.WARN for e in evaluations)
 
 
 def _last_day(db: Path):

@@ -1,5 +1,11 @@
 """Altair chart builders for the reliability report. Each takes plain frames
-(from sql/report_*.sql) and returns a Vega-Lite spec as a dict."""
+(from sql/report_*.sql) and returns a Vega-Lite spec as a dict.
+
+The page must stay small and quick at a year of history: no chart carries one
+row per job or per run. Runs are binned (size bucket x ETTR band), daily series
+become weekly or monthly means once they would not fit the width anyway, and
+each frame is attached once, as a named top-level dataset the layers refer to
+(added after Altair's schema validation, which is slow on data)."""
 from __future__ import annotations
 
 import altair as alt
@@ -9,60 +15,108 @@ from analysis import ettr as E
 
 WIDTH = 620
 TARGET_ETTR = 0.9
+MAX_POINTS = 200  # per time series: more would be narrower than a pixel pair at WIDTH
+ETTR_STEP = 0.025  # ETTR band of one bin in the runs chart
+# coarser periods for long histories: polars truncate unit, its length in days, label
+PERIODS = (("1d", 1, "day"), ("1w", 7, "week starting"), ("1mo", 31, "month"), ("1q", 92, "quarter"),
+           ("1y", 366, "year"))
 
 
 def _values(frame: pl.DataFrame) -> list[dict]:
-    """Rows as JSON-ready dicts: dates as ISO strings."""
-    out = frame.with_columns(pl.col(c).dt.strftime("%Y-%m-%d") for c, t in frame.schema.items()
-                             if t in (pl.Date, pl.Datetime) or isinstance(t, pl.Datetime))
+    """Rows as JSON-ready dicts: dates as ISO strings, floats to 4 significant
+    digits (the charts show 3), NaN as null (JSON has no NaN)."""
+    out = frame.with_columns(
+        *(pl.col(c).dt.strftime("%Y-%m-%d") for c, t in frame.schema.items() if t.is_temporal()),
+        *(pl.col(c).fill_nan(None).round_sig_figs(4) for c, t in frame.schema.items() if t.is_float()))
     return out.to_dicts()
 
 
-def _spec(chart: alt.TopLevelMixin) -> dict:
-    return chart.properties(width=WIDTH).configure_view(stroke=None).to_dict()
+def _spec(chart: alt.TopLevelMixin, **datasets: pl.DataFrame) -> dict:
+    """The spec with each named frame attached once, under top-level `datasets`."""
+    spec = chart.properties(width=WIDTH).configure_view(stroke=None).to_dict()
+    spec["datasets"] = {name: _values(frame) for name, frame in datasets.items()}
+    return spec
+
+
+def _data(name: str) -> alt.NamedData:
+    return alt.NamedData(name=name)
+
+
+def _per_period(frame: pl.DataFrame, values: list[str], by: tuple[str, ...] = ()) -> tuple[pl.DataFrame, str]:
+    """``frame`` (one row per day and ``by``) as means over the shortest period
+    that keeps the series within MAX_POINTS; and what one point stands for."""
+    span = (frame["day"].max() - frame["day"].min()).days + 1 if frame.height else 1
+    every, label = next(((e, lab) for e, days, lab in PERIODS if span / days <= MAX_POINTS), PERIODS[-1][::2])
+    if every == "1d":
+        return frame.select("day", *by, *values), label
+    out = frame.group_by(pl.col("day").dt.truncate(every), *by).agg(pl.col(values).mean())
+    return out.sort("day", *by), label
 
 
 def status_breakdown(status: pl.DataFrame) -> dict:
     long = status.select("state", pl.col("instance_share").alias("by job count"),
                          pl.col("gpu_hour_share").alias("by GPU-hours")).unpivot(index="state", variable_name="measure",
                                                                                  value_name="share")
-    chart = alt.Chart(alt.Data(values=_values(long))).mark_bar().encode(
+    chart = alt.Chart(_data("status")).mark_bar().encode(
         y=alt.Y("state:N", sort="-x", title=None), x=alt.X("share:Q", axis=alt.Axis(format="%"), title="share"),
         color=alt.Color("measure:N", title=None), yOffset="measure:N",
         tooltip=["state:N", "measure:N", alt.Tooltip("share:Q", format=".1%")])
-    return _spec(chart.properties(height=alt.Step(11)))
+    return _spec(chart.properties(height=alt.Step(11)), status=long)
 
 
 def goodput_trend(daily: pl.DataFrame) -> dict:
-    chart = alt.Chart(alt.Data(values=_values(daily))).mark_line(point=True).encode(
-        x=alt.X("day:T", title=None), y=alt.Y("goodput:Q", axis=alt.Axis(format="%"), title="goodput"),
-        tooltip=["day:T", alt.Tooltip("goodput:Q", format=".1%")])
-    return _spec(chart.properties(height=180))
+    points, label = _per_period(daily, ["goodput"])
+    chart = alt.Chart(_data("goodput")).mark_line(point=True).encode(
+        x=alt.X("day:T", title=None if label == "day" else f"{label} (mean of its days)"),
+        y=alt.Y("goodput:Q", axis=alt.Axis(format="%"), title="goodput"),
+        tooltip=[alt.Tooltip("day:T", title=label), alt.Tooltip("goodput:Q", format=".1%")])
+    return _spec(chart.properties(height=180), goodput=points)
 
 
 def failure_rate_over_time(rates: pl.DataFrame, checks: pl.DataFrame) -> dict:
-    lines = alt.Chart(alt.Data(values=_values(rates))).mark_line().encode(
-        x=alt.X("day:T", title=None), y=alt.Y("rate:Q", title="failures per 1,000 node-days (30-day rolling)"),
-        color=alt.Color("cause:N", title="cause"), tooltip=["day:T", "cause:N", alt.Tooltip("rate:Q", format=".2f")])
-    marks = alt.Chart(alt.Data(values=_values(checks))).mark_rule(strokeDash=[4, 3], color="#555").encode(
+    points, label = _per_period(rates, ["rate"], by=("cause",))
+    lines = alt.Chart(_data("rates")).mark_line().encode(
+        x=alt.X("day:T", title=None if label == "day" else f"{label} (mean of its days)"),
+        y=alt.Y("rate:Q", title="failures per 1,000 node-days (30-day rolling)"),
+        color=alt.Color("cause:N", title="cause"),
+        tooltip=[alt.Tooltip("day:T", title=label), "cause:N", alt.Tooltip("rate:Q", format=".2f")])
+    marks = alt.Chart(_data("checks")).mark_rule(strokeDash=[4, 3], color="#555").encode(
         x="first_seen:T", tooltip=["health_check:N", "first_seen:T"])
     labels = marks.mark_text(align="left", dx=3, dy=-110, fontSize=10, color="#555").encode(text="health_check:N")
-    return _spec(alt.layer(lines, marks, labels).properties(height=260))
+    return _spec(alt.layer(lines, marks, labels).properties(height=260), rates=points,
+                 checks=checks.select("health_check", "first_seen"))
 
 
 def mttf_by_size(mttf: pl.DataFrame, projection: pl.DataFrame) -> dict:
-    measured = mttf.filter(pl.col("mttf_hours").is_not_null())
-    base = alt.Chart(alt.Data(values=_values(measured)))
+    measured = mttf.filter(pl.col("mttf_hours").is_not_null()).select(
+        "bucket_gpus", "failures", "mttf_hours", "mttf_ci_low_hours", "mttf_ci_high_hours")
     x = alt.X("bucket_gpus:Q", scale=alt.Scale(type="log"), title="job size (GPUs)")
-    points = base.mark_point(filled=True, size=60).encode(
+    points = alt.Chart(_data("mttf")).mark_point(filled=True, size=60).encode(
         x=x, y=alt.Y("mttf_hours:Q", scale=alt.Scale(type="log"), title="MTTF (hours)"),
         tooltip=["bucket_gpus:Q", "failures:Q", alt.Tooltip("mttf_hours:Q", format=".1f")])
-    bars = base.mark_rule().encode(x=x, y="mttf_ci_low_hours:Q", y2="mttf_ci_high_hours:Q")
-    proj = alt.Chart(alt.Data(values=_values(projection.filter(pl.col("projected_mttf_hours").is_not_null())))).mark_line(
-        strokeDash=[5, 3], color="#d62728").encode(
+    bars = alt.Chart(_data("mttf")).mark_rule().encode(x=x, y="mttf_ci_low_hours:Q", y2="mttf_ci_high_hours:Q")
+    proj = alt.Chart(_data("projection")).mark_line(strokeDash=[5, 3], color="#d62728").encode(
         x=alt.X("gpus:Q", scale=alt.Scale(type="log")), y="projected_mttf_hours:Q",
         tooltip=["gpus:Q", alt.Tooltip("projected_mttf_hours:Q", format=".2f")])
-    return _spec(alt.layer(bars, points, proj).properties(height=280))
+    return _spec(alt.layer(bars, points, proj).properties(height=280), mttf=measured,
+                 projection=projection.filter(pl.col("projected_mttf_hours").is_not_null()))
+
+
+def run_cells(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Runs binned by size bucket (GPUs rounded down to a power of two) and ETTR
+    band: how many runs, their median length and failures; and per size bucket
+    the runs' median ETTR. Bounded by buckets x bands, whatever the history."""
+    # the epsilon keeps exact powers of two in their own bucket despite float log2
+    binned = runs.filter(pl.col("ettr").is_not_null()).with_columns(
+        size=(2 ** (pl.col("n_gpus").log(2) + 1e-9).floor()).cast(pl.Int64),
+        band=((pl.col("ettr").clip(0, 1) / ETTR_STEP).floor().clip(0, round(1 / ETTR_STEP) - 1) * ETTR_STEP))
+    gpus = pl.format("{}–{}", "size", 2 * pl.col("size") - 1)
+    cells = binned.group_by("size", "band").agg(
+        runs=pl.len(), median_hours=pl.col("scheduled_hours").median(), failures=pl.col("failures").sum(),
+    ).with_columns(gpus=gpus, ettr=pl.col("band") + ETTR_STEP / 2,
+                   band=pl.format("{}–{}", pl.col("band").round(3), (pl.col("band") + ETTR_STEP).round(3)))
+    medians = binned.group_by("size").agg(runs=pl.len(), median_ettr=pl.col("ettr").median()).with_columns(gpus=gpus)
+    return cells.sort("size", "ettr"), medians.sort("size")
 
 
 def ettr_by_size(runs: pl.DataFrame, r_per_node_day: float, u0_h: float, dt_h: float, q_h: float = 0.0,
@@ -70,39 +124,52 @@ def ettr_by_size(runs: pl.DataFrame, r_per_node_day: float, u0_h: float, dt_h: f
     sizes = [8 * 2 ** k for k in range(15)]
     curve = pl.DataFrame({"n_gpus": sizes, "expected": [E.expected_ettr(g / 8, r_per_node_day, u0_h, dt_h, q_h, runtime_h)
                                                         for g in sizes]})
-    x = alt.X("n_gpus:Q", scale=alt.Scale(type="log"), title="job run size (GPUs)")
-    points = alt.Chart(alt.Data(values=_values(runs))).mark_circle(size=30, opacity=0.5).encode(
+    cells, medians = run_cells(runs)
+    # the curve's span with a margin: a log scale's nice rounding would add empty decades
+    low, high = min(sizes[0], cells["size"].min() or sizes[0]), max(sizes[-1], cells["size"].max() or 0)
+    scale = alt.Scale(type="log", domain=[low / 1.5, high * 1.5], nice=False)
+    x = alt.X("size:Q", scale=scale, title="job run size (GPUs, rounded down to a power of two)")
+    bins = alt.Chart(_data("runs")).mark_circle(opacity=0.8).encode(
         x=x, y=alt.Y("ettr:Q", scale=alt.Scale(domain=[0, 1]), title="ETTR"),
-        tooltip=["run_id:N", "n_gpus:Q", alt.Tooltip("ettr:Q", format=".3f"), "failures:Q"])
-    line = alt.Chart(alt.Data(values=_values(curve))).mark_line(color="#d62728").encode(
-        x=x, y="expected:Q", tooltip=["n_gpus:Q", alt.Tooltip("expected:Q", format=".3f")])
-    return _spec(alt.layer(points, line).properties(height=260))
+        size=alt.Size("runs:Q", title="runs", scale=alt.Scale(range=[12, 420])),
+        color=alt.Color("median_hours:Q", title="median length (h)", scale=alt.Scale(type="log", scheme="viridis")),
+        tooltip=[alt.Tooltip("gpus:N", title="GPUs"), alt.Tooltip("band:N", title="ETTR"), "runs:Q",
+                 alt.Tooltip("median_hours:Q", title="median length (h)", format=".1f"), "failures:Q"])
+    median = alt.Chart(_data("medians")).mark_tick(color="#222", thickness=2, size=22).encode(
+        x=alt.X("size:Q", scale=scale), y="median_ettr:Q",
+        tooltip=[alt.Tooltip("gpus:N", title="GPUs"), "runs:Q", alt.Tooltip("median_ettr:Q", title="median ETTR", format=".3f")])
+    line = alt.Chart(_data("expected")).mark_line(color="#d62728").encode(
+        x=alt.X("n_gpus:Q", scale=scale), y="expected:Q",
+        tooltip=["n_gpus:Q", alt.Tooltip("expected:Q", format=".3f")])
+    return _spec(alt.layer(bins, median, line).properties(height=260),
+                 runs=cells, medians=medians, expected=curve)
 
 
 def checkpoint_sweep(r_per_1000: float, u0_h: float) -> dict:
     rates = [0.5, 1, 2, 2.34, 4, 6.5, 10, 15]
     rows = E.sweep(TARGET_ETTR, rates, [1024, 4096, 16384, 131072], u0_h)
     frame = pl.DataFrame(rows).filter(pl.col("checkpoint_minutes").is_not_null())
-    lines = alt.Chart(alt.Data(values=_values(frame))).mark_line(point=True).encode(
+    lines = alt.Chart(_data("sweep")).mark_line(point=True).encode(
         x=alt.X("failures_per_1000_node_days:Q", title="failures per 1,000 node-days"),
         y=alt.Y("checkpoint_minutes:Q", scale=alt.Scale(type="log"), title=f"checkpoint interval for ETTR {TARGET_ETTR} (min)"),
         color=alt.Color("gpus:O", title="GPUs"),
         tooltip=["gpus:O", "failures_per_1000_node_days:Q", alt.Tooltip("checkpoint_minutes:Q", format=".1f")])
-    here = alt.Chart(alt.Data(values=[{"r": r_per_1000}])).mark_rule(color="#555", strokeDash=[4, 3]).encode(x="r:Q")
-    return _spec(alt.layer(lines, here).properties(height=260))
+    here = alt.Chart(_data("here")).mark_rule(color="#555", strokeDash=[4, 3]).encode(x="r:Q")
+    return _spec(alt.layer(lines, here).properties(height=260), sweep=frame,
+                 here=pl.DataFrame({"r": [float(r_per_1000)]}))
 
 
 def loss_by_size(loss: pl.DataFrame) -> dict:
-    chart = alt.Chart(alt.Data(values=_values(loss))).mark_bar().encode(
+    chart = alt.Chart(_data("loss")).mark_bar().encode(
         x=alt.X("bucket_gpus:O", title="job size (GPUs)"), y=alt.Y("lost_gpu_hours:Q", title="lost GPU-hours"),
         color=alt.Color("kind:N", title=None),
         tooltip=["bucket_gpus:O", "kind:N", alt.Tooltip("lost_gpu_hours:Q", format=",.0f"), "instances:Q"])
-    return _spec(chart.properties(height=240))
+    return _spec(chart.properties(height=240), loss=loss)
 
 
 def cooccurrence(co: pl.DataFrame) -> dict:
-    chart = alt.Chart(alt.Data(values=_values(co))).mark_rect().encode(
+    chart = alt.Chart(_data("cooccurrence")).mark_rect().encode(
         x=alt.X("cause_b:N", title="also present"), y=alt.Y("cause_a:N", title="failures showing"),
         color=alt.Color("share_of_a:Q", title="share", scale=alt.Scale(scheme="blues", domain=[0, 1])),
         tooltip=["cause_a:N", "cause_b:N", "failures_with_both:Q", alt.Tooltip("share_of_a:Q", format=".0%")])
-    return _spec(chart.properties(height=alt.Step(22)))
+    return _spec(chart.properties(height=alt.Step(22)), cooccurrence=co)

@@ -68,6 +68,7 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
     return {
         "day": day, "head": head, "u0_min": u0_h * 60, "dt_min": dt_h * 60, "target": charts.TARGET_ETTR,
         "run_min_gpus": RUN_MIN_GPUS, "run_min_hours": RUN_MIN_HOURS, "q_min": (q_h or 0) * 60,
+        "ettr_step": charts.ETTR_STEP,
         "before_min": window[0] / 60, "after_min": window[1] / 60, "crash_loop_min": crash_loop_min,
         "status": status.to_dicts(), "checks": checks.to_dicts(), "mttf": mttf.to_dicts(),
         "projection": {g: h for g, h in projection.iter_rows()},

@@ -16,7 +16,7 @@ WITH targets AS (
     SELECT job_id, instance, state, end_time, unnest(nodes) AS host FROM targets
 ), hits AS (
     SELECT h.job_id, h.instance, h.state, h.end_time, c.host, c.event_time, c.source, c.kind, c.code, c.device,
-           c.message, c.rule, c.cause, c.domain, c.severity, c.priority, c.distributed,
+           c.message, c.rule, c.cause, c.domain, c.severity, c.priority, c.distributed, c.file, c.line_no,
            CASE WHEN c.severity = 'critical' AND NOT c.distributed THEN 1
                 WHEN c.severity = 'warning' AND NOT c.distributed THEN 2
                 WHEN c.distributed AND c.severity <> 'info' THEN 3 ELSE 9 END AS tier
@@ -32,7 +32,9 @@ WITH targets AS (
 ), ranked AS (
     SELECT *, row_number() OVER (
         PARTITION BY job_id, instance
-        ORDER BY tier, CASE WHEN tier = 3 THEN -host_weight END, priority DESC, event_time, host, rule) AS pick,
+        -- the event's file and line last: ties (same host, time and rule) are broken the same way every run
+        ORDER BY tier, CASE WHEN tier = 3 THEN -host_weight END, priority DESC, event_time, host, rule, file, line_no
+    ) AS pick,
         -- Aegis: on 1-2 hosts blame them; on many, blame the host the errors cluster on
         -- (at least 1.5x its fair share); otherwise suspect the network or configuration
         tier = 3 AND dist_hosts > 2 AND host_weight < 1.5 * dist_events / dist_hosts AS unclustered
@@ -56,4 +58,4 @@ WITH targets AS (
       AND NOT EXISTS (SELECT 1 FROM explained x WHERE x.job_id = t.job_id AND x.instance = t.instance AND x.is_primary)
 )
 SELECT * FROM explained UNION ALL BY NAME SELECT * FROM defaults
-ORDER BY job_id, instance, is_primary DESC, event_time;
+ORDER BY job_id, instance, is_primary DESC, event_time, host, rule, source, kind, code, device, message;

@@ -33,7 +33,8 @@ WITH inst AS (
           WHERE interrupted AND state <> 'PREEMPTED' AND cause IS NOT NULL GROUP BY ALL)
     GROUP BY run_id
 )
-SELECT run_id, any_value(account) AS account, max(n_gpus) AS n_gpus, max(n_nodes) AS n_nodes,
+-- per-run values from the run's first instance (accounts can differ along a run)
+SELECT run_id, arg_min(account, run_seq) AS account, max(n_gpus) AS n_gpus, max(n_nodes) AS n_nodes,
        count(*) AS instances, count(DISTINCT job_id) AS jobs,
        min(eligible) AS first_eligible, max(end_time) AS last_end,
        epoch(max(end_time)) - epoch(min(eligible)) AS wallclock_s,
@@ -45,7 +46,7 @@ SELECT run_id, any_value(account) AS account, max(n_gpus) AS n_gpus, max(n_nodes
        count(*) FILTER (WHERE interrupted AND state = 'PREEMPTED') AS preemptions,
        count(*) FILTER (WHERE interrupted AND state <> 'PREEMPTED') AS failures,
        any_value(c.failure_causes) AS failure_causes,
-       any_value(u0_s) AS u0_s, any_value(dt_s) AS dt_s
+       arg_min(u0_s, run_seq) AS u0_s, arg_min(dt_s, run_seq) AS dt_s
 FROM per_inst LEFT JOIN causes c USING (run_id)
 GROUP BY run_id
 ORDER BY run_id;

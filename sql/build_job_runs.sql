@@ -11,7 +11,9 @@ WITH inst AS (
            max(instance) OVER (PARTITION BY job_id) AS last_instance
     FROM jobs WHERE start_time IS NOT NULL
 ), per_job AS (
-    SELECT job_id, any_value(user_name) AS user_name, any_value(job_name) AS job_name, any_value(n_gpus) AS n_gpus,
+    -- who and what from the first instance: requeues may differ (a resized job), any_value would pick at random
+    SELECT job_id, arg_min(user_name, instance) AS user_name, arg_min(job_name, instance) AS job_name,
+           arg_min(n_gpus, instance) AS n_gpus,
            min(submit_time) AS first_submit, min(start_time) AS first_start, max(end_time) AS last_end,
            count(*) FILTER (WHERE state IN ('FAILED', 'NODE_FAIL', 'REQUEUED') AND instance < last_instance) AS failed_restarts
     FROM inst GROUP BY job_id

@@ -32,7 +32,8 @@ WITH alloc AS (
 )
 SELECT job_id, job_id_raw,
        (row_number() OVER (PARTITION BY job_id
-            ORDER BY coalesce(start_time, end_time, submit_time) NULLS LAST, submit_time, line_no) - 1)::INTEGER AS instance,
+            ORDER BY coalesce(start_time, end_time, submit_time) NULLS LAST, submit_time, start_time, file, line_no) - 1
+       )::INTEGER AS instance,
        array_job_id, array_task_id, array_task_spec, het_offset,
        user_name, account, job_name, partition, qos, priority, state, cancelled_by, exit_code, exit_signal, reason,
        submit_time, eligible_time, start_time, end_time, elapsed_s, n_nodes, n_gpus, nodes, node_list, restarts,

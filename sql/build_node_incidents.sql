@@ -15,19 +15,25 @@ WITH ev AS (
     FROM gaps
 ), incidents AS (
     SELECT host, n, min(event_time) AS first_event, max(event_time) AS last_event, count(*) AS events,
-           arg_max(cause, priority) AS cause, arg_max(rule, priority) AS rule,
+           -- the highest-priority event, the earliest of equals: cause and rule from the same event
+           first(cause ORDER BY priority DESC, event_time, file, line_no) AS cause,
+           first(rule ORDER BY priority DESC, event_time, file, line_no) AS rule,
            CASE WHEN bool_or(severity = 'critical') THEN 'critical' ELSE 'warning' END AS severity,
            bool_and(transient) AS transient, list(DISTINCT cause ORDER BY cause) AS causes
     FROM numbered GROUP BY host, n
 ), drains AS (
     SELECT host, time_start, time_end, state, reason FROM node_state_periods
     WHERE (state LIKE '%DRAIN%' OR state LIKE 'DOWN%' OR state LIKE '%FAIL%') AND coalesce(reason, '') NOT ILIKE 'maintenance%'
+    -- the ASOF joins take one row per start: of two starting together, always the same one
+    QUALIFY row_number() OVER (PARTITION BY host, time_start ORDER BY file, line_no) = 1
 ), with_drain AS (
     SELECT i.*, d.time_start AS d_start, d.time_end AS d_end, d.state AS d_state, d.reason AS d_reason
     FROM incidents i ASOF LEFT JOIN drains d ON d.host = i.host AND d.time_start >= i.first_event - INTERVAL 5 MINUTE
 ), with_ticket AS (
     SELECT w.*, t.ticket_id, t.opened, t.component, t.resolution
-    FROM with_drain w ASOF LEFT JOIN tickets t ON t.host = w.host AND t.opened >= w.first_event - INTERVAL 1 HOUR
+    FROM with_drain w ASOF LEFT JOIN (
+        SELECT * FROM tickets QUALIFY row_number() OVER (PARTITION BY host, opened ORDER BY file, line_no) = 1
+    ) t ON t.host = w.host AND t.opened >= w.first_event - INTERVAL 1 HOUR
 )
 SELECT host || '#' || n AS incident_id, host, first_event, last_event, events, cause, rule, severity, transient, causes,
        (d_start IS NOT NULL AND d_start <= first_event + INTERVAL 6 HOUR) AS drained,

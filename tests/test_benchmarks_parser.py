@@ -1,5 +1,6 @@
 """Benchmark parser on the real SuperBench samples and nccl-tests logs."""
 import json
+from datetime import datetime
 
 import polars as pl
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from analysis.model import UnrecognisedFormat
 from analysis.parsers import benchmarks
 from analysis.parsers.nccl_tests import op_from_name
-from conftest import parse_file
+from conftest import FIXTURES, parse_file
 
 
 def _sb(datasets):
@@ -110,3 +111,142 @@ def test_nccl_hosts_and_op_names(tmp_path):
 def test_unrecognised(datasets, name):
     with pytest.raises(UnrecognisedFormat, match="not"):
         parse_file(benchmarks.parse, _sb(datasets) / "raw-benchmark-logs" / name, "benchmarks")
+
+
+NCCL_HEADER = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+               "   busbw #wrong\n")
+NCCL_ROW = ("        1024           256     float     sum      -1    30.10    0.03    0.06      0    29.90    0.03"
+            "    0.06      0\n")
+
+
+@pytest.mark.parametrize("cut, cells", [(3, 3), (9, 9), (12, 12)])
+def test_nccl_truncated_row_is_one_reject(tmp_path, cut, cells):
+    # a run killed mid-row; before: "gather indices are out of bounds" lost the whole file (3 tokens),
+    # or a 12-token row was stored shifted by one column (time_us_oop = -1, the root)
+    short = "  ".join(NCCL_ROW.split()[:cut]) + "\n"
+    path = tmp_path / "all_reduce_perf.log"
+    path.write_text(NCCL_HEADER + NCCL_ROW + short + "# Avg bus bandwidth    : 0.06\n")
+    result, counts = parse_file(benchmarks.parse, path, "benchmarks", host_hint="gpu001")
+    rows = result.tables["benchmark_results"]
+    assert counts.rejects == 1 and counts.row_lines == 2 and counts.skipped == 1
+    assert result.rejects["reason"].to_list() == [f"nccl-tests data row with {cells} of 13 columns"]
+    assert rows.filter(pl.col("metric") == "time_us_oop")["value"].to_list() == [30.10]
+
+
+def test_nccl_non_numeric_and_extra_cells_are_rejected(tmp_path):
+    bad_value = NCCL_ROW.replace("30.10", "30.1O")
+    extra = NCCL_ROW.rstrip("\n") + "   junk\n"
+    path = tmp_path / "all_reduce_perf.log"
+    path.write_text(NCCL_HEADER + bad_value + extra + "   2048  512  float  sum  -1  9" + "9" * 30 + " 1 1 0 1 1 1 0\n")
+    result, counts = parse_file(benchmarks.parse, path, "benchmarks", host_hint="gpu001")
+    assert counts.row_lines == 1 and counts.rejects == 2  # a 31-digit time is a number, just a large one
+    assert result.rejects["reason"].to_list() == [
+        "nccl-tests data row with a non-numeric time, algbw, busbw or #wrong value",
+        "nccl-tests data row with 14 of 13 columns"]
+
+
+def test_nccl_current_layout_real_sample():
+    # nccl-tests 2.18.3 prints 'redop root' for every op ('none -1'); see tests/fixtures/nccl/SOURCES.md
+    path = FIXTURES / "nccl" / "all_gather_perf_2.18.log"
+    result, counts = parse_file(benchmarks.parse, path, "benchmarks")
+    rows = result.tables["benchmark_results"]
+    assert counts.rejects == 0 and counts.row_lines == 4 and counts.lines == counts.row_lines + counts.skipped
+    assert rows["benchmark"][0] == "nccl-tests:allgather" and rows["host"][0] == "spark-4440,spark-fb97"
+    big = rows.filter(pl.col("size_bytes") == 4294967296)
+    assert dict(zip(big["metric"], big["value"])) == {
+        "time_us_oop": 96986.7, "algbw_oop": 44.28, "busbw_oop": 22.14,
+        "time_us_ip": 95610.9, "algbw_ip": 44.92, "busbw_ip": 22.46}
+    assert rows.filter(pl.col("metric") == "avg_busbw")["value"].to_list() == [21.4033]
+
+
+def test_nccl_columns_found_by_name(tmp_path):
+    # header and row shapes as nccl-tests' writeResultHeader/writeBenchmarkLine* print them: an optional
+    # '#bitdiff' column per group and a trailing 'timestamp' (strftime "%Y-%m-%d %H:%M:%S", two tokens)
+    header = ("#       size         count      type   redop    root     time   algbw   busbw  #wrong  #bitdiff"
+              "     time   algbw   busbw  #wrong  #bitdiff"
+              "           timestamp\n")
+    row = ("     1048576        262144     float     sum      -1    52.94   19.81   14.85       0         0"
+           "    53.47   19.61   14.71       0         0"
+           "  2025-06-01 12:00:05\n")
+    path = tmp_path / "all_reduce_perf.log"
+    unstamped = row.replace("  2025-06-01 12:00:05", "")  # per-iteration mode names the column, prints none
+    path.write_text(header + row + unstamped + unstamped.rsplit(" ", 1)[0] + "\n")
+    result, counts = parse_file(benchmarks.parse, path, "benchmarks", host_hint="gpu001")
+    rows = result.tables["benchmark_results"]
+    assert counts.row_lines == 2
+    assert result.rejects["reason"].to_list() == ["nccl-tests data row with 14 of 15 columns"]
+    assert rows.filter(pl.col("metric") == "time_us_ip")["value"].to_list() == [53.47, 53.47]
+    assert rows.group_by("line_no").agg(pl.col("run_time").first()).sort("line_no")["run_time"].to_list() == [
+        datetime(2025, 6, 1, 12, 0, 5), None]
+
+
+def test_nccl_data_before_any_header(tmp_path):
+    path = tmp_path / "all_reduce_perf.log"
+    path.write_text("# nThread 1 nGpus 8 minBytes 8 maxBytes 128\n" + NCCL_ROW + NCCL_HEADER + NCCL_ROW)
+    result, counts = parse_file(benchmarks.parse, path, "benchmarks", host_hint="gpu001")
+    assert counts.row_lines == 1 and "before any column header" in result.rejects["reason"][0]
+
+
+def _jsonl_file(tmp_path, bad_lines, good=200):
+    lines = [json.dumps({"node": f"n{i:03d}", "a/x:0": float(i), "a/steps": [1.0, 2.0]}) for i in range(good)]
+    for at, text in bad_lines:
+        lines.insert(at, text)
+    path = tmp_path / "results-summary.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_jsonl_hostile_lines_are_rejected_not_the_file(tmp_path):
+    # before: OverflowError (400-digit integer) or RecursionError (100000 '[') failed the whole file
+    path = _jsonl_file(tmp_path, [
+        (50, '{"node": "big", "a/x:0": ' + "9" * 400 + "}"),
+        (100, '{"node": "deep", "a/x:0": ' + "[" * 100000 + "}"),
+        (150, '{"node": "cut", "a/x:0": 1.'),
+        (160, '{"node": "two", "a/x:0": 1} {"node": "objects"}'),
+        (170, '{"node": "inf", "a/x:0": 1e400}'),
+        (180, '["node", "a list"]'),
+        (190, '{"node": "n\\ud800", "a/x:0": NaN}'),  # NaN: read by json.loads, which keeps the lone surrogate
+    ])
+    result, counts = parse_file(benchmarks.parse, path, "benchmarks")
+    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"]))
+    assert counts.row_lines == 200 and counts.rejects == 7
+    assert reasons == {
+        51: "number too large (beyond the range of a 64-bit float)",
+        101: "JSON nested deeper than 64 levels",
+        151: "invalid JSON: the line ends before the object is closed (cut off?)",
+        161: "invalid JSON: text after the end of the object (character 29)",
+        171: "number too large (beyond the range of a 64-bit float)",
+        181: "not a JSON object ({...})",
+        191: "invalid JSON: a \\u escape holds half of a UTF-16 surrogate pair"}
+    assert result.tables["benchmark_results"].height == 600  # 200 nodes x (1 value + 2 samples)
+
+
+def test_jsonl_lines_polars_cannot_decode_are_read_exactly(tmp_path):
+    # Python's json module (SuperBench's writer) emits NaN; a key may hold a number on one line and a
+    # string on another, or a list on one and a scalar on another: such lines are read one by one
+    path = _jsonl_file(tmp_path, [
+        (10, '{"node": "nan", "a/x:0": NaN, "a/y": 2.5}'),
+        (20, '{"node": "str", "a/x:0": "fast", "a/steps": "n/a", "a/y": 1}'),
+        (30, '{"node": "numstr", "a/x:0": "7.5"}'),
+        (40, '{"node": "scalar", "a/steps": 3.0}'),
+    ])
+    result, counts = parse_file(benchmarks.parse, path, "benchmarks")
+    rows = result.tables["benchmark_results"]
+    assert counts.rejects == 1 and result.rejects["line_no"].to_list() == [31]  # "7.5" is text, not a value
+    assert rows.filter(pl.col("host") == "nan").select("metric", "value").rows() == [("y", 2.5)]
+    assert rows.filter(pl.col("host") == "str").select("metric", "value").rows() == [("y", 1.0)]
+    assert rows.filter(pl.col("host") == "scalar").select("metric", "sample_idx", "value").rows() == [
+        ("steps", None, 3.0)]
+    assert rows["line_no"].is_sorted() and rows.height == 600 + 3
+
+
+def test_jsonl_node_must_be_a_name_and_long_rank_digits_stay_in_the_metric(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"node": "n1", "a/x:0": 1, "a/x:99999999999": 2}\n{"node": {"a": 1}, "a/x": 1}\n'
+                    '{"node": "", "host": "n3", "a/x": 3}\n')
+    result, counts = parse_file(benchmarks.parse, path, "benchmarks")
+    rows = result.tables["benchmark_results"]
+    # before: an 11-digit rank suffix failed the whole file (Int32 cast)
+    assert rows.select("host", "metric", "rank").rows() == [("n1", "x", 0), ("n1", "x:99999999999", None),
+                                                             ("n3", "x", None)]
+    assert result.rejects["reason"].to_list() == ["JSON object without a 'node' key (a host name)"]

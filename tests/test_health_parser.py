@@ -59,7 +59,7 @@ def test_jsonl_aliases_epoch_and_rejects(tmp_path):
     assert set(ev["source"]) == {"health"} and set(ev["kind"]) == {"health_check"}
     assert ev["device"].null_count() == 3 and ev["message"][1] == "mlx5_0 port 1 down"
     reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"]))
-    assert reasons[5] == "invalid JSON" and "time" in reasons[6] and "yesterday" in reasons[7]
+    assert reasons[5].startswith("invalid JSON") and "time" in reasons[6] and "yesterday" in reasons[7]
     assert "check" in reasons[8]
 
 
@@ -106,3 +106,40 @@ def test_syslog_local_zone(tmp_path):
 def test_unrecognised(tmp_path):
     with pytest.raises(UnrecognisedFormat):
         parse_file(health.parse, _write(tmp_path, "x.log", "hello world\nfoo bar\n"), "health")
+
+
+def test_lines_that_are_not_results_are_rejected_not_skipped(tmp_path):
+    # before: any line not starting with '{' that was not NHC output was skipped without a trace
+    text = (JSONL.splitlines()[0] + "\n"
+            "hello world\n"
+            '  ["gpu001", "ok"]\n'
+            "Jan 15 10:23:47 gpu001 nhc[1234]: NHC watchdog timer 4242 (300 secs) has expired\n"
+            "[1705314826] - ERROR:  nhc:  Unable to write to results file\n"
+            "Jan 15 10:23:46 gpu001 kernel: [12345.678] unrelated kernel line\n"
+            "\n")
+    result, counts = parse_file(health.parse, _write(tmp_path, "checks.jsonl", text), "health",
+                                IngestOptions(syslog_year=2024))
+    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"]))
+    assert counts.row_lines == 1 and counts.skipped == 2  # the other program's syslog line and the blank line
+    assert reasons == {
+        2: "not a health-check line: neither a JSON object ({...}) nor an NHC log or syslog line",
+        3: "not a health-check line: neither a JSON object ({...}) nor an NHC log or syslog line",
+        4: "NHC message that is neither a check result nor a progress note",
+        5: "NHC message that is neither a check result nor a progress note"}
+
+
+def test_hostile_json_lines_are_rejected_one_by_one(tmp_path):
+    good = '{"time": "2024-01-15T10:00:00Z", "host": "gpu%03d", "check": "gpu_count", "severity": "ok"}'
+    lines = [good % i for i in range(300)]
+    lines[100] = good[:-1] % 1 + ', "extra": ' + "9" * 400 + "}"
+    lines[150] = good[:-1] % 2 + ', "extra": ' + "[" * 100000 + "}"
+    lines[200] = good[:40]
+    lines[250] = good[:-1] % 3 + ', "extra": NaN}'  # Python's json writes NaN; polars cannot read it
+    result, counts = parse_file(health.parse, _write(tmp_path, "checks.jsonl", "\n".join(lines) + "\n"), "health")
+    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"]))
+    assert counts.row_lines == 297 and reasons == {
+        101: "number too large (beyond the range of a 64-bit float)",
+        151: "JSON nested deeper than 64 levels",
+        201: "invalid JSON: the line ends before the object is closed (cut off?)"}
+    assert result.tables["node_events"].filter(result.tables["node_events"]["line_no"] == 251)["host"].to_list() == [
+        "gpu003"]

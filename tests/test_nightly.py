@@ -65,6 +65,7 @@ def test_a_missing_source_blocks_the_report(cluster, tmp_path):
     assert not result.success
     failed = {e.check_name: e for e in result.get_asset_check_evaluations() if not e.passed}
     assert "sources_present" in failed and "kernel" in failed["sources_present"].metadata["missing"].value
+    assert failed["sources_present"].description.startswith("no rows on 2024-03-08 from kernel (rows on ")
     assert not (tmp_path / "out" / "reports" / "reliability-2024-03-08.html").exists()
     done = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert "reliability_report" not in done
@@ -95,6 +96,9 @@ def test_a_file_full_of_rejects_blocks_the_report(cluster, tmp_path):
     good = '{"time": "2024-03-08T06:00:00Z", "host": "gpu0001", "check": "gpu_count", "severity": "ok", "message": "8"}\n'
     (src / "health" / "half-broken.jsonl").write_text(good + "".join(f"{{not json {i}\n" for i in range(20000)))
     result = run_day(src, tmp_path / "w.duckdb", tmp_path / "out", "2024-03-08")
-    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    failed = {e.check_name: e for e in result.get_asset_check_evaluations() if not e.passed}
     assert "reject_rate_below_threshold" in failed
+    # the operator reads which file and why, not just a rate
+    text = failed["reject_rate_below_threshold"].description
+    assert f"{(src / 'health' / 'half-broken.jsonl').resolve()}: 20,000 of 20,001 lines rejected, mostly: " in text
     assert not (tmp_path / "out" / "reports" / "reliability-2024-03-08.html").exists()

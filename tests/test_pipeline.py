@@ -145,3 +145,37 @@ def test_demo_sample_starts_from_an_empty_warehouse(tmp_path):
         out = CliRunner().invoke(main, ["demo", "--sample", "--db", str(db), "--out", str(tmp_path / "o"), "-q"])
         assert out.exit_code == 0, out.output
     assert table_counts(db)["jobs"] == 10
+
+
+def test_lines_accounted_checks_only_the_files_of_this_run(tmp_path, monkeypatch):
+    import dataclasses
+
+    import analysis.ingest
+    from assets.ingest import ingest_assets, ingest_checks
+
+    src, db = tmp_path / "src", tmp_path / "w.duckdb"
+    shutil.copytree(DEMO_SOURCE, src)
+    resources = {"warehouse": Warehouse(db_path=str(db)), "sources": LogSources(source_dir=str(src))}
+
+    def ingest():
+        result = materialize([*ingest_assets, *ingest_checks], resources=resources, raise_on_error=False,
+                             instance=DagsterInstance.ephemeral())
+        return {e.check_name: e for e in result.get_asset_check_evaluations()
+                if e.asset_key.to_user_string() == "kernel_events"}
+
+    assert all(e.passed for e in ingest().values())
+    # an old file's record no longer adds up: not this run's business
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE ingested_files SET lines = lines + 1 WHERE path = ?", [str(src / "kernel" / "gpu003.log")])
+    con.close()
+    (src / "kernel" / "gpu010.log").write_text((DEMO_SOURCE / "kernel" / "gpu003.log").read_text().replace("gpu003", "gpu010"))
+    checks = ingest()
+    assert checks["lines_accounted"].passed
+    # a file read in this run that loses a line fails the check, naming the file
+    real = analysis.ingest.account
+    monkeypatch.setattr(analysis.ingest, "account", lambda r, lines: dataclasses.replace(real(r, lines),
+                                                                                      lines=real(r, lines).lines + 1))
+    (src / "kernel" / "gpu011.log").write_text((DEMO_SOURCE / "kernel" / "gpu003.log").read_text().replace("gpu003", "gpu011"))
+    failed = ingest()["lines_accounted"]
+    assert not failed.passed
+    assert str(src / "kernel" / "gpu011.log") in failed.description and "gpu003.log" not in failed.description

@@ -1,15 +1,21 @@
 """The reliability report: offline, escaped, and drawn by a real browser."""
+import json
 import re
 import shutil
 import subprocess
+from datetime import date
 from html.parser import HTMLParser
 from pathlib import Path
 
+import duckdb
+import polars as pl
 import pytest
 
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.runner import run_pipeline
+from reports import charts
+from reports.render import render_report
 
 REPO = Path(__file__).resolve().parents[1]
 CHARTS = ("goodput", "status", "failure_rate", "mttf", "ettr", "sweep", "loss", "cooccurrence")
@@ -91,3 +97,89 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     subprocess.run([*flags, "--window-size=1100,7000", f"--screenshot={shot}", report.as_uri()],
                    capture_output=True, timeout=180)
     assert shot.exists() and shot.stat().st_size > 50_000
+
+
+SPEC_LINE = re.compile(r'^\s*"(\w+)": (\{.*\}),$', flags=re.M)
+
+
+def embedded_specs(html: str) -> dict[str, dict]:
+    """The Vega-Lite specs the page hands to vegaEmbed, parsed back."""
+    return {name: json.loads(spec) for name, spec in SPEC_LINE.findall(html)}
+
+
+def test_run_cells_bin_runs_by_size_and_ettr_band():
+    runs = pl.DataFrame({"n_gpus": [8, 15, 16, 1024, 1025, 2047, 64], "ettr": [1.0, 0.99, 0.0, 0.5, 0.51, 0.52, None],
+                         "scheduled_hours": [6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 7.0], "failures": [0, 1, 2, 0, 1, 1, 0]})
+    cells, medians = charts.run_cells(runs)
+    by = {(r["size"], r["band"]): r for r in cells.iter_rows(named=True)}
+    assert set(by) == {(8, "0.975–1.0"), (16, "0.0–0.025"), (1024, "0.5–0.525")}  # ETTR 1 in the top band
+    assert (by[8, "0.975–1.0"]["runs"], by[8, "0.975–1.0"]["failures"], by[8, "0.975–1.0"]["gpus"]) == (2, 1, "8–15")
+    assert (by[1024, "0.5–0.525"]["runs"], by[1024, "0.5–0.525"]["median_hours"]) == (3, 40.0)
+    assert medians.select("size", "runs", "median_ettr").rows() == [(8, 2, 0.995), (16, 1, 0.0), (1024, 3, 0.51)]
+
+
+@pytest.fixture(scope="module")
+def long_history(report, tmp_path_factory):
+    """The report's warehouse grown to what years of a large cluster hold: 40,000
+    more runs and three years of daily goodput and failure rates."""
+    root = tmp_path_factory.mktemp("long")
+    db = root / "w.duckdb"
+    shutil.copyfile(report.parents[2] / "w.duckdb", db)
+    day = date.fromisoformat(report.stem.removeprefix("reliability-"))
+    con = duckdb.connect(str(db))
+    con.execute("""
+        INSERT INTO job_run_ettr BY NAME
+        SELECT 'synthetic-' || i AS run_id, 8 * (2 ** (i % 9))::INTEGER AS n_gpus, ((i * 7919) % 1000) / 1000.0 AS ettr,
+               (6 + i % 90) * 3600.0 AS scheduled_s, (6 + i % 90) * 3000.0 AS productive_s, 600.0 AS queue_s,
+               1 + i % 3 AS instances, i % 4 AS failures, 0 AS preemptions,
+               $day::TIMESTAMP - INTERVAL 2 DAY - to_hours(i % 20000) AS last_end
+        FROM range(40000) t(i)""", {"day": day})
+    first = con.execute("SELECT min(day) FROM goodput_daily").fetchone()[0]
+    con.execute("""
+        INSERT INTO goodput_daily BY NAME
+        SELECT $first - to_days(k::INTEGER) AS day, 0.5 + (k % 40) / 100.0 AS goodput FROM range(1, 1100) t(k)""",
+                {"first": first})
+    con.execute("""
+        INSERT INTO failure_rate_over_time BY NAME
+        SELECT $first - to_days(k::INTEGER) AS day, c AS cause, (k % 17) / 10.0 AS rolling_30d_per_1000_node_days
+        FROM range(1, 1100) t(k), (VALUES ('gpu_memory'), ('nvlink'), ('pcie')) v(c)""", {"first": first})
+    return con, day, render_report(con, day, root / "out")
+
+
+def test_a_long_history_keeps_the_page_small(long_history):
+    con, day, path = long_history
+    html = path.read_text()
+    assert path.stat().st_size < 3_000_000  # 40,000 runs inlined one by one took 9 MB
+    specs = embedded_specs(html)
+    assert set(specs) == set(CHARTS)
+    assert sum(len(json.dumps(s)) for s in specs.values()) < 250_000
+    for name, spec in specs.items():  # data attached once, by name, never inline per layer
+        used = {layer["data"]["name"] for layer in spec.get("layer", [spec])}
+        assert "values" not in json.dumps({k: v for k, v in spec.items() if k != "datasets"}), name
+        assert used == set(spec["datasets"]), name
+
+
+def test_the_ettr_chart_carries_every_run_binned(long_history):
+    con, day, path = long_history
+    spec = embedded_specs(path.read_text())["ettr"]
+    cells, medians = spec["datasets"]["runs"], spec["datasets"]["medians"]
+    plotted = con.execute("SELECT count(*), count(*) FILTER (WHERE run_id LIKE 'synthetic-%') FROM job_run_ettr "
+                          "WHERE n_gpus >= 8 AND scheduled_s >= 6 * 3600 AND ettr IS NOT NULL "
+                          "AND last_end < $day::TIMESTAMP + INTERVAL 1 DAY", {"day": day}).fetchone()
+    assert plotted[1] == 40000
+    assert sum(c["runs"] for c in cells) == sum(m["runs"] for m in medians) == plotted[0]
+    assert len(cells) <= 15 * 40 and {m["size"] for m in medians} >= {8 * 2 ** k for k in range(9)}
+    assert len(spec["datasets"]["expected"]) == 15  # the expected-ETTR curve is still drawn
+    assert f"{plotted[0]:,} job runs" in path.read_text()
+
+
+def test_daily_series_become_weekly_means_over_years(long_history):
+    con, day, path = long_history
+    specs = embedded_specs(path.read_text())
+    points = specs["goodput"]["datasets"]["goodput"]
+    assert 150 < len(points) <= charts.MAX_POINTS
+    weekly = dict(con.execute("SELECT strftime(date_trunc('week', day), '%Y-%m-%d'), avg(goodput) FROM goodput_daily "
+                              "WHERE day <= $day GROUP BY 1", {"day": day}).fetchall())
+    assert all(p["goodput"] == pytest.approx(weekly[p["day"]], rel=1e-3) for p in points)
+    rates = specs["failure_rate"]["datasets"]["rates"]
+    assert len({r["day"] for r in rates}) <= charts.MAX_POINTS and {"gpu_memory", "nvlink", "pcie"} <= {r["cause"] for r in rates}

@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 from analysis.model import IngestOptions, UnrecognisedFormat
-from analysis.parsers.switch import normalize_port, parse
-from tests.conftest import parse_file
+from analysis.parsers.switch import SEVERITIES, normalize_port, parse
+from tests.conftest import FIXTURES, parse_file
 
 COLUMNS = ["event_time", "host", "source", "kind", "code", "severity", "message", "device", "reporter", "line_no"]
 Y2023 = IngestOptions(syslog_year=2023)
@@ -122,7 +122,9 @@ def test_other_vendors(tmp_path):
     assert (ev[3]["kind"], ev[3]["device"], ev[3]["code"], ev[3]["reporter"]) == ("link_down", "swp51", "switchd", "leaf01")
     assert ev[3]["message"].startswith("nic.c:223") and ev[3]["severity"] is None
     assert ev[4]["kind"] == "link_up"
-    assert ev[5]["kind"] == "other"  # switchd's sync trace accompanies every carrier line: not counted twice
+    # switchd's own oper-state line is a link event too (issue 13): the incident grouping
+    # merges it with the carrier line that follows within seconds
+    assert (ev[5]["kind"], ev[5]["device"]) == ("link_down", "swp51")
     assert (ev[6]["code"], ev[6]["severity"], ev[6]["reporter"], ev[6]["kind"]) == ("mgmtd", "notice", "10.13.110.116", "other")
     assert ev[6]["event_time"] == datetime(2023, 12, 7, 12, 2, 6)
     assert (ev[7]["kind"], ev[7]["device"], ev[7]["severity"], ev[7]["code"]) == ("link_down", "ib1/5", "warning", "issd")
@@ -186,7 +188,146 @@ def test_file_without_any_header_is_unrecognised(tmp_path):
 
 def test_normalize_port_both_sides_agree():
     raw = ["Ethernet1/42", "Eth1/42", "eth 1/42", "swp51", "swp1s0", "IB1/5", "1/5", "GigabitEthernet2/0/4",
-           "Gi2/0/4", "Te2/0/17", "TenGigabitEthernet2/0/17", "HundredGigE1/0/1", None]
+           "Gi2/0/4", "Te2/0/17", "TenGigabitEthernet2/0/17", "HundredGigE1/0/1", "Ethernet112",
+           "Port-Channel35", "port-channel23", "PortChannel101", "Po35", None]
     out = pl.DataFrame({"p": raw}).select(normalize_port(pl.col("p")))["p"].to_list()
     assert out == ["eth1/42", "eth1/42", "eth1/42", "swp51", "swp1s0", "ib1/5", "1/5", "gi2/0/4",
-                   "gi2/0/4", "te2/0/17", "te2/0/17", "hu1/0/1", None]
+                   "gi2/0/4", "te2/0/17", "te2/0/17", "hu1/0/1", "eth112", "po35", "po23", "po101", "po35", None]
+
+
+# --- real lines per network OS (tests/fixtures/switch/README.md names the sources) ---
+SWITCH_FIXTURES = FIXTURES / "switch"
+
+
+def _fixture(name: str, options: IngestOptions = Y2023):
+    result, counts = parse_file(parse, SWITCH_FIXTURES / name, "switch", options)  # asserts the accounting
+    assert counts.rejects == 0 and counts.row_lines == counts.lines
+    return _events(result)
+
+
+def _summary(ev: dict, fields=("kind", "device", "severity", "code")) -> dict[int, tuple]:
+    return {n: tuple(row[f] for f in fields) for n, row in ev.items()}
+
+
+def test_cumulus_switchd_linkstate():
+    ev = _fixture("cumulus-linkstate.log")
+    # /var/log/linkstate has no PRI or level: severity stays unknown; the program is the code
+    down, up = ("link_down", "swp51", None, "switchd"), ("link_up", "swp51", None, "switchd")
+    admin_up = ("other", "swp51", None, "switchd")  # admin up is no link up: "oper up" follows
+    assert _summary(ev) == {1: down, 2: down, 3: down, 4: admin_up, 5: up, 6: up, 7: down, 8: down, 9: down}
+    assert ev[1]["message"] == "sync_base.c:596 swp51: ifindex 54, admin down"  # the taxonomy's admin-down wording
+    assert {r["reporter"] for r in ev.values()} == {"leaf01"}
+    assert ev[2]["event_time"] == datetime(2017, 5, 22, 15, 21, 7, 86167)  # -04:00 -> UTC
+
+
+def test_nxos_link_mnemonics():
+    ev = _fixture("nxos-napalm-logs.log")
+    assert _summary(ev) == {
+        1: ("link_down", "eth1/33", "info", "ETH_PORT_CHANNEL-5-PORT_INDIVIDUAL_DOWN"),
+        2: ("link_down", "eth1/33", "info", "ETHPORT-5-IF_DOWN_LINK_FAILURE"),
+        3: ("link_up", "eth1/33", "info", "ETHPORT-5-IF_UP"),
+        4: ("link_down", "eth1/3", "info", "ETHPORT-5-IF_DOWN_ERROR_DISABLED")}
+    assert ev[1]["reporter"] == "nexus-switch" and ev[1]["event_time"] == datetime(2018, 4, 20, 13, 15, 7)
+    assert ev[4]["reporter"] == "sw01.test"
+
+
+def test_nxos_port_channel_member_lines(tmp_path):
+    # Cisco's format for ETH_PORT_CHANNEL-5-PORT_DOWN/PORT_UP is "[chars]: [chars] is down|up":
+    # the member port is the link, not the channel; no PRI, so the mnemonic's level counts.
+    text = ("2019 Apr 25 10:58:42 nx01 %ETH_PORT_CHANNEL-5-PORT_DOWN: port-channel23: Ethernet1/15 is down\n"
+            "2019 Apr 25 10:59:02 nx01 %ETH_PORT_CHANNEL-5-PORT_UP: port-channel23: Ethernet1/15 is up\n"
+            "2019 Apr 25 10:59:03 nx01 %ETH_PORT_CHANNEL-5-FOP_CHANGED: port-channel23: first operational"
+            " port changed from Ethernet1/15 to Ethernet1/16\n")
+    result, _ = parse_file(parse, _write(tmp_path, text, "nx01.log"), "switch")
+    assert _summary(_events(result), ("kind", "device", "severity")) == {
+        1: ("link_down", "eth1/15", "notice"), 2: ("link_up", "eth1/15", "notice"), 3: ("other", "eth1/15", "notice")}
+
+
+def test_sonic_swss_lines():
+    ev = _fixture("sonic.log")
+    got = _summary(ev)
+    # orchagent's oper-state line and its host-interface line both report the transition
+    assert got[3] == got[4] == ("link_down", "eth112", "notice", "orchagent")
+    assert got[5] == ("link_down", "eth164", "notice", "orchagent")
+    assert got[6] == ("link_up", "eth164", "notice", "orchagent")
+    assert got[9] == ("link_down", "eth0", "notice", "portmgrd")  # admin down: the taxonomy reads the wording
+    # admin up is no link up (the oper line follows); netlink dumps, a failed attempt,
+    # creating the host interface and startup housekeeping report no transition
+    for n, prog in [(7, "orchagent"), (10, "portmgrd"), (11, "portsyncd"), (13, "orchagent"),
+                    (14, "portsyncd"), (15, "portsyncd")]:
+        assert got[n][0] == "other" and got[n][3] == prog, n
+    assert got[12] == ("other", "eth0", "warning", "orchagent")  # "WARNING #orchagent": empty container
+    assert got[8] == ("other", "po101", "notice", "teammgrd")
+    assert got[1] == ("other", None, "info", "syncd")  # an ASIC port number, no port name
+    assert ev[1]["reporter"] == "str2-7050cx3-acs-14" and ev[1]["message"].startswith("[none] SAI_API_PORT")
+    assert ev[3]["message"] == ":- updatePortOperStatus: Port Ethernet112 oper state set from up to down"
+    assert ev[3]["event_time"] == datetime(2024, 6, 5, 2, 21, 24, 818583)  # year in the stamp wins
+    assert ev[5]["event_time"] == datetime(2023, 1, 24, 7, 28, 22, 148615)  # year-less: configured year
+
+
+def test_eos_link_lines():
+    ev = _fixture("eos.log")
+    got = _summary(ev)
+    assert got[1] == ("link_down", "eth28", "notice", "LINEPROTO-5-UPDOWN")
+    assert got[2] == ("link_up", "eth28", "notice", "LINEPROTO-5-UPDOWN")  # description in parentheses
+    assert got[3] == ("other", None, "notice", "BGP-5-ADJCHANGE")  # <13>: user.notice, ISO stamp
+    assert ev[3]["reporter"] == "some-switch" and ev[3]["event_time"] == datetime(2020, 3, 31, 8, 41, 59)
+    # BPDU guard shuts a server bond: errdisable, MLAG and line protocol all take it down
+    assert got[5] == ("link_down", "po35", "warning", "ETH-4-ERRDISABLE")
+    assert got[6] == ("link_down", "po35", "warning", "MLAG-4-INTF_INACTIVE_LOCAL")
+    assert got[7] == ("link_down", "po35", "notice", "LINEPROTO-5-UPDOWN")
+    assert got[9] == ("link_down", "eth35", "notice", "LINEPROTO-5-UPDOWN")
+    assert got[4][0] == got[8][0] == "other"  # spanning-tree bookkeeping
+    assert {ev[n]["reporter"] for n in range(4, 10)} == {"SW-1"}
+
+
+def test_eos_mac_flapping_is_no_link_flap(tmp_path):
+    # EOS PortSec MAC-move wording: a host moving between ports, the links stay up
+    text = ("Jul 10 01:59:56 leaf39 PortSec: %ETH-4-HOST_FLAPPING: Host 00:00:5E:11:11:11 in VLAN 3633 is flapping"
+            " between interface Ethernet39 and interface Port-Channel53 (message repeated 2 times in 6.13858 secs)\n"
+            "<188>Jun  1 10:00:00 leaf02 portd[77]: swp7: link flap detected, 5 transitions in 10s\n")
+    result, _ = parse_file(parse, _write(tmp_path, text), "switch", Y2023)
+    ev = _events(result)
+    assert (ev[1]["kind"], ev[1]["severity"], ev[1]["code"]) == ("other", "warning", "ETH-4-HOST_FLAPPING")
+    assert ev[2]["kind"] == "link_flap"
+
+
+# Message text (after the header) of real lines from each NOS, with its program.
+_REAL_MESSAGES = [
+    ("switchd", "sync_base.c:604 swp51: ifindex 54, oper down", "link_down", "swp51", "switchd"),
+    ("switchd", "netlink.c:291 libnl: swp1, family 0, ifi 20, oper down", "link_down", "swp1", "switchd"),
+    ("switchd", "netlink.c:291 libnl: swp17, family 0, ifi 20, oper up", "link_up", "swp17", "switchd"),
+    ("swss#orchagent", ":- setHostIntfsOperStatus: Set operation status UP to host interface Ethernet164",
+     "link_up", "eth164", "orchagent"),
+    ("Ebra", "%LINEPROTO-5-UPDOWN: Line protocol on Interface Ethernet28, changed state to down",
+     "link_down", "eth28", "LINEPROTO-5-UPDOWN"),
+    ("Ebra", "%ETH-4-ERRDISABLE: uplink-failure-detection error detected on Ethernet5.",
+     "link_down", "eth5", "ETH-4-ERRDISABLE"),
+]
+# The same message as collectors store it: RFC 5424 and 3164, with and without PRI,
+# and behind a relay that writes its own stamp and sender first.
+_HEADERS = [
+    ("<189>1 2023-05-02T12:57:15.123Z leaf01 {app} 1234 - - ", "notice"),
+    ("<187>May  2 12:57:15 leaf01 {tag}[1234]: ", "err"),
+    ("May  2 12:57:15 leaf01 {tag}: ", None),
+    ("2023-05-02T12:57:15+00:00 leaf01 {tag}: ", None),
+    ("May  2 12:57:16 10.0.0.9 <190>May  2 12:57:15 leaf01 {tag}[1234]: ", "info"),
+    ("<14>2023-05-02T12:57:16.5+00:00 relay01 <188>May  2 12:57:15 leaf01 {tag}: ", "warning"),  # the switch's PRI
+    ("2023-05-02T12:57:16+00:00 relay01 2023-05-02T12:57:15+00:00 leaf01 {tag}: ", None),
+]
+
+
+def test_real_messages_under_every_header(tmp_path):
+    lines, expected = [], []
+    for tag, msg, kind, device, code in _REAL_MESSAGES:
+        for header, pri_severity in _HEADERS:
+            lines.append(header.format(app=tag.split("#")[-1], tag=tag) + msg)
+            level = msg.split("-")[1] if msg.startswith("%") else None  # the mnemonic's digit
+            severity = pri_severity or (SEVERITIES[int(level)] if level else None)
+            expected.append((kind, device, code, severity, "leaf01", datetime(2023, 5, 2, 12, 57, 15), msg))
+    result, counts = parse_file(parse, _write(tmp_path, "\n".join(lines) + "\n"), "switch", Y2023)
+    assert counts.rejects == 0
+    fields = ("kind", "device", "code", "severity", "reporter")
+    got = [tuple(r[f] for f in fields) + (r["event_time"].replace(microsecond=0), r["message"])
+           for r in result.tables["node_events"].sort("line_no").iter_rows(named=True)]
+    assert got == expected

@@ -1,5 +1,5 @@
 """Tickets, topology and telemetry (CSV and parquet) parsers."""
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import polars as pl
 import pytest
@@ -111,3 +111,39 @@ def test_telemetry_parquet(tmp_path):
     pl.DataFrame({"time": pl.Series([datetime(2024, 1, 15, 10, 0)]).dt.replace_time_zone("UTC"),
                   "host": ["h"], "metric": ["m"], "value": [1.5]}).write_parquet(path)
     assert telemetry.parse_parquet(path.read_bytes(), ctx).tables["telemetry"]["time"][0] == datetime(2024, 1, 15, 10, 0)
+
+
+def test_telemetry_carriage_return_costs_at_most_its_line(tmp_path):
+    # before: a bare CR in a line with quotes raised csv.Error and the whole file was an error
+    text = ("time,host,metric,gpu,value\n"
+            '2024-01-15T10:00:00Z,gpu001,"sm\rclock",0,1410\n'
+            '2024-01-15T10:00:00Z,gpu001,"power",1\r,300\n'
+            "2024-01-15T10:00:00Z,gpu001,power,2,310\n")
+    path = tmp_path / "tel.csv"
+    path.write_bytes(text.encode())
+    result, counts = parse_file(telemetry.parse, path, "telemetry")
+    tel = result.tables["telemetry"]
+    assert counts.lines == 4 and counts.rejects == 0 and tel["gpu"].to_list() == [0, 1, 2]
+    assert tel["metric"].to_list() == ["sm clock", "power", "power"]
+
+
+def _parquet(tmp_path, **columns):
+    path = tmp_path / "tel.parquet"
+    base = {"time": [datetime(2024, 1, 15, 10, 0)] * 2, "host": ["gpu001"] * 2, "metric": ["power"] * 2,
+            "value": [300.0, 310.0]}
+    pl.DataFrame({**base, **columns}).write_parquet(path)
+    return path, ParseContext(path=path, source="telemetry", host_hint=None)
+
+
+def test_telemetry_parquet_odd_column_types(tmp_path):
+    # before: any nested, non-UTF-8 or duration column failed the file with a polars message
+    path, ctx = _parquet(tmp_path, labels=[[1, 2], [3]], value=pl.Series([b"\xff\xfe", b"310"], dtype=pl.Binary))
+    result = telemetry.parse_parquet(path.read_bytes(), ctx)
+    assert result.tables["telemetry"]["value"].to_list() == [310.0]
+    assert result.rejects.row(0) == (1, "2024-01-15 10:00:00.000000,gpu001,power,\ufffd\ufffd",
+                                     "non-numeric value '\ufffd\ufffd'")
+    path, ctx = _parquet(tmp_path, time=[timedelta(seconds=5)] * 2)
+    assert telemetry.parse_parquet(path.read_bytes(), ctx).rejects["reason"].str.starts_with("unparseable time").all()
+    path, ctx = _parquet(tmp_path, value=[[1.0], [2.0]])
+    with pytest.raises(UnrecognisedFormat, match="column 'value' \\(value\\) holds List\\(Float64\\) values"):
+        telemetry.parse_parquet(path.read_bytes(), ctx)

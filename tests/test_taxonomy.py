@@ -1,4 +1,5 @@
 """The taxonomy files: complete XID table, deliberate contested codes, operator overrides, counting rules."""
+import tracemalloc
 from datetime import datetime, timedelta
 
 import polars as pl
@@ -51,7 +52,7 @@ windows: {before_minutes: 15}
     ("rules: [{id: x, cause: pcie, severity: fatal, match: {kind: xid}}]", "severity"),
     ("rules: [{id: x, cause: pcie, severity: warning, match: {message: '(?<=a)b'}}]", "look-around"),
     ("rules: [{id: x, cause: pcie, severity: warning, match: {message: '(unclosed'}}]", "bad message pattern"),
-    ("rules: [{id: x, cause: pcie, severity: warning, match: {colour: red}}]", "match needs"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: {colour: red}}]", "match: unknown keys"),
     ("xid_overrides: {999: {severity: info}}", "no such XID"),
     ("xid_overrides: {63: {severity: superbad}}", "bad.yaml .xid_overrides 63"),
     ("rules: [{id: x, cause: pcie, severity: warning, match: {source: kernal}}]", "unknown source"),
@@ -89,3 +90,105 @@ def test_xid13_counts_as_hardware_only_when_repeated_on_one_gpu(tmp_path):
     assert [r[2] for r in got if r[0] == "gpu0001"] == ["xid-13", "xid-13", "xid13-repeated-same-gpu"]
     assert {r[3] for r in got if r[0] == "gpu0002"} == {"user"}
     con.close()
+
+
+WRONG_TYPES = [  # (file text, the key the one-line error must name)
+    ("rules: {id: x}", "rules: must be a list"),
+    ("rules: [just-a-string]", "a rule: must be a mapping"),
+    ("rules: [{id: [1], cause: pcie, severity: warning, match: {kind: xid}}]", "id must be a string"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: {message: 42}}]", "rule x: match.message"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: {kind: [[xid]]}}]", "rule x: match.kind"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: {kind: []}}]", "rule x: match.kind: is an empty list"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: xid}]", "rule x: match: must be a mapping"),
+    ("rules: [{id: x, cause: pcie, severity: warning, priority: high, match: {kind: xid}}]", "rule x: priority"),
+    ("rules: [{id: x, cause: pcie, severity: warning, priority: 1e400, match: {kind: xid}}]", "rule x: priority"),
+    ("rules: [{id: x, cause: pcie, severity: warning, transient: 'no', match: {kind: xid}}]", "rule x: transient"),
+    ("rules: [{id: x, cause: pcie, severity: [warning], match: {kind: xid}}]", "rule x: severity"),
+    ("rules: [{id: x, cause: pcie, severity: warning, colour: red, match: {kind: xid}}]", "unknown keys ['colour']"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: {kind: xid}, count: 3}]", "rule x: count: must be"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: {kind: xid}, count: {window_minutes: 5}}]",
+     "rule x: count needs n"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: {kind: xid}, count: {n: 3, window_minutes: -10}}]",
+     "rule x: count.window_minutes"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: {kind: xid}, count: {n: 3, window_minutes: .nan}}]",
+     "rule x: count.window_minutes"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: {kind: xid}, count: {n: 1}}]", "rule x: count.n"),
+    ("rules: [{id: x, cause: pcie, severity: warning, match: {kind: xid}, count: {n: 3, per: rack}}]",
+     "rule x: count.per"),
+    ("windows: [10]", "windows: must be a mapping"),
+    ("windows: {before_minutes: ten}", "windows.before_minutes"),
+    ("windows: {after_minutes: -1}", "windows.after_minutes"),
+    ("windows: {during_minutes: 3}", "windows: unknown keys"),
+    ("xid_overrides: [63]", "xid_overrides: must be a mapping"),
+    ("xid_overrides: {63: critical}", "xid_overrides 63: must be a mapping"),
+    ("xid_overrides: {63: {priority: [1]}}", "rule xid-63: priority"),
+    ("xid_overrides: {abc: {priority: 1}}", "xid_overrides abc: no such XID"),
+    ("causes: [cosmic_rays]", "causes: must be a mapping"),
+    ("causes: {cosmic: {domain: space}}", "causes.cosmic.domain"),
+    ("causes: {cosmic: hardware}", "causes.cosmic: must be a mapping"),
+    ("- rules\n- windows", "must be a mapping"),
+    ("rules: [{id: x", "not valid YAML: line 2"),
+    ("a: 1\n---\nb: 2", "not valid YAML"),
+    ("when: !!python/object/apply:os.system ['true']", "not valid YAML"),
+]
+
+
+@pytest.mark.parametrize("text,key", WRONG_TYPES)
+def test_wrong_types_in_a_rules_file_give_one_line_naming_file_and_key(tmp_path, text, key):
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    with pytest.raises(TaxonomyError) as caught:  # a TypeError or AttributeError here was a traceback for the user
+        load(f)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(str(f)), message
+    assert key in message, message
+
+
+def test_not_utf8_and_missing_files_are_refused_clearly(tmp_path):
+    f = tmp_path / "latin1.yaml"
+    f.write_bytes(b"rules: [{id: caf\xe9}]")
+    with pytest.raises(TaxonomyError, match="not UTF-8"):
+        load(f)
+    with pytest.raises(TaxonomyError, match="cannot read .*missing.yaml"):
+        load(tmp_path / "missing.yaml")
+
+
+def _laughs(levels: int, where: str) -> str:
+    """The "billion laughs" file: each level refers to the previous one nine times."""
+    lines = ['l0: &l0 "lol"']
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines).replace("l0: ", f"{where}\n  l0: ", 1).replace("\nl", "\n  l")
+
+
+def test_yaml_alias_bomb_is_refused_before_it_expands(tmp_path):
+    # 9**6 strings: small enough that the old loader (which printed the value in its error) survived it
+    small = tmp_path / "small.yaml"
+    small.write_text(_laughs(6, "windows:").replace("  l6:", "  before_minutes:"))
+    with pytest.raises(TaxonomyError, match=r"small.yaml: line \d+: YAML aliases"):
+        load(small)
+    bomb = tmp_path / "bomb.yaml"  # 9**9 strings: gigabytes once expanded
+    bomb.write_text(_laughs(9, "windows:").replace("  l9:", "  before_minutes:"))
+    tracemalloc.start()
+    try:
+        with pytest.raises(TaxonomyError, match="YAML aliases"):
+            load(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000
+
+
+def test_huge_and_deeply_nested_rules_files_are_refused(tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_text("rules: []\n" + "# padding\n" * 200_000)
+    with pytest.raises(TaxonomyError, match="larger than"):
+        load(big)
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("rules: " + "[" * 50_000 + "]" * 50_000)
+    # libyaml's own depth limit (1000) may trip first when it reads ahead; either way one line naming the file.
+    with pytest.raises(TaxonomyError, match=r"deep.yaml: .*(nested more than|nesting depth)"):
+        load(deep)
+    shallow_but_too_deep = tmp_path / "deep2.yaml"
+    shallow_but_too_deep.write_text("rules: " + "[" * 40 + "]" * 40)
+    with pytest.raises(TaxonomyError, match="deep2.yaml: line 1: nested more than 32"):
+        load(shallow_but_too_deep)

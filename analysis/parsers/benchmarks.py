@@ -7,10 +7,11 @@ a. SuperBench results summary, JSON lines: one object per node, {"node": ...,
    value is per-step samples -> one row per element with sample_idx. Keys
    without '/' (node, time) are not metrics; non-numeric values (strings, bools,
    NaN, nested objects) are left out. A line keeps one disposition: stored if
-   any key gave a row; rejected (invalid JSON, no node, no numeric value)
-   otherwise. An optional timestamp/time/start_time key gives run_time.
-   These files hold one line per node, so json.loads per line is cheap; the
-   per-key work is vectorised.
+   any key gave a row; rejected otherwise (invalid or cut-off JSON, nested
+   deeper than 64 levels, a number beyond a 64-bit float, no 'node' string, no
+   numeric value). An optional timestamp/time/start_time key gives run_time.
+   Decoding is bulk (analysis.parsers.jsonlines: one polars call for the file,
+   json.loads only for the lines polars cannot read), then unpivoted.
 b. SuperBench wide CSV (the 'Raw Data' sheet): header 'node,<key>,<key>...',
    one line per node; unpivoted to the same rows; empty cells give no row.
 c. nccl-tests stdout: see nccl_tests.py.
@@ -18,18 +19,18 @@ d. Anything else (gpu_burn, perftest, HPL, ...) -> UnrecognisedFormat.
 """
 from __future__ import annotations
 
-import json
 import math
 
 import polars as pl
 
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
-from analysis.parsers import nccl_tests
+from analysis.parsers import jsonlines, nccl_tests
 from analysis.parsers.csvlines import parse_time_any, split_lines
 
 NODE_KEYS = ("node", "host", "hostname")
 TIME_KEYS = ("timestamp", "time", "start_time")
+_RANK = r":(\d{1,9})$"  # a rank suffix; a longer digit run cannot be a rank and stays in the metric
 COLUMNS = ["run_time", "host", "benchmark", "metric", "rank", "size_bytes", "sample_idx", "value", "line_no"]
 
 
@@ -55,46 +56,112 @@ def _numeric(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+_NUMBER = (pl.Float64, pl.Float32, pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.Int128, pl.UInt8, pl.UInt16,
+           pl.UInt32, pl.UInt64)
+_META = {"line_no": pl.Int64, "host": pl.Utf8, "time": pl.Utf8}  # one row per decoded line
+_VALUES = {"line_no": pl.Int64, "key": pl.Utf8, "col": pl.Int32, "sample_idx": pl.Int32, "value": pl.Float64}
+
+
 def _jsonl(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    cols: dict[str, list] = {"line_no": [], "host": [], "key": [], "sample_idx": [], "value": [], "time": []}
-    bad_no, bad_raw, bad_why = [], [], []
-    skipped = seen_node = 0
-    for no, text in zip(lines["line_no"], lines["text"]):
-        if not text.strip():
-            skipped += 1
-            continue
-        try:
-            obj = json.loads(text)
-        except ValueError as exc:
-            bad_no.append(no), bad_raw.append(text), bad_why.append(f"invalid JSON: {exc.msg}")
-            continue
-        node = next((obj[k] for k in NODE_KEYS if isinstance(obj, dict) and obj.get(k)), None)
-        if node is None:
-            bad_no.append(no), bad_raw.append(text), bad_why.append("JSON object without a 'node' key")
-            continue
-        seen_node += 1
-        when = next((str(obj[k]) for k in TIME_KEYS if obj.get(k) is not None), None)
-        before = len(cols["line_no"])
-        for key, val in obj.items():
-            if "/" not in key:
-                continue
-            samples = list(enumerate(val)) if isinstance(val, list) else [(None, val)]
-            for idx, v in samples:
-                if _numeric(v):
-                    for c, x in (("line_no", no), ("host", str(node)), ("key", key), ("sample_idx", idx),
-                                 ("value", float(v)), ("time", when)):
-                        cols[c].append(x)
-        if len(cols["line_no"]) == before:
-            bad_no.append(no), bad_raw.append(text), bad_why.append("no numeric benchmark value in this line")
-    if not seen_node and bad_no:
+    body = lines.filter(pl.col("text").str.strip_chars() != "")
+    decoded = jsonlines.decode(body)
+    metas, values, ambiguous = [], [], []
+    for frame in decoded.frames:
+        texts = frame.select("line_no").join(body, on="line_no", how="left", maintain_order="left")["text"]
+        meta, vals, mixed = _from_frame(frame, texts)
+        metas.append(meta), values.append(vals), ambiguous.append(mixed)
+    # a key holding text on some lines and numbers or objects on others: polars reads it all as text, so
+    # the lines where it is not text are read exactly
+    mixed = pl.concat(ambiguous) if ambiguous else pl.Series("line_no", [], pl.Int64)
+    again = jsonlines.decode(body.filter(pl.col("line_no").is_in(mixed.implode())), python=True)
+    meta, vals = _from_objects(decoded.objects + again.objects)
+    meta = pl.concat([*[m.filter(~pl.col("line_no").is_in(mixed.implode())) for m in metas], meta])
+    vals = pl.concat([*[v.filter(~pl.col("line_no").is_in(mixed.implode())) for v in values], vals])
+    vals = vals.filter(pl.col("value").is_finite())
+    meta = meta.with_columns(stored=pl.col("host").is_not_null()
+                             & pl.col("line_no").is_in(vals["line_no"].unique().implode()))
+    why = (pl.when(pl.col("host").is_null()).then(pl.lit("JSON object without a 'node' key (a host name)"))
+           .otherwise(pl.lit("no numeric benchmark value in this line")))
+    bad = meta.filter(~pl.col("stored")).join(body, on="line_no").with_columns(why=why)
+    rejects = pl.concat([decoded.rejects, again.rejects, make_rejects(bad["line_no"], bad["text"], bad["why"])])
+    if meta.filter(pl.col("host").is_not_null()).height == 0 and rejects.height:
         raise UnrecognisedFormat(
             f"{ctx.path.name}: JSON lines without a 'node' key: not a SuperBench results summary "
             "(raw monitor/telemetry JSON is not a benchmark result)")
-    frame = pl.DataFrame(cols, schema={"line_no": pl.Int64, "host": pl.Utf8, "key": pl.Utf8,
-                                       "sample_idx": pl.Int32, "value": pl.Float64, "time": pl.Utf8})
-    frame = frame.with_columns(run_time=parse_time_any(pl.col("time"), ctx.options.tz))
-    return ParseResult(tables={"benchmark_results": _finish(frame, ctx)},
-                       rejects=make_rejects(bad_no, bad_raw, bad_why), skipped=skipped, format="superbench-jsonl")
+    # times are parsed once per line, not once per value (a line holds hundreds)
+    meta = meta.filter(pl.col("stored")).with_columns(run_time=parse_time_any(pl.col("time"), ctx.options.tz))
+    rows = vals.join(meta.select("line_no", "host", "run_time"), on="line_no")
+    return ParseResult(tables={"benchmark_results": _finish(rows.sort("line_no", "col", "sample_idx"), ctx)},
+                       rejects=rejects.sort("line_no"), skipped=lines.height - body.height,
+                       format="superbench-jsonl")
+
+
+def _text(frame: pl.DataFrame, keys: tuple[str, ...], node: bool) -> pl.Expr:
+    """The first of ``keys`` that is set, as text. A node must be a non-empty
+    string; a time may be a string or an epoch number."""
+    types = (pl.Utf8,) if node else (pl.Utf8, *_NUMBER)
+    picks = [pl.col(k).cast(pl.Utf8) for k in keys if k in frame.columns and frame.schema[k] in types]
+    picks = [p.replace("", None) for p in picks] if node else picks
+    return pl.coalesce(picks) if picks else pl.lit(None, pl.Utf8)
+
+
+def _from_frame(frame: pl.DataFrame, texts: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
+    """A decoded block and its lines' text -> (meta, values, lines to read again).
+    values: one row per numeric key and list element, NaN/inf included (the
+    caller filters). A key holding text on some lines and numbers, objects or
+    bools on others is read by polars as text with the others written out; the
+    lines where that matters are read again exactly: a metric whose text reads
+    as a number, a node that looks like a number, object or bool and is not
+    quoted in the line. (A time reads the same either way.)"""
+    meta = frame.select("line_no", host=_text(frame, NODE_KEYS, node=True), time=_text(frame, TIME_KEYS, node=False))
+    parts, ambiguous, scalars = [], [], []
+    for i, (key, dtype) in enumerate(frame.schema.items()):
+        if dtype == pl.Utf8 and key in NODE_KEYS:
+            odd = frame[key].str.contains(r"^(?:[\[{0-9-]|true$|false$)").fill_null(False)
+            unquoted = texts.filter(odd).str.contains(r'"' + pl.escape_regex(key) + r'"\s*:\s*[^"\s]')
+            ambiguous.append(frame["line_no"].filter(odd).filter(unquoted))
+        if "/" not in key:
+            continue
+        inner = dtype.inner if isinstance(dtype, pl.List) else dtype
+        if inner == pl.Utf8:
+            probe = frame.select("line_no", pl.col(key).alias("v"))
+            probe = probe.explode("v") if isinstance(dtype, pl.List) else probe
+            hit = probe.filter(pl.col("v").str.strip_chars().cast(pl.Float64, strict=False).is_not_null())
+            ambiguous.append(hit["line_no"])
+        elif isinstance(dtype, pl.List) and inner in _NUMBER:
+            one = frame.select("line_no", value=pl.col(key).cast(pl.List(pl.Float64)),
+                               sample_idx=pl.int_ranges(0, pl.col(key).list.len(), dtype=pl.Int32))
+            parts.append(one.explode("value", "sample_idx").with_columns(key=pl.lit(key), col=pl.lit(i, pl.Int32)))
+        elif dtype in _NUMBER:
+            scalars.append((i, key))
+        # bool, object, null and nested-list columns hold no benchmark value
+    if scalars:
+        cols = pl.DataFrame({"key": [k for _, k in scalars], "col": [i for i, _ in scalars]},
+                            schema={"key": pl.Utf8, "col": pl.Int32})
+        wide = frame.select("line_no", *[pl.col(k).cast(pl.Float64) for _, k in scalars])
+        long = wide.unpivot(index="line_no", variable_name="key", value_name="value").join(cols, on="key")
+        parts.append(long.with_columns(sample_idx=pl.lit(None, pl.Int32)))
+    values = pl.concat([p.select(list(_VALUES)) for p in parts]) if parts else pl.DataFrame(schema=_VALUES)
+    mixed = pl.concat(ambiguous).unique() if ambiguous else pl.Series("line_no", [], pl.Int64)
+    return meta, values, mixed
+
+
+def _from_objects(objects: list[tuple[int, str, object]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Lines read by json.loads (few: those polars could not decode) -> the same meta and values."""
+    meta: dict[str, list] = {k: [] for k in _META}
+    vals: dict[str, list] = {k: [] for k in _VALUES}
+    for no, _, obj in objects:
+        for c, x in zip(_META, (no, next((obj[k] for k in NODE_KEYS if isinstance(obj.get(k), str) and obj[k]), None),
+                                next((jsonlines.as_text(obj[k]) for k in TIME_KEYS if obj.get(k) is not None), None))):
+            meta[c].append(x)
+        for i, (key, val) in enumerate(obj.items()):
+            if "/" not in key:
+                continue
+            for idx, v in (enumerate(val) if isinstance(val, list) else [(None, val)]):
+                if _numeric(v):
+                    for c, x in zip(_VALUES, (no, key, i, idx, float(v))):
+                        vals[c].append(x)
+    return pl.DataFrame(meta, schema=_META), pl.DataFrame(vals, schema=_VALUES)
 
 
 def _wide_csv(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
@@ -113,13 +180,13 @@ def _wide_csv(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         host=pl.col("fields").list.first(),
         time=pl.col("fields").list.get(time_idx) if time_idx is not None else pl.lit(None, pl.Utf8),
         col=pl.int_ranges(0, pl.col("fields").list.len(), dtype=pl.Int32))
+    ok = ok.with_columns(run_time=parse_time_any(pl.col("time"), ctx.options.tz))  # once per row, not per cell
     keys = pl.DataFrame({"col": list(range(len(header))), "key": header}, schema={"col": pl.Int32, "key": pl.Utf8})
-    cells = (ok.select("line_no", "host", "time", "fields", "col").explode("fields", "col")
+    cells = (ok.select("line_no", "host", "run_time", "fields", "col").explode("fields", "col")
              .join(keys.filter(pl.col("key").str.contains("/", literal=True)), on="col")
              .with_columns(value=pl.col("fields").cast(pl.Float64, strict=False))
              .filter(pl.col("value").is_not_null() & pl.col("value").is_finite()))
-    frame = cells.with_columns(sample_idx=pl.lit(None, pl.Int32),
-                               run_time=parse_time_any(pl.col("time"), ctx.options.tz)).sort("line_no", "col")
+    frame = cells.with_columns(sample_idx=pl.lit(None, pl.Int32)).sort("line_no", "col")
     empty = ok.filter(~pl.col("line_no").is_in(frame["line_no"].unique().implode())).with_columns(
         why=pl.lit("no numeric benchmark value in this row"))
     bad = pl.concat([rows.filter(pl.col("why").is_not_null()), empty.select(rows.columns)]).sort("line_no")
@@ -135,9 +202,9 @@ def _finish(frame: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
                                     "metric": pl.Utf8, "rank": pl.Int32, "size_bytes": pl.Int64,
                                     "sample_idx": pl.Int32, "value": pl.Float64, "line_no": pl.Int64})
     rest = pl.col("key").str.splitn("/", 2).struct.field("field_1")
-    return frame.with_columns(
+    keys = frame.select(pl.col("key").unique()).with_columns(  # a few hundred keys, millions of values
         benchmark=pl.col("key").str.splitn("/", 2).struct.field("field_0"),
-        metric=rest.str.replace(r":\d+$", ""),
-        rank=rest.str.extract(r":(\d+)$", 1).cast(pl.Int32),
-        size_bytes=pl.lit(None, pl.Int64),
-    ).select(COLUMNS)
+        metric=rest.str.replace(_RANK, ""),
+        rank=rest.str.extract(_RANK, 1).cast(pl.Int32))
+    return frame.join(keys, on="key", how="left", maintain_order="left").with_columns(
+        size_bytes=pl.lit(None, pl.Int64)).select(COLUMNS)

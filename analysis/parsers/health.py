@@ -4,7 +4,9 @@ Two shapes, decided per line (a file may mix them):
 
 1. JSON lines: one object per line with time, host, check, severity, message
    (aliases below). code = check name, severity lowercased as written, reporter
-   = host. A host missing from the object falls back to ctx.host_hint.
+   = host. A host missing from the object falls back to ctx.host_hint. Decoded
+   in bulk (analysis.parsers.jsonlines); a line that does not decode is a
+   reject with the reason (cut off, nested too deep, number too large).
 2. LBNL NHC output (github.com/mej/nhc). die() writes
    'Health check failed:  <check>:  <detail>' to syslog (tag nhc[pid], level
    daemon.err) and 'ERROR:  nhc:  Health check failed:  ...' to /var/log/nhc.log;
@@ -15,14 +17,16 @@ Two shapes, decided per line (a file may mix them):
      (or 'nhc' when die() was called outside a check, e.g. the watchdog);
    * '<check>: ... (non-fatal)' and 'WARNING: ...' -> severity 'warning';
    * 'Node Health Check completed successfully (Ns).' -> severity 'ok', code 'nhc'.
-   * 'Node Health Check starting.', 'Running check: ...', 'DEBUG: ...' and other
-     progress chatter -> skipped: they carry no result.
+   * 'Node Health Check starting.', 'Running check: ...', 'DEBUG: ...' progress
+     chatter -> skipped: they carry no result.
    Decision on lines without a timestamp (plain nhc.log): a failure or warning
    there is REJECTED ('no timestamp'), so the loss is visible and the fix
    (NHC_TS=1 or syslog) obvious; chatter and success lines are skipped.
    The log file repeats each failure ('Health check failed' then 'ERROR: nhc:
    Health check failed'); the ERROR copy right after an identical failure is
    counted as merged into the first. Syslog lines of other programs are skipped.
+   Any other line (other NHC messages, text that is neither JSON nor NHC) is
+   rejected: nothing is dropped without a count and a reason.
 A file with no JSON object and no NHC line at all raises UnrecognisedFormat.
 """
 from __future__ import annotations
@@ -31,6 +35,7 @@ import polars as pl
 
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
+from analysis.parsers import jsonlines
 from analysis.parsers.csvlines import parse_time_any
 from analysis.timeutil import infer_year, local_to_utc, month_number
 
@@ -49,6 +54,7 @@ _ISOSYS = (r"^(?P<iso>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\S*)\s+(?P<ihost>\S+)\s
            r"(?P<itag>[^\s\[:]+)(?:\[\d+\])?:\s*(?P<imsg>.*)$")
 _NHCTS = r"^\[(?P<epoch>\d{9,11})\]\s+-\s+(?P<tmsg>.*)$"
 _FAIL = r"^(?:ERROR:\s+\S+:\s+)?Health check failed:\s*(?P<frest>.*)$"
+_CHATTER = r"^(?:Node Health Check starting|Running check:|DEBUG:)"
 _CHECK = r"^(?P<chk>[A-Za-z_][\w.-]*):\s+(?P<detail>.*)$"
 
 
@@ -71,17 +77,27 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
                        skipped=skipped + n_skipped, merged=n_merged, format=fmt)
 
 
-def _pick(keys: tuple[str, ...]) -> pl.Expr:
-    return pl.coalesce([pl.col("text").str.json_path_match(f"$['{k}']").replace("", None) for k in keys])
+_SCHEMA = {k: pl.Utf8 for keys in KEYS.values() for k in keys}  # other keys are not read
+
+
+def _distinct_times(texts: pl.Series, tz: str) -> pl.Series:
+    """parse_time_any once per distinct text: a check round stamps thousands of lines alike."""
+    distinct = texts.unique().to_frame("time").with_columns(t=parse_time_any(pl.col("time"), tz))
+    return texts.to_frame("time").join(distinct, on="time", how="left", maintain_order="left")["t"]
 
 
 def _json(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame]:
-    rows = part.with_columns(valid=pl.col("text").str.json_path_match("$").is_not_null(),
-                             **{k: _pick(v) for k, v in KEYS.items()})
-    rows = rows.with_columns(t=parse_time_any(pl.col("time"), ctx.options.tz),
+    # one bulk decode (jsonlines) instead of one JSON path query per alias key per line
+    decoded = jsonlines.decode(part.select("line_no", "text"), schema=_SCHEMA)
+    exact = pl.DataFrame({"line_no": [no for no, _, _ in decoded.objects],
+                          **{k: [jsonlines.as_text(obj.get(k)) for _, _, obj in decoded.objects] for k in _SCHEMA}},
+                         schema={"line_no": pl.Int64, **_SCHEMA})
+    values = pl.concat([*[f.select("line_no", *_SCHEMA) for f in decoded.frames], exact])
+    rows = values.join(part.select("line_no", "text"), on="line_no").select(
+        "line_no", "text", **{k: pl.coalesce([pl.col(a).replace("", None) for a in v]) for k, v in KEYS.items()})
+    rows = rows.with_columns(t=_distinct_times(rows["time"], ctx.options.tz),
                              host=pl.col("host").fill_null(pl.lit(ctx.host_hint, pl.Utf8)))
-    why = (pl.when(~pl.col("valid")).then(pl.lit("invalid JSON"))
-           .when(pl.col("time").is_null()).then(pl.lit("no time field (time/timestamp/ts)"))
+    why = (pl.when(pl.col("time").is_null()).then(pl.lit("no time field (time/timestamp/ts)"))
            .when(pl.col("t").is_null()).then(pl.format("unparseable time '{}'", pl.col("time")))
            .when(pl.col("host").is_null()).then(pl.lit("no host field (host/node/hostname) and no host in the file name"))
            .when(pl.col("check").is_null()).then(pl.lit("no check name (check/name/check_name)")))
@@ -89,7 +105,8 @@ def _json(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataF
     bad = rows.filter(pl.col("why").is_not_null())
     good = rows.filter(pl.col("why").is_null()).with_columns(
         code=pl.col("check"), severity=pl.col("severity").str.to_lowercase())
-    return _events(good), make_rejects(bad["line_no"], bad["text"], bad["why"].to_list())
+    rejects = pl.concat([decoded.rejects, make_rejects(bad["line_no"], bad["text"], bad["why"])]).sort("line_no")
+    return _events(good.sort("line_no")), rejects
 
 
 def _nhc(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame, int, int, int]:
@@ -132,17 +149,28 @@ def _nhc(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFr
     g = g.with_columns(merged=same.fill_null(False) & pl.col("severity").is_not_null())
     known = g.filter(~pl.col("other_program") & (pl.col("severity").is_not_null() | pl.col("msg").str.contains(
         r"^(Node Health Check|Running check:|DEBUG:|ERROR:|Health check)")) | pl.col("nhc_tag")).height
-    live = g.filter(~pl.col("merged") & ~pl.col("other_program") & pl.col("severity").is_not_null())
-    no_ts_result = pl.col("t").is_null() & pl.col("severity").is_in(["critical", "warning"])
-    why = (pl.when(no_ts_result).then(pl.lit("NHC result without a timestamp (set NHC_TS=1 or ingest syslog)"))
-           .when(pl.col("host").is_null() & pl.col("t").is_not_null()).then(pl.lit("NHC line names no host and the file name gives none")))
-    live = live.with_columns(why=why)
-    bad = live.filter(pl.col("why").is_not_null())
-    good = live.filter(pl.col("why").is_null() & pl.col("t").is_not_null())
-    n_skipped = part.height - good.height - bad.height - g.filter(pl.col("merged")).height
-    rows = _events(good)
-    return (rows, make_rejects(bad["line_no"], bad["text"], bad["why"].to_list()),
-            n_skipped, g.filter(pl.col("merged")).height, known)
+    result, t_ok = pl.col("severity").is_not_null(), pl.col("t").is_not_null()
+    # Every line gets one disposition. Skips, each counted: a syslog line of
+    # another program (a health folder may hold a whole /var/log/messages; the
+    # kernel/ and switch/ sources read those lines), NHC progress chatter
+    # (starting, 'Running check:', DEBUG: no result in it), and a success line
+    # without a timestamp (nothing failed, and it cannot be placed in time).
+    # Anything else that is not a row is a reject.
+    g = g.with_columns(why=pl.when(pl.col("merged") | pl.col("other_program")).then(None)
+                       .when(result & ~t_ok & pl.col("severity").is_in(["critical", "warning"]))
+                       .then(pl.lit("NHC result without a timestamp (set NHC_TS=1 or ingest syslog)"))
+                       .when(result & t_ok & pl.col("host").is_null())
+                       .then(pl.lit("NHC line names no host and the file name gives none"))
+                       .when(result | pl.col("msg").str.contains(_CHATTER)).then(None)
+                       .when(pl.col("nhc_tag") | pl.col("msg").str.contains(r"^(ERROR|WARNING):"))
+                       .then(pl.lit("NHC message that is neither a check result nor a progress note"))
+                       .otherwise(pl.lit("not a health-check line: neither a JSON object ({...}) "
+                                         "nor an NHC log or syslog line")))
+    bad = g.filter(pl.col("why").is_not_null())
+    good = g.filter(pl.col("why").is_null() & result & t_ok & ~pl.col("merged") & ~pl.col("other_program"))
+    n_merged = g.filter(pl.col("merged")).height
+    n_skipped = part.height - good.height - bad.height - n_merged
+    return _events(good), make_rejects(bad["line_no"], bad["text"], bad["why"]), n_skipped, n_merged, known
 
 
 def _events(good: pl.DataFrame) -> pl.DataFrame:

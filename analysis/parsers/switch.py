@@ -19,6 +19,7 @@ SEVERITIES = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "deb
 # Onyx writes "[mgmtd.NOTICE]:" after the tag; used when the line has no <PRI>.
 _WORD_SEVERITY = {s: s for s in SEVERITIES} | {"emergency": "emerg", "critical": "crit", "error": "err",
                                                "warn": "warning", "informational": "info"}
+_WORD_LEVEL = {s: i for i, s in enumerate(SEVERITIES)}
 
 # --- header building blocks -------------------------------------------------
 # Host: name or IPv4. It must contain a letter or a dot, so a bare number (a
@@ -31,7 +32,16 @@ _BSD = r"[*.]?(?P<mon>[A-Za-z]{3}) +(?P<day>\d{1,2}) +" + _TIME
 _RELAY = r"(?:[A-Za-z]{3} +\d{1,2} +\d{1,2}:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT\S+)"
 _ISO = (r"(?P<year>\d{4})-(?P<mon>\d\d)-(?P<day>\d\d)[T ]" + _TIME
         + r"(?P<off>Z|[+-]\d\d:?\d\d)?")
-_TAG = r"(?:(?P<prog>[\w./-]+)(?:\[\d+\])? ?: +)?"  # "switchd[19517]: ", "Ebra: ", "AEST: "
+# Tag: "switchd[19517]: ", "Ebra: ", "AEST: ". SONiC writes its level word and
+# "container#program" ("NOTICE swss#orchagent: "); the program is what follows '#'.
+# The level word is only taken when a tag follows, so a message starting with
+# "ERROR ..." keeps its first word.
+_LEVEL_WORD = r"(?:(?P<levelword>EMERG|ALERT|CRIT|ERR|WARNING|NOTICE|INFO|DEBUG) +)?"
+_TAG = r"(?:" + _LEVEL_WORD + r"(?:[\w.-]*#)?(?P<prog>[\w./-]+)(?:\[\d+\])? ?: +)?"
+# A relay that writes "<its stamp> <sender> <raw message>" in front of a Linux
+# NOS line ("May  2 15:21:30 10.0.0.1 <189>May  2 15:21:27 leaf01 switchd[1]: ...").
+# The inner header names the switch and its level; the relay's fields are dropped.
+_FWD = _RELAY + r" +" + _HOST + r" +(?:<(?P<ipri>\d{1,3})>)?"
 
 # Header patterns (the message is the rest of the line; capturing it with
 # ".*" would double the regex cost). Order matters: the first match wins.
@@ -44,14 +54,18 @@ PATTERNS: dict[str, str] = {
     # "109692: 10.100.0.36: May 9 14:40:12.903: ", "May  3 13:55:35 h 2023 May  3 ...".
     "nxos": (r"(?:" + _RELAY + r" +)?(?:\d+: +)?(?:(?P<host>" + _HOST + r")(?:(?: +\d+)? *:)? +|: +)?"
              r"(?:(?P<year>\d{4}) +)?" + _BSD + r"(?: +(?P<tz>[A-Z]{2,5}))? ?:(?: +|$)"),
+    # Relayed Linux NOS lines (see _FWD), tried before the relay's own header matches alone.
+    "relay-iso": _FWD + _ISO + r" +(?P<host>" + _HOST + r") +" + _TAG,
+    "relay-3164": _FWD + _BSD + r" +(?P<host>" + _HOST + r") +" + _TAG,
     # rsyslog/Cumulus/NVUE: 2017-05-22T11:21:07.153894-04:00 leaf01 switchd[19517]: msg
     "iso": _ISO + r" +(?P<host>" + _HOST + r") +" + _TAG,
-    # NX-OS local logfile: 2023 May  1 22:58:09 switchname msg
-    "nxos-local": r"(?P<year>\d{4}) +" + _BSD + r" +(?P<host>" + _HOST + r") +",
-    # RFC 3164: May  2 15:21:27 leaf01 prog[pid]: msg (Onyx, EOS, Linux-based NOS)
+    # NX-OS local logfile "2023 May  1 22:58:09 switchname msg"; SONiC 202311+ syslog
+    # "2025 Sep  9 01:00:02.772803 host NOTICE swss#portmgrd: msg" has the same stamp.
+    "nxos-local": r"(?P<year>\d{4}) +" + _BSD + r" +(?P<host>" + _HOST + r") +" + _TAG,
+    # RFC 3164: May  2 15:21:27 leaf01 prog[pid]: msg (Onyx, EOS, SONiC, Linux-based NOS)
     "rfc3164": _BSD + r" +(?P<host>" + _HOST + r") +" + _TAG,
 }
-FIELDS = ["year", "mon", "day", "H", "M", "S", "frac", "off", "tz", "host", "prog"]
+FIELDS = ["year", "mon", "day", "H", "M", "S", "frac", "off", "tz", "host", "prog", "levelword", "ipri"]
 
 # --- message fields ---------------------------------------------------------
 # Cisco mnemonic %FAC[-SUB]-N-MNEMONIC: the digit before the mnemonic is the severity.
@@ -61,17 +75,43 @@ _ONYX_LEVEL = r"^\[[\w.-]+\.([A-Za-z]+)\]"
 _PORT = (r"(?i)\b((?:[a-z]*ethernet|[a-z]*gige|eth|gi|te|tw|twe|fa|fo|hu|ib|swp)"
          r" ?\d+(?:/\d+)*(?:s\d+|:\d+)?)\b")
 _BARE_PORT = r"(?i)\b(?:interface|port) +(\d+(?:/\d+)+)\b"  # "Interface 1/5 ..." on some NOSes
+# Bonds to servers: EOS "Port-Channel35", NX-OS "port-channel23", SONiC "PortChannel101".
+# Only when no physical port is named: "port-channel23: Ethernet1/15 is down" is about Ethernet1/15.
+_LAG_PORT = r"(?i)\b(port-?channel ?\d+)\b"
 
 # IOS long interface names -> Cisco's own short forms; Ethernet -> eth (NX-OS "Eth1/1").
 _PORT_PREFIXES = [("tengigabitethernet", "te"), ("twentyfivegige", "twe"), ("fortygigabitethernet", "fo"),
                   ("hundredgigabitethernet", "hu"), ("hundredgige", "hu"), ("twogigabitethernet", "tw"),
                   ("fivegigabitethernet", "fi"), ("gigabitethernet", "gi"), ("fastethernet", "fa"),
-                  ("ethernet", "eth"), ("infiniband", "ib")]
+                  ("ethernet", "eth"), ("infiniband", "ib"), ("port-?channel", "po")]
 
-_DOWN = (r"changed state (?:from \w+ )?to (?:administratively )?down|carrier(?: is|:)? down"
-         r"|(?:oper(?:ational)?|link) (?:state|status) (?:is |changed (?:from \w+ )?to )?down"
-         r"|link (?:is |went )?down|interface \S+,? is (?:now )?down")
-_UP = _DOWN.replace("(?:administratively )?", "").replace("down", "up")
+
+def _state(word: str) -> str:
+    """Free-text port transitions to ``word`` as NOSes print them (lowercased)."""
+    return (rf"changed state (?:from \w+ )?to {word}|carrier(?: is|:)? {word}"  # IOS/EOS LINEPROTO; switchd
+            # NVUE "operational state is Down"; SONiC orchagent "oper state set from up to down",
+            # "Set operation status DOWN to host interface Ethernet8"
+            rf"|(?:oper(?:ational|ation)?|link) (?:state|status) (?:is |(?:changed|set) (?:from \w+ )?to )?{word}"
+            rf"|link (?:is |went )?{word}"
+            rf"|\b(?:interface|port) \S+,? is (?:now )?{word}"  # NX-OS "individual port Ethernet1/33 is down"
+            rf"|\boper {word}\b")  # Cumulus switchd "swp51: ifindex 54, oper down", "ifi 20, oper up"
+
+
+# An administrative shutdown takes the link down (the taxonomy tells it from a
+# failure by its wording); an administrative "up" does not bring it up, the
+# oper/carrier line that follows does (as NX-OS IF_ADMIN_UP vs IF_UP).
+_DOWN = (_state("down") + r"|changed state to administratively down"
+         r"|\badmin down\b|admin status to down")  # Cumulus "admin down"; SONiC "admin status to down"
+_UP = _state("up")
+# Lines that name a port and a state but report no transition: SONiC netlink
+# dumps and host-interface creation, failed attempts, MAC moves ("host ... is
+# flapping between interface Port-Channel1 and interface Ethernet18").
+_NO_TRANSITION = r"failed to |create host interface|nlmsg type|is flapping between|has moved from"
+# Mnemonics that are link transitions whatever the text says. EOS errdisable
+# shuts the port; ETH_PORT_CHANNEL PORT_DOWN/PORT_INDIVIDUAL_DOWN is a member
+# port going down.
+_CODE_DOWN = r"-IF_DOWN|^ETH_PORT_CHANNEL-\d-PORT_(?:INDIVIDUAL_)?DOWN$|-ERRDISABLE$"
+_CODE_UP = r"-IF_UP$|^ETH_PORT_CHANNEL-\d-PORT_UP$"
 _PORT_ERRORS = (r"symbol error|\bber\b|bit error|\bcrc\b|fcs error|parity|excessive_\w*error|input errors"
                 r"|pcs error|fec (?:un)?correct")
 _OPTICS = r"xcvr|sff8472|transceiver|\brx power|\btx power|\boptic|\bddm\b|\bdom\b"
@@ -80,8 +120,8 @@ _OPTICS = r"xcvr|sff8472|transceiver|\brx power|\btx power|\boptic|\bddm\b|\bdom
 def normalize_port(expr: pl.Expr) -> pl.Expr:
     """Canonical port name, applied to log devices and to the topology's port
     column alike: lowercase, no spaces, Ethernet1/42|Eth1/42 -> eth1/42,
-    GigabitEthernet2/0/4 -> gi2/0/4, TenGigabitEthernet2/0/17 -> te2/0/17;
-    swp51, ib1/5 and bare 1/5 stay as they are."""
+    GigabitEthernet2/0/4 -> gi2/0/4, TenGigabitEthernet2/0/17 -> te2/0/17,
+    Port-Channel35|PortChannel35 -> po35; swp51, ib1/5 and bare 1/5 stay as they are."""
     out = expr.str.to_lowercase().str.replace_all(r"\s+", "")
     for long, short in _PORT_PREFIXES:
         out = out.str.replace(f"^{long}", short)
@@ -96,8 +136,9 @@ def _kind(m: pl.Expr, code: pl.Expr, device: pl.Expr) -> pl.Expr:
         pl.when(m.str.contains(r"^last message repeated \d+ times?")).then(pl.lit("repeat"))
         # NX-OS states the reason in the mnemonic (IF_DOWN_LINK_FAILURE, IF_DOWN_ADMIN_DOWN ...);
         # rules tell admin-down from failures by code, so all IF_DOWN_* are link_down.
-        .when(c.str.contains(r"-IF_DOWN")).then(pl.lit("link_down"))
-        .when(c.str.contains(r"-IF_UP$")).then(pl.lit("link_up"))
+        .when(c.str.contains(_CODE_DOWN)).then(pl.lit("link_down"))
+        .when(c.str.contains(_CODE_UP)).then(pl.lit("link_up"))
+        .when(m.str.contains(_NO_TRANSITION)).then(pl.lit("other"))
         .when(m.str.contains(r"flap")).then(pl.lit("link_flap"))
         .when(m.str.contains(_PORT_ERRORS)).then(pl.lit("port_errors"))
         .when(m.str.contains(_OPTICS) | c.str.contains("XCVR|SFF8472")).then(pl.lit("optics"))
@@ -147,7 +188,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         pl.lit(None, pl.Utf8).alias("shape"), *[pl.lit(None, pl.Utf8).alias(f) for f in FIELDS + ["msg"]])
 
     # A 3164 tag that is a zone abbreviation ("ac45ce-sr1 AEST: %SFF...") is a zone, not a program.
-    tz_tag = pl.col("prog").str.to_uppercase().is_in(list(TZ_ABBREV_MINUTES)) & (pl.col("shape") == "rfc3164")
+    tz_tag = pl.col("prog").str.to_uppercase().is_in(list(TZ_ABBREV_MINUTES)) & pl.col("shape").is_in(
+        ["rfc3164", "relay-3164"])
     df = df.with_columns(
         tz=pl.when(tz_tag).then(pl.col("prog")).otherwise(pl.col("tz")),
         prog=pl.when(tz_tag | (pl.col("prog") == "-")).then(None).otherwise(pl.col("prog")),
@@ -178,12 +220,18 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
 
     # --- message fields ---
     code_parts = pl.col("msg").str.extract_groups(_CODE)
+    # A relayed line's own PRI is the switch's; the outer one is the relay's.
+    pri = pl.coalesce(pl.col("ipri").cast(pl.Int32, strict=False), pl.col("pri"))
     df = df.with_columns(_code=code_parts, _lmsg=pl.col("msg").str.to_lowercase()).with_columns(
         device=normalize_port(pl.coalesce(pl.col("msg").str.extract(_PORT, 1),
-                                          pl.col("msg").str.extract(_BARE_PORT, 1))),
+                                          pl.col("msg").str.extract(_BARE_PORT, 1),
+                                          pl.col("msg").str.extract(_LAG_PORT, 1))),
         code=pl.coalesce(pl.col("_code").struct.field("code"), pl.col("prog")),
+        # The header's level (PRI, SONiC's level word), then the mnemonic's digit,
+        # then Onyx's "[mgmtd.NOTICE]".
         severity=pl.coalesce(
-            pl.when(pl.col("pri") <= 191).then(pl.col("pri") % 8),
+            pl.when(pri <= 191).then(pri % 8).cast(pl.Int32),
+            pl.col("levelword").str.to_lowercase().replace_strict(_WORD_LEVEL, default=None, return_dtype=pl.Int32),
             pl.col("_code").struct.field("lvl").cast(pl.Int32),
         ).replace_strict(dict(enumerate(SEVERITIES)), default=None, return_dtype=pl.Utf8),
     ).with_columns(

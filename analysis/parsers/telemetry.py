@@ -70,7 +70,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         "line_no", pl.col("text").alias("raw"),
         *[pl.col("fields").list.get(cols[c]).alias(c) if c in cols else pl.lit(None, pl.Utf8).alias(c)
           for c in ALIASES])
-    picked = picked.with_columns(time_t=parse_time_any(pl.col("time"), ctx.options.tz))
+    picked = picked.with_columns(time_t=_distinct_times(picked["time"], ctx.options.tz))
     result = _finish(picked, ctx.host_hint, "telemetry-csv")
     result.rejects = pl.concat([
         make_rejects(bad_shape["line_no"], bad_shape["text"], bad_shape["reason"].to_list()),
@@ -79,24 +79,54 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     return result
 
 
+def _distinct_times(texts: pl.Series, tz: str) -> pl.Series:
+    """parse_time_any once per distinct text: one sample time covers every metric and GPU of a host."""
+    distinct = texts.unique().to_frame("time").with_columns(t=parse_time_any(pl.col("time"), tz))
+    return texts.to_frame("time").join(distinct, on="time", how="left", maintain_order="left")["t"]
+
+
 def parse_parquet(data: bytes, ctx: ParseContext) -> ParseResult:
     """``data``: the file's bytes, already decompressed when it was gzipped."""
-    frame = pl.read_parquet(io.BytesIO(data))
+    try:
+        frame = pl.read_parquet(io.BytesIO(data))
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError):
+        # the engine has read the footer already, so this is damage inside the column data
+        raise UnrecognisedFormat("not a readable Parquet file: its footer reads but its column data is damaged "
+                                 "(truncated or corrupted copy?)") from None
     cols = match_header(frame.columns, ALIASES)
     _require(cols, ctx.host_hint, f"parquet ({', '.join(frame.columns[:8])})")
     names = {c: frame.columns[i] for c, i in cols.items()}
-    picked = pl.DataFrame({
-        "line_no": pl.int_range(1, frame.height + 1, eager=True, dtype=pl.Int64),
-        # the raw text of a parquet row, for the rejects table only
-        "raw": frame.select(pl.concat_str([pl.col(c).cast(pl.Utf8).fill_null("") for c in frame.columns],
-                                          separator=","))[:, 0] if frame.width else None,
-        **{c: frame[names[c]].cast(pl.Utf8) if c in names else pl.Series(c, [None] * frame.height, pl.Utf8)
-           for c in ALIASES},
-    })
-    time_t = (datetime_to_utc(frame[names["time"]], ctx.options.tz) if frame.height
-              else pl.Series([], dtype=pl.Datetime("us")))
-    picked = picked.with_columns(time_t=time_t)
-    return _finish(picked, ctx.host_hint, "telemetry-parquet")
+    for canon, name in names.items():
+        if frame.schema[name].is_nested():
+            raise UnrecognisedFormat(f"not long-format telemetry parquet: column '{name}' ({canon}) holds "
+                                     f"{frame.schema[name]} values, not one value per row")
+    text = {c: _text(frame[names[c]]) if c in names else pl.Series(c, [None] * frame.height, pl.Utf8)
+            for c in ALIASES}
+    picked = pl.DataFrame({"line_no": pl.int_range(1, frame.height + 1, eager=True, dtype=pl.Int64),
+                           "raw": pl.Series([None] * frame.height, dtype=pl.Utf8), **text})
+    stamps = frame[names["time"]]
+    if not (isinstance(stamps.dtype, pl.Datetime) or stamps.dtype == pl.Date):  # epoch or text: from its text form
+        stamps = text["time"]
+    time_t = datetime_to_utc(stamps, ctx.options.tz) if frame.height else pl.Series([], dtype=pl.Datetime("us"))
+    result = _finish(picked.with_columns(time_t=time_t), ctx.host_hint, "telemetry-parquet")
+    if result.rejects.height:  # the raw text of a rejected row: its flat columns, comma-joined
+        bad = frame.select(pl.all().gather(result.rejects["line_no"] - 1))
+        flat = [_text(bad[c]).fill_null("") for c in bad.columns if not bad.schema[c].is_nested()]
+        raw = pl.DataFrame(flat).select(pl.concat_str(pl.all(), separator=","))[:, 0] if flat else [None] * bad.height
+        result.rejects = make_rejects(result.rejects["line_no"], raw, result.rejects["reason"])
+    return result
+
+
+def _text(series: pl.Series) -> pl.Series:
+    """A flat parquet column as text."""
+    try:
+        return series.cast(pl.Utf8)
+    except pl.exceptions.PolarsError:
+        pass
+    # rare column types only (bytes that are not UTF-8, durations): value by value
+    if series.dtype == pl.Binary:
+        return pl.Series(series.name, [None if b is None else b.decode("utf-8", "replace") for b in series], pl.Utf8)
+    return pl.Series(series.name, [None if v is None else str(v) for v in series], pl.Utf8)
 
 
 def _finish(picked: pl.DataFrame, host_hint: str | None, fmt: str) -> ParseResult:

@@ -45,6 +45,16 @@ class SimConfig:
     def node_days(self) -> float:
         return self.nodes * self.days
 
+    @property
+    def horizon_s(self) -> float:
+        """Seconds from ``start`` to the end of the simulated period: no file holds a time at or past it."""
+        return self.days * 86400.0
+
+    def by_horizon(self, t: float) -> float:
+        """``t``, or the period's last second for a consequence that would land past it (a job a fault in
+        the last minutes kills ends then, not in a day no file covers)."""
+        return min(t, self.horizon_s - 1.0)
+
 
 PRESETS = {
     # the demo: two weeks of 48 nodes would see ~4 faults at a real rate, so

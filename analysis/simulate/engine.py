@@ -221,14 +221,14 @@ class Engine:
         victims = [self.jobs[j] for j in sorted(self.node_jobs[node])]
         # a crash loop goes on until its last round, when the node is finally drained
         drained = loop_job.crash_left <= 1 if loop_job else self.rng.random() < cause.drain
-        check_at = now + float(self.rng.uniform(20, 240))
+        check_at = self.cfg.by_horizon(now + float(self.rng.uniform(20, 240)))
         for job in victims:
             caught_first = drained and cause.node_fail == 0 and self.rng.random() < 0.5
             if caught_first:  # the health check fires first and automation requeues the job
                 self.end(job, check_at, "REQUEUED", "0:0", cause.id, host, requeue=True, fault_time=now)
                 continue
             state = "NODE_FAIL" if self.rng.random() < cause.node_fail else "FAILED"
-            crash_at = now + float(self.rng.uniform(5, 240))
+            crash_at = self.cfg.by_horizon(now + float(self.rng.uniform(5, 240)))
             exit_code = "0:0" if state == "NODE_FAIL" else str(self.rng.choice(["1:0", "0:6", "0:9"]))
             if job.requeue and not drained and not job.crash_left and self.rng.random() < 0.5:
                 job.crash_node, job.crash_left, job.crash_cause = node, int(self.rng.integers(3, 12)), cause.id

@@ -73,11 +73,14 @@ class Recorder:
     def fault_logs(self, node: int, now: float, cause: F.Cause) -> None:
         host = self.cl.hosts[node]
         pid = int(self.rng.integers(1000, 4_000_000))
+        # lines dated past the horizon had not been collected when the period ended: not written
         for offset, msg in F.kernel_lines(cause.id, self.rng, pid):
-            self.kernel.add(now + offset, journal_line(self.t0, now + offset, host, msg))
+            if now + offset < self.cfg.horizon_s:
+                self.kernel.add(now + offset, journal_line(self.t0, now + offset, host, msg))
         if cause.id == "infiniband_link":
             for offset, state in F.switch_flap(self.rng):
-                self.switch.add(now + offset, switch_line(self.t0, now + offset, self.cl.leaf[node], self.cl.port[node], state))
+                if now + offset < self.cfg.horizon_s:
+                    self.switch.add(now + offset, switch_line(self.t0, now + offset, self.cl.leaf[node], self.cl.port[node], state))
         self.faults.append((host, self._ts(now), cause.id, cause.hardware, bool(self.cl.lemon.get(node))))
 
     def job_end_extras(self, job: Job, now: float, state: str) -> None:
@@ -124,7 +127,7 @@ class Recorder:
         else:
             reason = "Not responding"
         state, user = ("DOWN", "slurm(64030)") if down else ("DRAIN", "root(0)")
-        start = fault + 60 if down else check_at
+        start = self.cfg.by_horizon(fault + 60) if down else check_at
         self.drains.append((host, start, back, state, reason, user))
         if self.rng.random() < 0.8:
             opened = start + float(self.rng.uniform(0.5, 4)) * 3600

@@ -1,0 +1,26 @@
+-- accounting_check for the files of a source ingested at or after $since (the
+-- files of this run): the check costs the run's files, not the whole history.
+WITH run_files AS (
+    SELECT * FROM ingested_files WHERE source = $source AND status = 'ok' AND ingested_at >= $since
+), stored AS (
+    SELECT file, count(DISTINCT line_no) AS n FROM (
+        SELECT file, line_no FROM sacct_records WHERE file IN (SELECT path FROM run_files)
+        UNION ALL SELECT file, line_no FROM node_state_periods WHERE file IN (SELECT path FROM run_files)
+        UNION ALL SELECT file, line_no FROM node_events WHERE file IN (SELECT path FROM run_files)
+        UNION ALL SELECT file, line_no FROM benchmark_results WHERE file IN (SELECT path FROM run_files)
+        UNION ALL SELECT file, line_no FROM telemetry WHERE file IN (SELECT path FROM run_files)
+        UNION ALL SELECT file, line_no FROM tickets WHERE file IN (SELECT path FROM run_files)
+        UNION ALL SELECT file, line_no FROM topology WHERE file IN (SELECT path FROM run_files))
+    GROUP BY file
+), rejected AS (
+    SELECT file, count(DISTINCT line_no) AS n FROM rejects
+    WHERE line_no IS NOT NULL AND file IN (SELECT path FROM run_files) GROUP BY file
+)
+SELECT f.path, f.lines, f.row_lines, f.rejects, f.skipped, f.merged,
+       coalesce(s.n, 0) AS stored_lines, coalesce(r.n, 0) AS rejected_lines
+FROM run_files f
+LEFT JOIN stored s ON s.file = f.path
+LEFT JOIN rejected r ON r.file = f.path
+WHERE f.lines <> f.row_lines + f.rejects + f.skipped + f.merged
+   OR coalesce(s.n, 0) <> f.row_lines OR coalesce(r.n, 0) <> f.rejects
+ORDER BY f.path

@@ -1,0 +1,76 @@
+"""Input that ingests but yields nothing usable is loud: a misnamed folder, a
+step-only sacct dump, hosts invented from file names warn (in the summary and
+on stderr); a run where no source produced a row fails."""
+import shutil
+
+from click.testing import CliRunner
+
+from pipelines.cli import DEMO_SOURCE, main
+
+SACCT = DEMO_SOURCE / "slurm" / "sacct-2024-03-01.txt"
+
+
+def run(src, tmp_path):
+    return CliRunner().invoke(main, ["run", "--source", str(src), "--db", str(tmp_path / "w.duckdb"),
+                                     "--out", str(tmp_path / "out"), "-q"])
+
+
+def warnings(result):
+    return [line for line in result.stderr.splitlines() if line.startswith("WARNING: ")]
+
+
+def test_a_misnamed_folder_warns_with_the_right_name(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(DEMO_SOURCE, src)
+    (src / "slurm").rename(src / "sacct")
+    result = run(src, tmp_path)
+    assert result.exit_code == 0, result.output
+    warned = warnings(result)
+    assert "WARNING: 1 file(s) in folder sacct/ were not read, it is not a source folder: did you mean slurm/?" in warned
+    assert any("no Slurm accounting" in w for w in warned)
+    assert all(w in result.stdout for w in warned)  # and in the run summary
+
+
+def test_only_misnamed_folders_fail_before_any_work(tmp_path):
+    (tmp_path / "src" / "sacct").mkdir(parents=True)
+    shutil.copy(SACCT, tmp_path / "src" / "sacct")
+    result = run(tmp_path / "src", tmp_path)
+    assert result.exit_code != 0
+    assert "nothing would be read" in result.output and "did you mean slurm/?" in result.output
+    assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_a_step_only_sacct_dump_warns(tmp_path):
+    src = tmp_path / "src"
+    (src / "slurm").mkdir(parents=True)
+    lines = SACCT.read_text().splitlines()
+    steps = [lines[0]] + [line for line in lines[1:] if "." in line.split("|")[0]]
+    (src / "slurm" / "steps.txt").write_text("\n".join(steps) + "\n")
+    result = run(src, tmp_path)
+    assert result.exit_code == 0, result.output
+    warned = "\n".join(warnings(result))
+    assert f"{(src / 'slurm' / 'steps.txt').resolve()}: {len(steps) - 1} job-step lines and no job allocation line" in warned
+    assert "0 jobs" in warned
+
+
+def test_a_host_invented_from_a_file_name_warns(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(DEMO_SOURCE, src)
+    shutil.copy(DEMO_SOURCE / "kernel" / "gpu001.dmesg", src / "kernel" / "export.log")
+    result = run(src, tmp_path)
+    assert result.exit_code == 0, result.output
+    warned = "\n".join(warnings(result))
+    assert f"{(src / 'kernel' / 'export.log').resolve()} -> 'export'" in warned
+    assert "gpu001.dmesg" not in warned  # gpu001 is a Slurm node: no warning for it
+
+
+def test_no_row_from_any_source_fails_the_run(tmp_path):
+    src = tmp_path / "src"
+    (src / "telemetry").mkdir(parents=True)
+    (src / "telemetry" / "notes.csv").write_text("this is not telemetry\n")
+    (src / "topology").mkdir()
+    (src / "topology" / "cabling.csv").write_text("zzz\n")
+    result = run(src, tmp_path)
+    assert result.exit_code == 1
+    assert "FAILED: none of the 2 file(s) in source folders produced a row" in result.output
+    assert "Traceback" not in result.output
