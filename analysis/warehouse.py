@@ -15,8 +15,18 @@ RAW_TABLES = ("sacct_records", "node_state_periods", "node_events", "benchmark_r
               "telemetry", "tickets", "topology")
 
 
+# DuckDB's default memory limit is 80% of the machine: on a shared box the
+# nightly run would take it all, and spilling to disk is only a little slower.
+DEFAULT_MEMORY_LIMIT = "1536MB"
+
+
 def default_db_path() -> Path:
     return Path(os.environ.get("GOODPUT_DB", DEFAULT_DB))
+
+
+def _config() -> dict:
+    """DuckDB settings: $GOODPUT_MEMORY_LIMIT (e.g. 4GB) bounds DuckDB's own memory (it spills beyond it)."""
+    return {"memory_limit": os.environ.get("GOODPUT_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT}
 
 
 def connect(path: Path | str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -24,9 +34,9 @@ def connect(path: Path | str | None = None, read_only: bool = False) -> duckdb.D
     if read_only:
         if not path.exists():
             raise FileNotFoundError(f"no warehouse at {path}: run `goodput run --source DIR` first")
-        return duckdb.connect(str(path), read_only=True)
+        return duckdb.connect(str(path), read_only=True, config=_config())
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path))
+    con = duckdb.connect(str(path), config=_config())
     sql.run(con, "schema")
     return con
 

@@ -1,0 +1,163 @@
+"""A year of a 2,000-node cluster: fresh run, no-change rerun, one-day nightly increment, ingest throughput.
+
+    python bench/scale.py [--nodes 2000] [--days 330] [--workdir /tmp/goodput-scale] [--source DIR]
+
+Simulates rsc1 for DAYS + 1 days (or takes --source, a simulator output), then
+hard-links every file except those of the last day into base/ and times, each
+`goodput run` in its own child process (wall seconds and that child's peak RSS):
+  1. a fresh run on base/ (a new warehouse);
+  2. the same run again with nothing new (the nightly skip of unchanged files);
+  3. the last day's files linked in, then a run (the one-day nightly increment).
+Then, per source folder, goodput's ingest of base/ into a new warehouse against
+a plain polars read of the same files (read_ndjson / read_parquet / read_csv,
+lines for text logs): the throughput ratio polars-seconds / goodput-seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+
+REPO = Path(__file__).resolve().parents[1]
+GOODPUT = [sys.executable, "-m", "pipelines.cli"]
+DATED = re.compile(r"(\d{4}-\d{2}-\d{2})")
+
+
+def child(cmd: list[str], log: Path) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS (MB) and exit status of one child process."""
+    t0 = time.perf_counter()
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        _, status, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def data_files(src: Path) -> list[Path]:
+    return sorted(p for p in src.rglob("*") if p.is_file() and "truth" not in p.relative_to(src).parts)
+
+
+def split_last_day(src: Path, base: Path) -> list[Path]:
+    """Link every file but the last day's into ``base``; returns the held-out files (relative)."""
+    files = data_files(src)
+    days = sorted({m.group(1) for p in files if (m := DATED.search(p.name))})
+    last = days[-1]
+    held = []
+    for p in files:
+        rel = p.relative_to(src)
+        if last in p.name:
+            held.append(rel)
+            continue
+        (base / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.link(p, base / rel)
+    return held
+
+
+def run(source: Path, db: Path, out: Path, log: Path) -> tuple[float, float]:
+    seconds, rss, code = child([*GOODPUT, "run", "--source", str(source), "--db", str(db), "--out", str(out), "-q"], log)
+    tail = log.read_text().splitlines()[-3:]
+    print(f"    exit {code}; {' | '.join(tail)}", flush=True)
+    return seconds, rss
+
+
+def polars_read(path: Path, source: str) -> int:
+    """Rows of the plainest polars read that fits the file: columns for sacct
+    dumps and CSV, records for JSONL, lines for text logs (a malformed line
+    makes polars fail the whole file: then it is read as lines)."""
+    name = path.name.removesuffix(".gz")
+    try:
+        if source == "slurm":
+            return pl.read_csv(path, separator="|", quote_char=None, infer_schema_length=0,
+                               truncate_ragged_lines=True).height
+        if name.endswith(".parquet"):
+            return pl.read_parquet(path).height
+        if name.endswith(".jsonl") or name.endswith(".ndjson"):
+            return pl.read_ndjson(path, infer_schema_length=None).height
+        if name.endswith(".csv"):
+            return pl.read_csv(path, infer_schema_length=0).height
+    except pl.exceptions.PolarsError:
+        pass
+    # a text log: lines as one string column (no quoting, no splitting)
+    return pl.read_csv(path, has_header=False, separator="\x1f", quote_char=None, new_columns=["line"],
+                       schema_overrides={"line": pl.String}, truncate_ragged_lines=True).height
+
+
+def throughput(base: Path, workdir: Path) -> None:
+    sys.path.insert(0, str(REPO))
+    from analysis import warehouse
+    from analysis.ingest import discover, ingest_directory
+
+    by_source: dict[str, list[Path]] = {}
+    for path, source in discover(base):
+        by_source.setdefault(source or "?", []).append(path)
+    db = workdir / "throughput.duckdb"
+    db.unlink(missing_ok=True)
+    con = warehouse.connect(db)
+    print(f"{'source':10} {'files':>6} {'MB':>8} {'polars s':>9} {'goodput s':>10} {'ratio':>6}", flush=True)
+    for source, paths in sorted(by_source.items()):
+        mb = sum(p.stat().st_size for p in paths) / 1e6
+        t0 = time.perf_counter()
+        for p in paths:
+            polars_read(p, source)
+        plain = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ingest_directory(con, base, sources=[source])
+        ours = time.perf_counter() - t0
+        print(f"{source:10} {len(paths):6} {mb:8.1f} {plain:9.2f} {ours:10.2f} {plain / ours:6.2f}", flush=True)
+    con.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=2000)
+    ap.add_argument("--days", type=int, default=330)
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/goodput-scale"))
+    ap.add_argument("--source", type=Path, help="an existing simulator output (DAYS + 1 days) instead of simulating")
+    ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--only-throughput", action="store_true", help="skip the three runs")
+    args = ap.parse_args()
+    work = args.workdir
+    work.mkdir(parents=True, exist_ok=True)
+    src = args.source or work / "sim"
+    if not src.exists():
+        print(f"simulating rsc1, {args.nodes} nodes x {args.days + 1} days into {src} ...", flush=True)
+        seconds, rss, code = child([*GOODPUT, "simulate", "--out", str(src), "--preset", "rsc1",
+                                    "--nodes", str(args.nodes), "--days", str(args.days + 1)], work / "simulate.log")
+        if code:
+            sys.exit(f"simulate failed: see {work / 'simulate.log'}")
+        print(f"  simulate {seconds:.1f} s, peak RSS {rss:,.0f} MB", flush=True)
+    base = work / "base"
+    shutil.rmtree(base, ignore_errors=True)
+    held = split_last_day(src, base)
+    size = sum(p.stat().st_size for p in data_files(base)) / 1e6
+    print(f"base: {len(data_files(base))} files, {size:,.1f} MB; held out for the increment: {len(held)} files", flush=True)
+    db, out = work / "warehouse.duckdb", work / "out"
+    db.unlink(missing_ok=True)
+    shutil.rmtree(out, ignore_errors=True)
+    results = {}
+    if args.only_throughput:
+        throughput(base, work)
+        return
+    print("1. fresh run", flush=True)
+    results["fresh run"] = run(base, db, out, work / "fresh.log")
+    print("2. rerun, nothing new", flush=True)
+    results["no-change rerun"] = run(base, db, out, work / "rerun.log")
+    for rel in held:
+        (base / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.link(src / rel, base / rel)
+    print("3. one-day increment", flush=True)
+    results["one-day increment"] = run(base, db, out, work / "increment.log")
+    for name, (seconds, rss) in results.items():
+        print(f"{name:18} {seconds:7.1f} s   peak RSS {rss:7,.0f} MB", flush=True)
+    if not args.skip_throughput:
+        throughput(base, work)
+
+
+if __name__ == "__main__":
+    main()
