@@ -79,3 +79,37 @@ def host_from_path(relpath: PurePath) -> str | None:
         return None
     stem = parts[-1].split(".")[0]
     return None if stem.lower() in _GENERIC or not stem else stem
+
+
+_NUMBERED = re.compile(r"^(.*?)(\d+)([^\d]*)$")
+
+
+def compress_hostlist(hosts) -> str:
+    """The inverse of expand_hostlist, as Slurm writes it: ('gpu0003', 'gpu0017',
+    'gpu0018') -> 'gpu[0003,0017-0018]'. Names group by prefix, suffix and
+    digit width (gpu9 and gpu10 are not one range when padded differently);
+    names without a number stay as they are. Sorted, duplicates dropped."""
+    groups: dict[tuple[str, str, int], list[int]] = {}
+    plain: list[str] = []
+    for host in sorted(set(hosts)):
+        m = _NUMBERED.match(host)
+        if m is None or "[" in host or "," in host:
+            plain.append(host)
+            continue
+        prefix, digits, suffix = m.groups()
+        width = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
+        groups.setdefault((prefix, suffix, width), []).append(int(digits))
+    parts = list(plain)
+    for (prefix, suffix, width), numbers in sorted(groups.items()):
+        numbers = sorted(set(numbers))
+        spans, start = [], numbers[0]
+        for prev, cur in zip(numbers, numbers[1:] + [None]):
+            if cur != prev + 1 if cur is not None else True:
+                a, b = str(start).zfill(width), str(prev).zfill(width)
+                spans.append(a if start == prev else f"{a}-{b}")
+                start = cur
+        if len(numbers) == 1:
+            parts.append(f"{prefix}{spans[0]}{suffix}")
+        else:
+            parts.append(f"{prefix}[{','.join(spans)}]{suffix}")
+    return ",".join(sorted(parts))

@@ -40,7 +40,9 @@ SOURCES: dict[str, str] = {
     "tickets": "tickets",
 }
 SIDECAR_SUFFIXES = (".boottime",)  # read by parsers next to their log, not data files
-IGNORED_FOLDERS = ("truth",)  # `goodput simulate` writes its ground truth beside the logs
+# truth/: `goodput simulate` writes its ground truth beside the logs; labels/: operator
+# labels for the models (labels/lemons.csv), read by `goodput models`, not ingested.
+IGNORED_FOLDERS = ("truth", "labels")
 
 
 @dataclass

@@ -130,8 +130,13 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
         summary = run_simulation(make_preset("small"), source)
         click.echo(f"simulated {summary['job_instances']:,} job instances on 48 nodes over 14 days in {summary['wall_s']} s")
     click.echo(f"goodput demo: source {source}, warehouse {db}")
+    from pipelines.resources import ModelSettings
+
+    # The simulated demo cluster fails ~7x as often as a real fleet (to show
+    # every failure kind in two weeks), so more of it needs draining at once.
+    models = ModelSettings(max_drain_share=0.25) if not sample else None
     try:
-        result = run_pipeline(source, db, out, warn=_warn)
+        result = run_pipeline(source, db, out, warn=_warn, models=models)
     except SourceError as exc:
         raise click.ClickException(_one_line(exc)) from None
     click.echo(f"\nTry: goodput sql --db {db} \"SELECT cause, count(*) FROM job_failure_causes GROUP BY ALL\"")
@@ -316,6 +321,16 @@ def ettr(gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_day
 def _setup_logging(quiet: bool) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     logging.getLogger("goodput").setLevel(logging.WARNING if quiet else logging.INFO)
+
+
+def _register_model_commands() -> None:
+    from pipelines.cli_models import export_command, models_command
+
+    main.add_command(models_command)
+    main.add_command(export_command)
+
+
+_register_model_commands()
 
 
 if __name__ == "__main__":

@@ -6,16 +6,17 @@ from dagster import Definitions, in_process_executor
 from assets.attribution import classified_events, failure_attribution, job_runs, node_incidents, one_primary_cause
 from assets.derived import jobs, jobs_instances_sequential, node_events
 from assets.metrics import failure_rates, goodput, iteration_degradation, job_run_ettr
+from assets.models import drain_share_sane, node_actions, node_exports
 from assets.ingest import ingest_assets, ingest_checks, unrecognised_files
 from assets.nightly import (daily_source_volume, reject_rate_below_threshold, reliability_report, sources_present,
                             volume_steady)
-from pipelines.resources import LogSources, MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
+from pipelines.resources import LogSources, MetricsSettings, ModelSettings, ReportSettings, TaxonomyConfig, Warehouse
 from pipelines.schedules import new_files_sensor, nightly, nightly_schedule, refresh
 
 all_assets = [*ingest_assets, unrecognised_files, jobs, node_events, classified_events, failure_attribution, job_runs,
-              node_incidents, job_run_ettr, failure_rates, goodput, iteration_degradation]
+              node_incidents, job_run_ettr, failure_rates, goodput, iteration_degradation, node_actions, node_exports]
 daily_assets = [daily_source_volume, reliability_report]
-all_checks = [*ingest_checks, jobs_instances_sequential, one_primary_cause]
+all_checks = [*ingest_checks, jobs_instances_sequential, one_primary_cause, drain_share_sane]
 daily_checks = [sources_present, reject_rate_below_threshold, volume_steady]
 
 defs = Definitions(
@@ -25,7 +26,8 @@ defs = Definitions(
     schedules=[nightly_schedule],
     sensors=[new_files_sensor],
     resources={"warehouse": Warehouse(), "sources": LogSources(), "taxonomy": TaxonomyConfig(),
-               "settings": MetricsSettings(), "report_settings": ReportSettings()},
+               "settings": MetricsSettings(), "report_settings": ReportSettings(),
+               "models": ModelSettings()},
     # DuckDB allows one writing process per file: assets run one after another
     # in one process rather than in parallel subprocesses fighting for the lock.
     executor=in_process_executor,

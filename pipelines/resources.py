@@ -71,3 +71,34 @@ class ReportSettings(ConfigurableResource):
     """Where reports go, and the data-quality threshold that blocks them."""
     out_dir: str = os.environ.get("GOODPUT_OUT", "out")
     max_reject_rate: float = 0.02
+
+
+class ModelSettings(ConfigurableResource):
+    """Lemon and blocklist settings. labels_file: the operator's lemon labels
+    (default $GOODPUT_LABELS, else labels/lemons.csv in the source directory);
+    without it Meta-style thresholds decide. Trained models are saved in
+    models/ beside the warehouse."""
+    labels_file: str | None = os.environ.get("GOODPUT_LABELS") or None
+    window_days: int = 28
+    min_signals: int = 2
+    expiry_days: int = 14
+    clean_days: int = 7
+    repeat_min: int = 2
+    risk_p7: float = 0.5
+    max_drain_share: float = 0.10
+    max_drain_floor: int = 5
+
+    def ladder(self):
+        from analysis.exports import LadderConfig
+
+        return LadderConfig(self.expiry_days, self.clean_days, self.repeat_min, self.risk_p7, self.max_drain_share,
+                            self.max_drain_floor)
+
+    def config(self, source_dir: str, db_path: str):
+        from analysis.lemons import LemonConfig
+        from analysis.node_models import ModelsConfig
+
+        labels = Path(self.labels_file) if self.labels_file else Path(source_dir) / "labels" / "lemons.csv"
+        return ModelsConfig(lemon=LemonConfig(window_days=self.window_days, min_signals=self.min_signals),
+                            ladder=self.ladder(), labels_path=labels,
+                            model_dir=Path(db_path).resolve().parent / "models")

@@ -19,7 +19,7 @@ nightly_schedule = build_schedule_from_partitioned_job(nightly, hour_of_day=NIGH
                                                        name="nightly_schedule")
 # What new files can change: their ingest asset and everything unpartitioned downstream.
 refresh = define_asset_job("refresh_from_new_files",
-                           selection=AssetSelection.groups("ingest", "slurm", "events", "attribution", "metrics"),
+                           selection=AssetSelection.groups("ingest", "slurm", "events", "attribution", "metrics", "models"),
                            description="Ingest the files the sensor found and rebuild what depends on them.")
 FOLDER_TO_ASSET = {folder: name for name, folder in INGEST_ASSETS.items()}
 

@@ -1,0 +1,120 @@
+"""Exports the scheduler and operators act on: node_actions (the escalation
+ladder, sql/build_node_actions.sql) written as a Slurm hostlist, an scontrol
+drain script and a JSON blocklist. goodput writes these files and never runs them."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from analysis import sql
+from analysis.hosts import compress_hostlist
+
+SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "blocklist.schema.json"
+DRAIN_ACTIONS = ("drain_now", "drain_after_job")
+# Host names come from logs: only names a shell and scontrol read literally are exported.
+SAFE_HOST = re.compile(r"^[A-Za-z0-9._-]+$")
+_UNSAFE_REASON = re.compile(r"[^A-Za-z0-9 _.:=,/()+-]")
+
+
+@dataclass(frozen=True)
+class LadderConfig:
+    expiry_days: int = 14  # evidence older than this no longer holds a node
+    clean_days: int = 7  # back in service and clean this long: off the list
+    repeat_min: int = 2  # incidents in the window that mean drain_after_job
+    risk_p7: float = 0.5  # 7-day incident probability that means drain_after_job
+    max_drain_share: float = 0.10  # a blocking check fails above this share of the fleet ...
+    max_drain_floor: int = 5  # ... and above this many nodes (a small cluster may lose 5 nodes at once)
+
+
+def drain_limit(cfg: LadderConfig, fleet: int) -> int:
+    """How many nodes the exports may drain before the blocking check fails."""
+    return max(cfg.max_drain_floor, int(cfg.max_drain_share * fleet))
+
+
+def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LadderConfig = LadderConfig()) -> pl.DataFrame:
+    sql.run_steps(con, [("build_node_actions", {"as_of": as_of, "expiry_days": cfg.expiry_days,
+                                                 "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
+                                                 "risk_p7": cfg.risk_p7})])
+    return con.sql("SELECT * FROM node_actions ORDER BY action, host").pl()
+
+
+def _iso(t) -> str:
+    return t.replace(tzinfo=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: LadderConfig) -> dict:
+    entries = []
+    for r in actions.filter(pl.col("host").str.contains(SAFE_HOST.pattern)).iter_rows(named=True):
+        entries.append({
+            "host": r["host"], "action": r["action"], "reason": r["reason"] or "", "cause": r["cause"] or "",
+            "score": float(min(max(r["score"] or 0.0, 0.0), 1.0)), "since": _iso(r["since"]), "expires": _iso(r["expires"]),
+            "suggest_ticket": bool(r["suggest_ticket"]), "suggested_component": r["suggested_component"],
+            "evidence": {"event_times": [_iso(t) for t in r["event_times"] or []],
+                         "jobs": [str(j) for j in r["jobs"] or []], "tickets": [str(t) for t in r["tickets"] or []]},
+        })
+    return {"generated_at": _iso(datetime.now(timezone.utc).replace(tzinfo=None)), "as_of": _iso(as_of),
+            "made_by": made_by, "settings": asdict(cfg), "entries": entries}
+
+
+def drain_reason(action: str, cause: str, score: float) -> str:
+    text = f"goodput: {action} {cause} score={score:.2f}"
+    return _UNSAFE_REASON.sub("_", text)[:120]
+
+
+def drain_script(actions: pl.DataFrame, header: str) -> str:
+    """scontrol lines, one per reason with the hosts as a hostlist. Slurm's DRAIN
+    lets running jobs finish and starts no new ones; drain_now lines come first
+    and ask for a ticket, and `State=DOWN` instead would also kill running jobs."""
+    drains = actions.filter(pl.col("action").is_in(DRAIN_ACTIONS) & pl.col("host").str.contains(SAFE_HOST.pattern))
+    lines = ["#!/usr/bin/env bash", *[f"# {h}" for h in header.splitlines()],
+             "# goodput never runs this file: review it, then run it as a Slurm operator.", "set -euo pipefail", ""]
+    grouped = (drains.with_columns(reason=pl.struct("action", "cause", "score").map_elements(
+                   lambda s: drain_reason(s["action"], s["cause"] or "unknown", s["score"] or 0.0), return_dtype=pl.Utf8))
+               .group_by("action", "reason").agg(pl.col("host"))
+               .sort(pl.col("action") != "drain_now", "reason"))
+    for action, reason, hosts in grouped.iter_rows():
+        lines.append(f'scontrol update NodeName={compress_hostlist(hosts)} State=DRAIN Reason="{reason}"')
+    if not grouped.height:
+        lines.append("# nothing to drain")
+    return "\n".join(lines) + "\n"
+
+
+def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by: str,
+                  cfg: LadderConfig = LadderConfig()) -> dict[str, Path]:
+    """blocklist.txt, drain.sh and blocklist.json in ``out_dir``; returns their paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    drains = actions.filter(pl.col("action").is_in(DRAIN_ACTIONS) & pl.col("host").str.contains(SAFE_HOST.pattern))
+    paths = {"blocklist.txt": out_dir / "blocklist.txt", "drain.sh": out_dir / "drain.sh",
+             "blocklist.json": out_dir / "blocklist.json"}
+    hostlist = compress_hostlist(drains["host"].to_list())
+    paths["blocklist.txt"].write_text(hostlist + "\n" if hostlist else "")
+    header = f"Made by {made_by}\nas of {_iso(as_of)}: {drains.height} node(s) to drain"
+    paths["drain.sh"].write_text(drain_script(actions, header))
+    paths["drain.sh"].chmod(0o755)
+    paths["blocklist.json"].write_text(json.dumps(blocklist_json(actions, as_of, made_by, cfg), indent=2) + "\n")
+    return paths
+
+
+def unsafe_hosts(actions: pl.DataFrame) -> list[str]:
+    """Hosts left out of the exports because their names are not plain host names."""
+    return actions.filter(~pl.col("host").str.contains(SAFE_HOST.pattern))["host"].to_list()
+
+
+def latest_actions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, datetime]:
+    """node_actions as last built, with the as_of they were built for (that of
+    the newest lemon_scores, built in the same run); ValueError when there are none."""
+    try:
+        actions = con.sql("SELECT * FROM node_actions ORDER BY action, host").pl()
+        as_of = con.execute("SELECT max(as_of) FROM lemon_scores").fetchall()[0][0]
+    except duckdb.CatalogException:
+        as_of = None
+    if as_of is None:
+        raise ValueError("no node_actions in the warehouse yet: run `goodput models` (or `goodput run`) first")
+    return actions, as_of

@@ -1,0 +1,146 @@
+"""Score every node for lemon-ness as of a day: features over weekly snapshots,
+Meta's thresholds always, the classifier when labels allow, an evaluation on
+a time split, and the model saved with its training window."""
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from analysis import lemons, sql
+from analysis.lemons import LemonConfig
+
+
+@dataclass
+class LemonRun:
+    as_of: datetime
+    method: str  # classifier | thresholds
+    scores: pl.DataFrame
+    evaluation: pl.DataFrame
+    model_path: Path | None
+    why_thresholds: str | None = None
+
+
+def data_span(con: duckdb.DuckDBPyConnection) -> tuple[datetime | None, datetime | None]:
+    """First and last timestamp of incident history (events, tickets, node states, jobs)."""
+    row = con.execute(sql.load("model_data_span")).fetchall()[0]
+    return row[0], row[1]
+
+
+class NoHistory(ValueError):
+    """Nothing to learn from yet."""
+
+
+def default_as_of(con: duckdb.DuckDBPyConnection) -> datetime:
+    """Midnight after the last timestamp: the end of the data."""
+    _, end = data_span(con)
+    if end is None:
+        raise NoHistory("the warehouse holds no incident history yet (no jobs, node events, tickets or node states)")
+    return datetime(end.year, end.month, end.day) + timedelta(days=1)
+
+
+def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, cfg: LemonConfig = LemonConfig(),
+                 labels: pl.DataFrame | None = None, model_dir: Path | None = None) -> LemonRun:
+    """Compute lemon_features, lemon_scores and the lemon rows of model_evaluation
+    for ``as_of`` using only data strictly before it."""
+    as_of = as_of or default_as_of(con)
+    start, _ = data_span(con)
+    features = lemons.build_features(con, lemons.snapshots(start or as_of, as_of, cfg.snapshot_days, cfg.window_days),
+                                     cfg.window_days)
+    current = features.filter(pl.col("as_of") == as_of)
+    meta = lemons.threshold_flags(current, cfg)
+    known = _known(labels, as_of)
+    trained_at = datetime.now(timezone.utc).replace(tzinfo=None)
+    model_path, why, scored = None, None, None
+    if known is not None and int(known["is_lemon"].sum()) >= cfg.min_positive_labels:
+        rows = lemons.training_rows(features.filter(pl.col("as_of") < as_of), known, as_of)
+        if int(rows["is_lemon"].sum()) >= cfg.min_positive_labels:
+            model = lemons.train(rows, cfg.window_days)
+            scored = lemons.predict(model, current).with_columns(method=pl.lit("classifier"))
+            model_path = _save(model, model_dir, as_of) if model_dir else None
+        else:
+            why = "the labelled lemons have no history before as_of"
+    else:
+        why = ("no labels file" if labels is None else
+               f"fewer than {cfg.min_positive_labels} lemons labelled before {as_of:%Y-%m-%d}")
+    if scored is None:
+        scored = meta.select("host", "as_of", score=pl.col("meta_signals").list.len() / len(cfg.thresholds),
+                             is_lemon="meta_is_lemon", top_signals="meta_signals", method=pl.lit("thresholds"))
+    components = sql.query(con, "lemon_components", {"as_of": as_of})
+    scores = (scored.join(meta, on=["host", "as_of"], how="left")
+              .join(components, on="host", how="left")
+              .select("host", "as_of", "score", "is_lemon", "top_signals", "suggested_component", "method",
+                      "meta_is_lemon", "meta_signals"))
+    evaluation = _evaluate(features, known, as_of, cfg, trained_at)
+    con.register("staged_lemon_scores", scores)
+    con.register("staged_model_evaluation", evaluation)
+    try:
+        sql.run_steps(con, [("store_lemon_scores", {"as_of": as_of}),
+                            ("store_model_evaluation", {"as_of": as_of, "family": "lemon"})])
+    finally:
+        con.unregister("staged_lemon_scores")
+        con.unregister("staged_model_evaluation")
+    return LemonRun(as_of, scores["method"][0] if scores.height else "thresholds", scores, evaluation, model_path, why)
+
+
+def _known(labels: pl.DataFrame | None, as_of: datetime) -> pl.DataFrame | None:
+    if labels is None:
+        return None
+    return labels.filter(pl.col("confirmed_at").is_null() | (pl.col("confirmed_at") < as_of))
+
+
+def _evaluate(features: pl.DataFrame, known: pl.DataFrame | None, as_of: datetime, cfg: LemonConfig,
+              trained_at: datetime) -> pl.DataFrame:
+    """Time split: train on snapshots whose windows end before the last window
+    starts, with the labels known then; judge the last snapshot against the
+    labels known at as_of. Meta's thresholds are judged on the same snapshot."""
+    rows = []
+    if known is None or not known["is_lemon"].any():
+        return _eval_frame(rows)
+    split = as_of - timedelta(days=cfg.window_days)
+    test = features.filter(pl.col("as_of") == as_of)
+    actual = set(known.filter("is_lemon")["host"])
+    n = test.height
+    meta = lemons.threshold_flags(test, cfg)
+    for metric, value in lemons.precision_recall(set(meta.filter("meta_is_lemon")["host"]), actual, n).items():
+        rows.append(("meta_thresholds", metric, value, "last_window", n))
+    # the snapshot ending at the split is training data: its window closes where the test window opens
+    train_rows = lemons.training_rows(features.filter(pl.col("as_of") <= split), _known(known, split),
+                                      split + timedelta(microseconds=1))
+    if int(train_rows["is_lemon"].sum()) >= cfg.min_positive_labels:
+        model = lemons.train(train_rows, cfg.window_days)
+        predicted = lemons.predict(model, test)
+        for metric, value in lemons.precision_recall(set(predicted.filter("is_lemon")["host"]), actual, n).items():
+            rows.append(("lemon_classifier", metric, value, "last_window", n))
+    return _eval_frame(rows, trained_at, as_of)
+
+
+def _eval_frame(rows: list, trained_at: datetime | None = None, as_of: datetime | None = None) -> pl.DataFrame:
+    return pl.DataFrame(rows, orient="row", schema={"model": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64,
+                                                    "split": pl.Utf8, "n": pl.Int64}).with_columns(
+        trained_at=pl.lit(trained_at, pl.Datetime("us")), as_of=pl.lit(as_of, pl.Datetime("us")),
+        family=pl.lit("lemon"))
+
+
+def _save(model: lemons.LemonModel, model_dir: Path, as_of: datetime) -> Path:
+    """models/lemon-<as_of>-<version>.pkl and a .json beside it with the training window."""
+    import sklearn
+
+    meta = {"kind": "lemon_classifier", "as_of": as_of.isoformat(), "trained_from": str(model.trained_from),
+            "trained_to": str(model.trained_to), "n_rows": model.n_rows, "n_lemons": model.n_lemons,
+            "window_days": model.window_days, "threshold": model.threshold, "signals": list(model.signals),
+            "sklearn": sklearn.__version__, "seed": lemons.SEED}
+    model.version = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:12]
+    model_dir.mkdir(parents=True, exist_ok=True)
+    path = model_dir / f"lemon-{as_of:%Y%m%d}-{model.version}.pkl"
+    path.write_bytes(pickle.dumps(model))
+    path.with_suffix(".json").write_text(json.dumps({**meta, "version": model.version}, indent=2) + "\n")
+    return path
+
+

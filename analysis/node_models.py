@@ -1,0 +1,60 @@
+"""The forward-looking half, as one call: lemon scores, (incident risk,) and the
+node_actions ladder the exports are written from, all as of one day with
+only the data before it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from analysis import exports, lemon_scoring, lemons, sql
+
+
+NEEDED = ("jobs", "node_incidents", "failure_attribution")  # built by `goodput run`
+
+
+@dataclass(frozen=True)
+class ModelsConfig:
+    lemon: lemons.LemonConfig = field(default_factory=lemons.LemonConfig)
+    ladder: exports.LadderConfig = field(default_factory=exports.LadderConfig)
+    labels_path: Path | None = None  # labels/lemons.csv; None or missing: thresholds decide
+    model_dir: Path | None = None  # where trained models are saved (beside the warehouse)
+
+
+@dataclass
+class ModelsResult:
+    as_of: datetime
+    lemon: lemon_scoring.LemonRun
+    actions: pl.DataFrame
+
+    def drain_share(self, fleet: int) -> float:
+        drains = self.actions.filter(pl.col("action").is_in(exports.DRAIN_ACTIONS)).height
+        return drains / fleet if fleet else 0.0
+
+
+def load_labels(con: duckdb.DuckDBPyConnection, path: Path | None) -> pl.DataFrame | None:
+    """The operator's labels, checked against the warehouse's hosts; None when there is no file."""
+    if path is None or not Path(path).exists():
+        return None
+    return lemons.read_labels(Path(path), set(sql.query(con, "model_hosts")["host"].to_list()))
+
+
+def fleet_size(con: duckdb.DuckDBPyConnection) -> int:
+    return sql.query(con, "model_hosts").height
+
+
+def run_models(con: duckdb.DuckDBPyConnection, cfg: ModelsConfig = ModelsConfig(),
+               as_of: datetime | None = None) -> ModelsResult:
+    """Labels are read and checked before anything is written: a bad file
+    changes nothing in the warehouse."""
+    missing = [t for t in NEEDED if not con.execute(sql.load("table_exists"), [t]).fetchall()[0][0]]
+    if missing:
+        raise ValueError(f"the warehouse has no {', '.join(missing)} yet: run `goodput run --source DIR` first")
+    labels = load_labels(con, cfg.labels_path)
+    as_of = as_of or lemon_scoring.default_as_of(con)
+    lemon = lemon_scoring.score_lemons(con, as_of, cfg.lemon, labels, cfg.model_dir)
+    actions = exports.build_node_actions(con, as_of, cfg.ladder)
+    return ModelsResult(as_of, lemon, actions)

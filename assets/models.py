@@ -1,0 +1,60 @@
+"""Forward-looking assets: lemon scores and the node actions, and the exports Slurm consumes."""
+from pathlib import Path
+
+from dagster import AssetCheckResult, MaterializeResult, asset, asset_check
+
+from analysis import exports, node_models
+from analysis.lemon_scoring import NoHistory
+from pipelines.resources import LogSources, ModelSettings, ReportSettings, Warehouse
+from pipelines.version import made_by
+
+
+@asset(deps=["node_incidents", "failure_attribution", "tickets", "node_state_periods", "jobs"], group_name="models",
+       description="lemon_features, lemon_scores (classifier with labels, else Meta-style thresholds), "
+                   "model_evaluation, and node_actions (watch / drain_after_job / drain_now) as of the end of the data.")
+def node_actions(warehouse: Warehouse, sources: LogSources, models: ModelSettings) -> MaterializeResult:
+    with warehouse.connect() as con:
+        try:
+            result = node_models.run_models(con, models.config(sources.source_dir, warehouse.db_path))
+        except NoHistory as exc:
+            return MaterializeResult(metadata={"skipped": str(exc)})
+        fleet = node_models.fleet_size(con)
+    counts = result.actions.group_by("action").len()
+    return MaterializeResult(metadata={
+        "as_of": result.as_of.isoformat(), "lemon_method": result.lemon.method,
+        "lemons": int(result.lemon.scores["is_lemon"].sum()), "fleet": fleet,
+        **{f"action_{a}": int(n) for a, n in counts.iter_rows()}})
+
+
+@asset_check(asset=node_actions, blocking=True,
+             description="The blocklist would drain at most max_drain_share of the fleet, or max_drain_floor nodes "
+                         "on a small one (a runaway rule or bad data must not empty the cluster).")
+def drain_share_sane(warehouse: Warehouse, models: ModelSettings) -> AssetCheckResult:
+    with warehouse.connect() as con:
+        fleet = node_models.fleet_size(con)
+        try:
+            actions, _ = exports.latest_actions(con)
+        except ValueError:  # no history yet: nothing to drain
+            actions = None
+    drains = 0 if actions is None else actions.filter(actions["action"].is_in(exports.DRAIN_ACTIONS)).height
+    limit = exports.drain_limit(models.ladder(), fleet)
+    return AssetCheckResult(passed=drains <= limit,
+                            description=None if drains <= limit else
+                            f"{drains} of {fleet} nodes would be drained, over the limit of {limit} "
+                            f"(max_drain_share {models.max_drain_share:.0%}, max_drain_floor {models.max_drain_floor}): "
+                            "check node_actions before using the exports",
+                            metadata={"drain": drains, "fleet": fleet, "limit": limit})
+
+
+@asset(deps=[node_actions], group_name="models",
+       description="OUT/exports/: blocklist.txt (Slurm hostlist), drain.sh (scontrol, never run by goodput), "
+                   "blocklist.json (schemas/blocklist.schema.json).")
+def node_exports(warehouse: Warehouse, models: ModelSettings, report_settings: ReportSettings) -> MaterializeResult:
+    with warehouse.connect() as con:
+        try:
+            actions, as_of = exports.latest_actions(con)
+        except ValueError as exc:
+            return MaterializeResult(metadata={"skipped": str(exc)})
+    paths = exports.write_exports(actions, Path(report_settings.out_dir) / "exports", as_of,
+                                  made_by(warehouse.db_path), models.ladder())
+    return MaterializeResult(metadata={name: str(p) for name, p in paths.items()})

@@ -1,0 +1,111 @@
+"""`goodput models` and `goodput export`: the node models and the files Slurm consumes."""
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from analysis import warehouse
+
+
+def _as_of(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%d")
+    except ValueError:
+        raise click.BadParameter(f"expected a day such as 2024-03-31, got '{value}'", param_hint="--as-of") from None
+
+
+def _open(db: Path | None, read_only: bool):
+    import duckdb
+
+    from pipelines.preflight import warehouse_error
+
+    db = db or warehouse.default_db_path()
+    if not Path(db).is_file():
+        raise click.ClickException(f"no warehouse at {db}: run `goodput run --source DIR` first")
+    try:
+        return warehouse.connect(db, read_only=read_only), db
+    except duckdb.Error as exc:
+        raise click.ClickException(warehouse_error(exc, db)) from None
+
+
+@click.command("models")
+@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")
+@click.option("--as-of", "as_of", default=None, metavar="YYYY-MM-DD",
+              help="Train and score with data strictly before this day (00:00 UTC) [default: the end of the data].")
+@click.option("--labels", "labels", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Lemon labels CSV (host,is_lemon,confirmed_at,component) [default: $GOODPUT_LABELS; none: "
+                   "Meta-style thresholds decide].")
+@click.option("--window-days", type=click.IntRange(1, 365), default=28, show_default=True,
+              help="Trailing window of the lemon signals.")
+def models_command(db: Path | None, as_of: str | None, labels: Path | None, window_days: int) -> None:
+    """(Re)build lemon_features, lemon_scores, model_evaluation and node_actions
+    as of a day, from data strictly before it. Writes the warehouse; the files
+    Slurm reads come from `goodput export`."""
+    import os
+
+    from analysis.lemons import LabelsError, LemonConfig
+    from analysis.node_models import ModelsConfig, run_models
+
+    when = _as_of(as_of)
+    labels = labels or (Path(os.environ["GOODPUT_LABELS"]) if os.environ.get("GOODPUT_LABELS") else None)
+    if labels is not None and not labels.is_file():
+        raise click.ClickException(f"no labels file at {labels}")
+    con, db = _open(db, read_only=False)
+    try:
+        cfg = ModelsConfig(lemon=LemonConfig(window_days=window_days), labels_path=labels,
+                           model_dir=Path(db).resolve().parent / "models")
+        result = run_models(con, cfg, when)
+    except (LabelsError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        con.close()
+    lemon = result.lemon
+    click.echo(f"As of {result.as_of:%Y-%m-%d} (UTC), data strictly before it.")
+    how = "classifier trained on the labels" if lemon.method == "classifier" else \
+        f"Meta-style thresholds ({lemon.why_thresholds})"
+    click.echo(f"Lemons: {int(lemon.scores['is_lemon'].sum())} of {lemon.scores.height} nodes, by the {how}.")
+    if lemon.model_path:
+        click.echo(f"Model saved: {lemon.model_path}")
+    if lemon.evaluation.height:
+        click.echo("Evaluation (the last window held out):")
+        for model, metric, value in lemon.evaluation.select("model", "metric", "value").iter_rows():
+            click.echo(f"  {model:18} {metric:20} {value:.3f}")
+    counts = dict(result.actions.group_by("action").len().iter_rows())
+    click.echo("Node actions: " + ", ".join(f"{a} {counts.get(a, 0)}" for a in ("drain_now", "drain_after_job", "watch")))
+    click.echo(f"Write the files Slurm reads with: goodput export --db {db} --out DIR")
+
+
+@click.command("export")
+@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for blocklist.txt, drain.sh and blocklist.json.")
+def export_command(db: Path | None, out: Path) -> None:
+    """Write the node_actions of the last `goodput models` / `goodput run` as
+    blocklist.txt (a Slurm hostlist for sbatch --exclude), drain.sh (scontrol
+    lines; goodput never runs it) and blocklist.json (schemas/blocklist.schema.json)."""
+    from analysis.exports import latest_actions, unsafe_hosts, write_exports
+    from pipelines.version import made_by
+
+    con, db = _open(db, read_only=True)
+    try:
+        actions, as_of = latest_actions(con)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        con.close()
+    try:
+        paths = write_exports(actions, out, as_of, made_by(db))
+    except OSError as exc:
+        raise click.ClickException(f"cannot write to {out}: {exc.strerror or exc}") from None
+    for name, path in paths.items():
+        click.echo(f"{name:15} {path}")
+    skipped = unsafe_hosts(actions)
+    if skipped:
+        click.echo(f"WARNING: {len(skipped)} host name(s) are not plain host names and were left out: "
+                   f"{', '.join(repr(h) for h in skipped[:5])}", err=True)

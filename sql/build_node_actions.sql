@@ -1,0 +1,80 @@
+-- node_actions: what the scheduler should do with each node as of $as_of, by
+-- an escalation ladder over the evidence of the last $expiry_days days:
+--   drain_now        a lemon, or a confirmed, critical, non-transient incident since
+--                    the node's last repair;
+--   drain_after_job  $repeat_min or more confirmed incidents, or a 7-day incident
+--                    probability of at least $risk_p7 (node_risk, when the incident model ran);
+--   watch            any other incident.
+-- An incident is confirmed when it took the node out of service or was blamed
+-- for a job failure: a critical line nobody acted on and no job felt is watched, not drained.
+-- A node that returned to service after its last incident and stayed clean for
+-- $clean_days leaves the list; every entry expires $expiry_days after its last evidence.
+CREATE TABLE IF NOT EXISTS node_risk (
+    host VARCHAR, as_of TIMESTAMP, horizon_days INTEGER, p_incident DOUBLE, expected_days_to_incident DOUBLE, model VARCHAR
+);
+CREATE TABLE IF NOT EXISTS lemon_scores (
+    host VARCHAR, as_of TIMESTAMP, score DOUBLE, is_lemon BOOLEAN, top_signals VARCHAR[],
+    suggested_component VARCHAR, method VARCHAR, meta_is_lemon BOOLEAN, meta_signals VARCHAR[]
+);
+CREATE OR REPLACE TABLE node_actions AS
+-- Only what was known before $as_of counts: a drain, a return to service, a
+-- ticket or a job failure dated later is the future (goodput models --as-of).
+WITH window_incidents AS (
+    SELECT i.* REPLACE (least(i.last_event, $as_of) AS last_event,
+                        CASE WHEN i.returned_at < $as_of THEN i.returned_at END AS returned_at,
+                        CASE WHEN i.ticket_id IN (SELECT ticket_id FROM tickets WHERE opened < $as_of) THEN i.ticket_id END AS ticket_id),
+           i.drained_at < $as_of OR EXISTS (SELECT 1 FROM failure_attribution a
+                                             WHERE a.is_primary AND a.host = i.host AND a.end_time < $as_of
+                                               AND a.event_time BETWEEN i.first_event AND i.last_event) AS confirmed
+    FROM node_incidents i
+    WHERE i.first_event >= $as_of - to_days($expiry_days) AND i.first_event < $as_of
+), last_repair AS (
+    SELECT host, max(closed) AS repaired_at FROM tickets WHERE closed < $as_of GROUP BY host
+), per_host AS (
+    SELECT w.host, count(*) AS incidents, count(*) FILTER (WHERE w.confirmed) AS confirmed_incidents,
+           bool_or(w.confirmed AND w.severity = 'critical' AND NOT w.transient
+                   AND (r.repaired_at IS NULL OR w.first_event > r.repaired_at)) AS confirmed_since_repair,
+           min(w.first_event) AS first_evidence, max(w.last_event) AS last_evidence,
+           first(w.cause ORDER BY w.confirmed DESC, w.severity = 'critical' DESC, w.first_event DESC) AS cause,
+           list(w.first_event ORDER BY w.first_event) AS event_times,
+           list(DISTINCT w.ticket_id) FILTER (WHERE w.ticket_id IS NOT NULL) AS tickets,
+           max(w.returned_at) AS returned_at
+    FROM window_incidents w LEFT JOIN last_repair r USING (host)
+    GROUP BY w.host
+), lemons AS (
+    SELECT host, score, suggested_component, top_signals FROM lemon_scores WHERE as_of = $as_of AND is_lemon
+), risk AS (
+    SELECT host, p_incident, model FROM node_risk WHERE as_of = $as_of AND horizon_days = 7
+    QUALIFY row_number() OVER (PARTITION BY host ORDER BY model = 'cox_time' DESC, model) = 1
+), jobs_hit AS (
+    SELECT a.host, list(DISTINCT a.job_id ORDER BY a.job_id) AS jobs FROM failure_attribution a
+    WHERE a.is_primary AND a.event_time >= $as_of - to_days($expiry_days) AND a.end_time < $as_of GROUP BY a.host
+), candidates AS (
+    SELECT coalesce(h.host, l.host, k.host) AS host, h.*  EXCLUDE (host), l.score AS lemon_score, l.suggested_component,
+           l.top_signals, k.p_incident, k.model AS risk_model, l.host IS NOT NULL AS is_lemon
+    FROM per_host h FULL JOIN lemons l USING (host) FULL JOIN (SELECT * FROM risk WHERE p_incident >= $risk_p7) k USING (host)
+), laddered AS (
+    SELECT c.*, j.jobs,
+        CASE WHEN c.is_lemon OR c.confirmed_since_repair THEN 'drain_now'
+             WHEN coalesce(c.confirmed_incidents, 0) >= $repeat_min OR c.p_incident IS NOT NULL THEN 'drain_after_job'
+             ELSE 'watch' END AS action,
+        -- back in service and clean since: the evidence no longer holds the node
+        c.returned_at IS NOT NULL AND c.returned_at >= c.last_evidence
+            AND c.returned_at <= $as_of - to_days($clean_days) AS stayed_clean
+    FROM candidates c LEFT JOIN jobs_hit j USING (host)
+)
+SELECT host, $as_of::TIMESTAMP AS as_of, action,
+       CASE WHEN is_lemon THEN 'lemon node (' || coalesce(array_to_string(top_signals, ', '), 'signals') || ')'
+            WHEN confirmed_since_repair THEN 'critical ' || cause || ' since the last repair'
+            WHEN coalesce(confirmed_incidents, 0) >= $repeat_min THEN confirmed_incidents || ' confirmed incidents in ' || $expiry_days || ' days'
+            WHEN p_incident IS NOT NULL THEN 'incident risk ' || round(p_incident, 2) || ' within 7 days (' || risk_model || ')'
+            ELSE 'first incident: ' || cause END AS reason,
+       coalesce(cause, CASE WHEN is_lemon THEN 'lemon' ELSE 'risk' END) AS cause,
+       round(greatest(coalesce(lemon_score, 0), coalesce(p_incident, 0), least(coalesce(confirmed_incidents, 0) / 4.0, 1)), 3) AS score,
+       coalesce(event_times, []) AS event_times, coalesce(jobs, []) AS jobs, coalesce(tickets, []) AS tickets,
+       coalesce(first_evidence, $as_of::TIMESTAMP) AS since,
+       coalesce(last_evidence, $as_of::TIMESTAMP) + to_days($expiry_days) AS expires,
+       action = 'drain_now' AS suggest_ticket, suggested_component
+FROM laddered
+WHERE NOT coalesce(stayed_clean, false) OR is_lemon
+ORDER BY action, host;

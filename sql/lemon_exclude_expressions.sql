@@ -1,0 +1,12 @@
+-- Hostlists that jobs excluded, one row per (job, expression): `--exclude=X`,
+-- `--exclude X`, `-x X` or `-xX` in SubmitLine (sbatch, srun and salloc spell
+-- it alike). Quotes around the list are dropped; the expansion is Python's.
+WITH submitted AS (
+    SELECT job_id, min(submit_time) AS submit_time, any_value(submit_line) AS submit_line
+    FROM jobs WHERE submit_line LIKE '%-x%' OR submit_line LIKE '%--exclude%'
+    GROUP BY job_id
+)
+SELECT DISTINCT job_id, submit_time,
+       trim(unnest(regexp_extract_all(submit_line, '(?:^|\s)(?:--exclude(?:=|\s+)|-x\s*)(\S+)', 1)), '''"') AS expr
+FROM submitted
+WHERE submit_time IS NOT NULL

@@ -1,0 +1,179 @@
+"""Lemon scores, the node_actions ladder and the exports Slurm consumes (issue 9)."""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import jsonschema
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from analysis import exports, warehouse
+from analysis.chain import build_all
+from analysis.hosts import compress_hostlist, expand_hostlist
+from analysis.ingest import ingest_directory
+from analysis.lemons import LabelsError
+from analysis.node_models import ModelsConfig, run_models
+from analysis.simulate.config import preset
+from analysis.simulate.run import simulate
+from analysis.taxonomy import load
+from pipelines.cli import main
+
+DAYS = 60
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """400 nodes x 60 days of rsc2 (6 lemons), ingested and attributed, with the truth as a labels file."""
+    root = tmp_path_factory.mktemp("models")
+    simulate(preset("rsc2", nodes=400, days=DAYS, seed=3, telemetry_jobs=0), root / "src")
+    truth = pl.read_csv(root / "src/truth/nodes.csv")
+    (root / "labels.csv").write_text(truth.select("host", "is_lemon", confirmed_at=pl.lit(""), component="defect")
+                                     .write_csv())
+    con = warehouse.connect(root / "w.duckdb")
+    ingest_directory(con, root / "src")
+    build_all(con, load())
+    yield con, root, truth
+    con.close()
+
+
+def test_hostlist_compression_round_trips():
+    rng = random.Random(7)
+    for _ in range(300):
+        hosts = {f"{rng.choice(['gpu', 'node', 'a-'])}{str(rng.randint(0, 120)).zfill(rng.choice([0, 3, 4]))}"
+                 for _ in range(rng.randint(1, 40))}
+        hosts |= {"login", "gpu7-ib"} if rng.random() < 0.3 else set()
+        text = compress_hostlist(hosts)
+        assert set(expand_hostlist(text)) == hosts, text
+    assert compress_hostlist(["gpu0003", "gpu0017", "gpu0018"]) == "gpu[0003,0017-0018]"
+    assert compress_hostlist([]) == ""
+
+
+def test_lemon_classifier_with_labels_is_evaluated_beside_meta_thresholds(cluster, tmp_path):
+    con, root, truth = cluster
+    result = run_models(con, ModelsConfig(labels_path=root / "labels.csv", model_dir=tmp_path / "models"))
+    lemon = result.lemon
+    assert lemon.method == "classifier" and lemon.why_thresholds is None
+    saved = json.loads(lemon.model_path.with_suffix(".json").read_text())
+    assert saved["trained_to"] < str(result.as_of) and saved["n_lemons"] > 0 and saved["window_days"] == 28
+    scores = lemon.scores.join(truth.select("host", truth_lemon="is_lemon"), on="host")
+    assert scores.height >= 400 and scores["method"].unique().to_list() == ["classifier"]
+    mean = dict(scores.group_by("truth_lemon").agg(pl.col("score").mean()).iter_rows())
+    assert mean[True] > 5 * mean[False], mean  # lemons score far above the fleet
+    ev = {(m, k): v for m, k, v in lemon.evaluation.select("model", "metric", "value").iter_rows()}
+    print("lemon evaluation:", {f"{m}.{k}": round(v, 3) for (m, k), v in ev.items()}, mean)
+    # Both are judged on the held-out last window; on this simulator neither reaches the issue's
+    # 0.9/0.9 (a month of a lemon's faults overlaps the fleet's noise), and the table says so.
+    for model in ("meta_thresholds", "lemon_classifier"):
+        assert {k for m, k in ev if m == model} == {"precision", "recall", "false_positive_rate", "flagged"}
+        assert 0 <= ev[(model, "false_positive_rate")] <= 0.05 and ev[(model, "flagged")] <= 0.05 * 400
+    stored = con.sql("SELECT DISTINCT model FROM model_evaluation WHERE family = 'lemon'").pl()["model"].to_list()
+    assert sorted(stored) == ["lemon_classifier", "meta_thresholds"]
+    print("lemon evaluation:", {f"{m}.{k}": round(v, 3) for (m, k), v in ev.items()})
+
+
+def test_without_labels_meta_thresholds_decide_and_say_why(cluster):
+    con, root, truth = cluster
+    result = run_models(con, ModelsConfig(labels_path=root / "no-such-labels.csv"))
+    assert result.lemon.method == "thresholds" and result.lemon.why_thresholds == "no labels file"
+    flagged = set(result.lemon.scores.filter("is_lemon")["host"])
+    assert flagged and all(len(s) >= 2 for s in result.lemon.scores.filter("is_lemon")["top_signals"])
+    assert len(flagged) <= 0.05 * 400 and flagged & set(truth.filter("is_lemon")["host"])
+
+
+@pytest.mark.parametrize("text, where", [
+    ("host,is_lemon\ngpu0001,true\nnot-a-host,true\n", "line 3: host 'not-a-host' is not in the warehouse"),
+    ("host,is_lemon\ngpu0001,maybe\n", "line 2: is_lemon must be true or false"),
+    ("host,is_lemon,confirmed_at\ngpu0001,true,yesterday\n", "line 2: confirmed_at 'yesterday'"),
+    ("host,is_lemon\ngpu0001,true,extra\n", "line 2: 3 fields, the header has 2"),
+    ("name,flag\ngpu0001,true\n", "line 1: the header must name host and is_lemon"),
+])
+def test_bad_labels_name_the_file_and_line_and_change_nothing(cluster, tmp_path, text, where):
+    con, root, _ = cluster
+    run_models(con, ModelsConfig())
+    before = con.sql("SELECT * FROM lemon_scores ORDER BY ALL").pl()
+    bad = tmp_path / "lemons.csv"
+    bad.write_text(text)
+    with pytest.raises(LabelsError, match=f"lemons.csv: {where}"):
+        run_models(con, ModelsConfig(labels_path=bad))
+    assert con.sql("SELECT * FROM lemon_scores ORDER BY ALL").pl().equals(before)
+
+
+def test_exports_round_trip(cluster, tmp_path):
+    con, _, _ = cluster
+    result = run_models(con, ModelsConfig())
+    actions = pl.concat([result.actions, result.actions.head(1).with_columns(
+        host=pl.lit('gpu1";rm -rf /;"'), action=pl.lit("drain_now"))])  # a hostile name from a log
+    paths = exports.write_exports(actions, tmp_path / "exports", result.as_of, "goodput test")
+    drains = set(result.actions.filter(pl.col("action").is_in(exports.DRAIN_ACTIONS))["host"])
+    assert drains, "the simulated cluster has nodes to drain"
+    assert set(expand_hostlist(paths["blocklist.txt"].read_text().strip())) == drains
+    script = paths["drain.sh"].read_text()
+    assert subprocess.run(["bash", "-n", str(paths["drain.sh"])]).returncode == 0
+    assert script.splitlines()[0] == "#!/usr/bin/env bash" and "set -euo pipefail" in script and "rm -rf" not in script
+    lines = [ln for ln in script.splitlines() if ln.startswith("scontrol ")]
+    assert all(ln.count('"') == 2 and " State=DRAIN Reason=\"goodput: " in ln for ln in lines)
+    assert {h for ln in lines for h in expand_hostlist(ln.split()[2].removeprefix("NodeName="))} == drains
+    doc = json.loads(paths["blocklist.json"].read_text())
+    jsonschema.validate(doc, json.loads(exports.SCHEMA.read_text()))
+    assert {e["host"] for e in doc["entries"]} == set(result.actions["host"])
+    assert all(e["expires"] > e["since"] for e in doc["entries"])
+
+
+def test_as_of_ignores_data_after_it(cluster, tmp_path):
+    """Scores and actions as of a day are the same whether or not later days are in the warehouse."""
+    _, root, _ = cluster
+    start = datetime(2024, 3, 1)
+    as_of = start + timedelta(days=30)
+    early = tmp_path / "early"
+    for path in (root / "src").rglob("*"):
+        if path.is_file() and "truth" not in path.parts:
+            day = next((p for p in path.name.split("-") if p[:1].isdigit()), None)
+            dated = path.stem.rsplit("-", 3)[-3:]
+            when = datetime.strptime("-".join(dated), "%Y-%m-%d") if len(dated) == 3 and all(
+                d.isdigit() for d in dated) else None
+            if when is None or when < as_of + timedelta(days=3):
+                target = early / path.relative_to(root / "src")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(path, target)
+            del day
+    results = []
+    for src in (early, root / "src"):
+        con = warehouse.connect(tmp_path / f"{src.name}.duckdb")
+        ingest_directory(con, src)
+        build_all(con, load())
+        run_models(con, ModelsConfig(labels_path=root / "labels.csv"), as_of)
+        results.append([con.sql(f"SELECT * EXCLUDE ({drop}) FROM {t} ORDER BY ALL").pl()
+                        for t, drop in (("lemon_scores", "score"), ("node_actions", "score"),
+                                        ("lemon_features", "as_of"))])
+        con.close()
+    for a, b in zip(*results):
+        assert a.height > 0 and a.equals(b)
+
+
+def test_cli_models_and_export(cluster, tmp_path):
+    con, root, _ = cluster
+    con.execute("CHECKPOINT")  # the copy below must hold every table
+    db = tmp_path / "w.duckdb"
+    shutil.copy(root / "w.duckdb", db)
+    runner = CliRunner()
+    out = runner.invoke(main, ["models", "--db", str(db), "--labels", str(root / "labels.csv")])
+    assert out.exit_code == 0, out.output
+    assert "classifier trained on the labels" in out.output and "Evaluation" in out.output
+    out = runner.invoke(main, ["export", "--db", str(db), "--out", str(tmp_path / "ex")])
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "ex" / "blocklist.txt").exists() and (tmp_path / "ex" / "drain.sh").exists()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("host,is_lemon\nnope,true\n")
+    out = runner.invoke(main, ["models", "--db", str(db), "--labels", str(bad)])
+    assert out.exit_code == 1 and "bad.csv: line 2: host 'nope' is not in the warehouse" in out.output
+    assert "Traceback" not in out.output
+    empty = tmp_path / "empty.duckdb"
+    warehouse.connect(empty).close()
+    out = runner.invoke(main, ["models", "--db", str(empty)])
+    assert out.exit_code == 1 and "run `goodput run --source DIR` first" in out.output
