@@ -74,11 +74,11 @@ def build_features(con: duckdb.DuckDBPyConnection, as_ofs: list[datetime], windo
     stage_excludes(con)
     con.register("staged_as_of", pl.DataFrame({"as_of": as_ofs}, schema={"as_of": pl.Datetime("us")}))
     try:
-        sql.run_steps(con, [("build_lemon_features", {"window_days": window_days})])
+        sql.run_steps(con, [("view_node_population", None), ("build_lemon_features", {"window_days": window_days})])
     finally:
         con.unregister("staged_as_of")
         con.unregister("staged_excludes")
-    return con.sql("SELECT * FROM lemon_features").pl()
+    return con.sql("SELECT * FROM lemon_features ORDER BY as_of, host").pl()  # fixed order: training repeats
 
 
 def snapshots(start: datetime, as_of: datetime, every_days: int, window_days: int) -> list[datetime]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analysis import exports, lemon_scoring, lemons, sql
+from analysis import exports, incident_model, lemon_scoring, lemons, sql
 
 
 NEEDED = ("jobs", "node_incidents", "failure_attribution")  # built by `goodput run`
@@ -22,6 +22,7 @@ class ModelsConfig:
     ladder: exports.LadderConfig = field(default_factory=exports.LadderConfig)
     labels_path: Path | None = None  # labels/lemons.csv; None or missing: thresholds decide
     model_dir: Path | None = None  # where trained models are saved (beside the warehouse)
+    incident: incident_model.IncidentConfig = field(default_factory=incident_model.IncidentConfig)
 
 
 @dataclass
@@ -29,6 +30,8 @@ class ModelsResult:
     as_of: datetime
     lemon: lemon_scoring.LemonRun
     actions: pl.DataFrame
+    risk: pl.DataFrame
+    incident_evaluation: pl.DataFrame
 
     def drain_share(self, fleet: int) -> float:
         drains = self.actions.filter(pl.col("action").is_in(exports.DRAIN_ACTIONS)).height
@@ -56,5 +59,6 @@ def run_models(con: duckdb.DuckDBPyConnection, cfg: ModelsConfig = ModelsConfig(
     labels = load_labels(con, cfg.labels_path)
     as_of = as_of or lemon_scoring.default_as_of(con)
     lemon = lemon_scoring.score_lemons(con, as_of, cfg.lemon, labels, cfg.model_dir)
+    risk, evaluation = incident_model.run(con, as_of, incident_model.first_day(con), cfg.incident)
     actions = exports.build_node_actions(con, as_of, cfg.ladder)
-    return ModelsResult(as_of, lemon, actions)
+    return ModelsResult(as_of, lemon, actions, risk, evaluation)

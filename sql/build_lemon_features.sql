@@ -1,24 +1,11 @@
 -- lemon_features: Meta's seven lemon signals per node (RSC §IV-A) plus what
 -- our data adds, over the trailing window [as_of - $window_days, as_of), for
--- every as_of in staged_as_of. The node population is every host in the
--- topology or seen in any source; a host counts from its first appearance.
+-- every as_of in staged_as_of, for every host of node_population that had
+-- appeared by then.
 -- Inputs staged by analysis.lemons: staged_as_of(as_of), staged_excludes(job_id, submit_time, host).
 CREATE OR REPLACE TABLE lemon_features AS
-WITH seen AS (
-    SELECT host, min(t) AS first_seen FROM (
-        SELECT host, min(event_time) AS t FROM node_events WHERE host IS NOT NULL GROUP BY host
-        UNION ALL SELECT host, min(opened) FROM tickets GROUP BY host
-        UNION ALL SELECT host, min(time_start) FROM node_state_periods GROUP BY host
-        UNION ALL SELECT host, min(start_time) FROM (SELECT unnest(nodes) AS host, start_time FROM jobs) GROUP BY host
-    ) WHERE host IS NOT NULL GROUP BY host
-), data_start AS (
-    SELECT coalesce(min(first_seen), TIMESTAMP '1970-01-01') AS t FROM seen
-), hosts AS (
-    -- a topology host with no data of its own is at risk from the start of the data
-    SELECT host, min(first_seen) AS first_seen FROM (
-        SELECT host, first_seen FROM seen
-        UNION ALL SELECT host, (SELECT t FROM data_start) FROM topology WHERE host IS NOT NULL
-    ) GROUP BY host
+WITH hosts AS (
+    SELECT * FROM node_population
 ), grid AS (
     SELECT h.host, h.first_seen, a.as_of, a.as_of - to_days($window_days) AS w_start
     FROM hosts h CROSS JOIN staged_as_of a WHERE h.first_seen < a.as_of

@@ -3,7 +3,7 @@
 --   drain_now        a lemon, or a confirmed, critical, non-transient incident since
 --                    the node's last repair;
 --   drain_after_job  $repeat_min or more confirmed incidents, or a 7-day incident
---                    probability of at least $risk_p7 (node_risk, when the incident model ran);
+--                    probability of at least $risk_p7 (node_risk's Cox-Time, when it could be trained);
 --   watch            any other incident.
 -- An incident is confirmed when it took the node out of service or was blamed
 -- for a job failure: a critical line nobody acted on and no job felt is watched, not drained.
@@ -44,8 +44,9 @@ WITH window_incidents AS (
 ), lemons AS (
     SELECT host, score, suggested_component, top_signals FROM lemon_scores WHERE as_of = $as_of AND is_lemon
 ), risk AS (
-    SELECT host, p_incident, model FROM node_risk WHERE as_of = $as_of AND horizon_days = 7
-    QUALIFY row_number() OVER (PARTITION BY host ORDER BY model = 'cox_time' DESC, model) = 1
+    -- Cox-Time only: a baseline gives every node (or every node with the same count) one
+    -- probability, and would drain a whole class of nodes at once
+    SELECT host, p_incident, model FROM node_risk WHERE as_of = $as_of AND horizon_days = 7 AND model = 'cox_time'
 ), jobs_hit AS (
     SELECT a.host, list(DISTINCT a.job_id ORDER BY a.job_id) AS jobs FROM failure_attribution a
     WHERE a.is_primary AND a.event_time >= $as_of - to_days($expiry_days) AND a.end_time < $as_of GROUP BY a.host

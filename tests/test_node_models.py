@@ -86,22 +86,26 @@ def test_without_labels_meta_thresholds_decide_and_say_why(cluster):
     assert len(flagged) <= 0.05 * 400 and flagged & set(truth.filter("is_lemon")["host"])
 
 
-@pytest.mark.parametrize("text, where", [
+BAD_LABELS = [
     ("host,is_lemon\ngpu0001,true\nnot-a-host,true\n", "line 3: host 'not-a-host' is not in the warehouse"),
     ("host,is_lemon\ngpu0001,maybe\n", "line 2: is_lemon must be true or false"),
     ("host,is_lemon,confirmed_at\ngpu0001,true,yesterday\n", "line 2: confirmed_at 'yesterday'"),
     ("host,is_lemon\ngpu0001,true,extra\n", "line 2: 3 fields, the header has 2"),
     ("name,flag\ngpu0001,true\n", "line 1: the header must name host and is_lemon"),
-])
-def test_bad_labels_name_the_file_and_line_and_change_nothing(cluster, tmp_path, text, where):
+]
+
+
+def test_bad_labels_name_the_file_and_line_and_change_nothing(cluster, tmp_path):
     con, root, _ = cluster
     run_models(con, ModelsConfig())
-    before = con.sql("SELECT * FROM lemon_scores ORDER BY ALL").pl()
-    bad = tmp_path / "lemons.csv"
-    bad.write_text(text)
-    with pytest.raises(LabelsError, match=f"lemons.csv: {where}"):
-        run_models(con, ModelsConfig(labels_path=bad))
-    assert con.sql("SELECT * FROM lemon_scores ORDER BY ALL").pl().equals(before)
+    before = [con.sql(f"SELECT * FROM {t} ORDER BY ALL").pl() for t in ("lemon_scores", "node_risk", "node_actions")]
+    for text, where in BAD_LABELS:
+        bad = tmp_path / "lemons.csv"
+        bad.write_text(text)
+        with pytest.raises(LabelsError, match=f"lemons.csv: {where}"):
+            run_models(con, ModelsConfig(labels_path=bad))
+        after = [con.sql(f"SELECT * FROM {t} ORDER BY ALL").pl() for t in ("lemon_scores", "node_risk", "node_actions")]
+        assert all(a.equals(b) for a, b in zip(after, before))
 
 
 def test_exports_round_trip(cluster, tmp_path):
@@ -150,7 +154,9 @@ def test_as_of_ignores_data_after_it(cluster, tmp_path):
         run_models(con, ModelsConfig(labels_path=root / "labels.csv"), as_of)
         results.append([con.sql(f"SELECT * EXCLUDE ({drop}) FROM {t} ORDER BY ALL").pl()
                         for t, drop in (("lemon_scores", "score"), ("node_actions", "score"),
-                                        ("lemon_features", "as_of"))])
+                                        ("lemon_features", "as_of"), ("node_risk", "p_incident, expected_days_to_incident"))]
+                       + [con.sql("SELECT host, horizon_days, model, round(p_incident, 6) AS p, "
+                                  "round(expected_days_to_incident, 4) AS d FROM node_risk ORDER BY ALL").pl()])
         con.close()
     for a, b in zip(*results):
         assert a.height > 0 and a.equals(b)
@@ -177,3 +183,27 @@ def test_cli_models_and_export(cluster, tmp_path):
     warehouse.connect(empty).close()
     out = runner.invoke(main, ["models", "--db", str(empty)])
     assert out.exit_code == 1 and "run `goodput run --source DIR` first" in out.output
+
+
+def test_incident_models_are_evaluated_on_a_later_time_span(cluster):
+    con, _, _ = cluster
+    result = run_models(con, ModelsConfig())
+    ev = result.incident_evaluation
+    table = {(m, k): v for m, k, v in ev.select("model", "metric", "value").iter_rows()}
+    models = {"cox_time", "exponential", "exponential_per_incident_count", "exponential_per_uptime_hour"}
+    assert {m for m, _ in table} == models
+    print("incident evaluation:", {f"{m}.{k}": round(v, 3) for (m, k), v in sorted(table.items())})
+    assert table[("exponential", "concordance_td")] == 0.5  # one curve for every node orders nothing
+    best_baseline = max(table[(m, "concordance_td")] for m in models - {"cox_time"})
+    assert table[("cox_time", "concordance_td")] > best_baseline
+    for m in models:
+        assert 0 <= table[(m, "anubis_accuracy")] <= 1 and 0 < table[(m, "integrated_brier_score")] < 0.25
+    split = ev["split"][0]
+    assert split.startswith("train<") and ev["n"].min() > 100
+    risk = result.risk
+    assert set(risk["horizon_days"].unique()) == {1, 7, 30} and risk["model"].n_unique() == 4
+    assert risk.filter(pl.col("model") == "cox_time").height == 3 * risk["host"].n_unique()
+    p = risk.filter(pl.col("model") == "cox_time").pivot(on="horizon_days", index="host", values="p_incident")
+    assert ((p["1"] <= p["7"] + 1e-9) & (p["7"] <= p["30"] + 1e-9)).all()  # risk grows with the horizon
+    stored = con.sql("SELECT count(*) FROM model_evaluation WHERE family = 'incident'").fetchall()[0][0]
+    assert stored == ev.height

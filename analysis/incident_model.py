@@ -1,0 +1,143 @@
+"""Incident probability per node (Anubis §3.3): status samples from incident
+history, a time-based split with no leakage, Cox-Time against the three
+exponential baselines, and node_risk for the end of the data."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import duckdb
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from analysis import sql, survival
+
+HORIZONS_DAYS = (1, 7, 30)
+RISK_SCHEMA = {"host": pl.Utf8, "as_of": pl.Datetime("us"), "horizon_days": pl.Int32, "p_incident": pl.Float64,
+               "expected_days_to_incident": pl.Float64, "model": pl.Utf8}
+
+
+@dataclass(frozen=True)
+class IncidentConfig:
+    every_days: int = 7  # a status sample per node per week, plus one after each incident
+    test_share: float = 0.3  # the last 30% of the history is the held-out test span
+    max_eval_samples: int = 3000  # pycox's survival curves are slow; the test set is sampled (seeded)
+
+
+def build_samples(con: duckdb.DuckDBPyConnection, end: datetime, every_days: int = 7) -> pl.DataFrame:
+    sql.run_steps(con, [("view_node_population", None),
+                        ("build_incident_samples", {"end": end, "every_days": every_days})])
+    return con.sql("SELECT * FROM incident_samples ORDER BY t, host").pl()  # fixed order: seeded subsets repeat
+
+
+def censor_at(samples: pl.DataFrame, at: datetime) -> pl.DataFrame:
+    """Samples taken before ``at`` as they looked at ``at``: an incident after
+    it is not known yet, so the sample is censored there."""
+    before = samples.filter(pl.col("t") < at)
+    left = (pl.lit(at) - pl.col("t")).dt.total_seconds() / 3600.0
+    return before.with_columns(event=pl.col("event") & (pl.col("duration_h") <= left),
+                               duration_h=pl.min_horizontal(pl.col("duration_h"), left))
+
+
+def anubis_accuracy(pred_h: np.ndarray, actual_h: np.ndarray, cap_h: float) -> float:
+    """Mean of 1 - |pred - actual| / actual over samples whose incident was seen,
+    predictions capped at the trace length; a sample's accuracy is floored at 0."""
+    pred = np.minimum(pred_h, cap_h)
+    return float(np.mean(np.clip(1 - np.abs(pred - actual_h) / np.maximum(actual_h, 1e-6), 0, 1)))
+
+
+def _metrics(surv: np.ndarray, grid: np.ndarray, test: pl.DataFrame, cap_h: float) -> dict[str, float]:
+    import scipy.integrate
+    from pycox.evaluation import EvalSurv
+
+    if not hasattr(scipy.integrate, "simps"):  # pycox 0.3 calls the name SciPy removed
+        scipy.integrate.simps = scipy.integrate.simpson
+    durations, events = test["duration_h"].to_numpy(), test["event"].to_numpy().astype(int)
+    ev = EvalSurv(pd.DataFrame(surv, index=grid), durations, events, censor_surv="km")
+    seen = events == 1
+    brier_grid = grid[(grid > 0) & (grid < durations.max())]
+    # pycox counts only strictly concordant pairs; a model that predicts the same
+    # curve for every node orders nothing and gets Harrell's 0.5 for ties.
+    same_for_all = np.allclose(surv, surv[:, :1])
+    return {"anubis_accuracy": anubis_accuracy(survival.expected_hours(surv, grid)[seen], durations[seen], cap_h),
+            "concordance_td": 0.5 if same_for_all else float(ev.concordance_td("antolini")),
+            "integrated_brier_score": float(ev.integrated_brier_score(brier_grid)) if len(brier_grid) > 1 else float("nan")}
+
+
+def evaluate(samples: pl.DataFrame, start: datetime, end: datetime, cfg: IncidentConfig = IncidentConfig(),
+             models: list | None = None) -> pl.DataFrame:
+    """Train every model on samples before the split (censored at the split),
+    judge them on samples taken after it. Returns model, metric, value, split, n."""
+    split = start + (end - start) * (1 - cfg.test_share)
+    train = censor_at(samples, split).filter(pl.col("duration_h") > 0)
+    test = samples.filter((pl.col("t") >= split) & (pl.col("t") < end) & (pl.col("duration_h") > 0))
+    if test.height > cfg.max_eval_samples:
+        test = test.sample(cfg.max_eval_samples, seed=survival.SEED)
+    cap_h = (end - split).total_seconds() / 3600.0
+    grid = np.linspace(0, cap_h, 241)
+    rows = []
+    if train["event"].sum() == 0 or test["event"].sum() == 0:
+        return _frame(rows)
+    for model in models or survival.all_models():
+        try:
+            model.fit(train)
+        except survival.NotEnoughData:
+            continue
+        for metric, value in _metrics(model.survival(test, grid), grid, test, cap_h).items():
+            rows.append((model.name, metric, value, f"train<{split:%Y-%m-%d}<=test", test.height))
+    return _frame(rows)
+
+
+def _frame(rows: list) -> pl.DataFrame:
+    return pl.DataFrame(rows, orient="row", schema={"model": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64,
+                                                    "split": pl.Utf8, "n": pl.Int64})
+
+
+def node_risk(samples: pl.DataFrame, start: datetime, end: datetime, models: list | None = None) -> pl.DataFrame:
+    """Fit on every sample before ``end``; score each host's status at ``end``:
+    P(incident within 1, 7, 30 days) and the expected days to the next one,
+    restricted to the length of the history (no model knows beyond it)."""
+    train = samples.filter((pl.col("t") < end) & (pl.col("duration_h") > 0))
+    current = samples.filter(pl.col("t") == end)
+    horizons = np.array([d * 24.0 for d in HORIZONS_DAYS])
+    grid = np.linspace(0, max((end - start).total_seconds() / 3600.0, 24.0), 721)
+    frames = []
+    if train.height == 0 or current.height == 0:
+        return pl.DataFrame(schema=RISK_SCHEMA)
+    for model in models or survival.all_models():
+        try:
+            model.fit(train)
+        except survival.NotEnoughData:
+            continue
+        surv_h = model.survival(current, horizons)
+        expected = survival.expected_hours(model.survival(current, grid), grid) / 24.0
+        for i, days in enumerate(HORIZONS_DAYS):
+            frames.append(current.select("host").with_columns(
+                as_of=pl.lit(end), horizon_days=pl.lit(days, pl.Int32), p_incident=pl.Series(1 - surv_h[i]),
+                expected_days_to_incident=pl.Series(expected), model=pl.lit(model.name)))
+    return pl.concat(frames) if frames else pl.DataFrame(schema=RISK_SCHEMA)
+
+
+def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime,
+        cfg: IncidentConfig = IncidentConfig()) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """incident_samples, node_risk and the incident rows of model_evaluation for ``as_of``."""
+    trained_at = datetime.now(timezone.utc).replace(tzinfo=None)
+    samples = build_samples(con, as_of, cfg.every_days)
+    evaluation = evaluate(samples, start, as_of, cfg).with_columns(
+        trained_at=pl.lit(trained_at), as_of=pl.lit(as_of), family=pl.lit("incident"))
+    risk = node_risk(samples, start, as_of)
+    con.register("staged_node_risk", risk)
+    con.register("staged_model_evaluation", evaluation)
+    try:
+        sql.run_steps(con, [("store_node_risk", {"as_of": as_of}),
+                            ("store_model_evaluation", {"as_of": as_of, "family": "incident"})])
+    finally:
+        con.unregister("staged_node_risk")
+        con.unregister("staged_model_evaluation")
+    return risk, evaluation
+
+
+def first_day(con: duckdb.DuckDBPyConnection) -> datetime | None:
+    start = con.execute(sql.load("model_data_span")).fetchall()[0][0]
+    return datetime(start.year, start.month, start.day) if start else None
