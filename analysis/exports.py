@@ -86,8 +86,9 @@ def drain_script(actions: pl.DataFrame, header: str) -> str:
 
 
 def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by: str,
-                  cfg: LadderConfig = LadderConfig()) -> dict[str, Path]:
-    """blocklist.txt, drain.sh and blocklist.json in ``out_dir``; returns their paths."""
+                  cfg: LadderConfig = LadderConfig(), plan: pl.DataFrame | None = None) -> dict[str, Path]:
+    """blocklist.txt, drain.sh, blocklist.json (and validation_plan.json when a
+    plan is given) in ``out_dir``; returns their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     drains = actions.filter(pl.col("action").is_in(DRAIN_ACTIONS) & pl.col("host").str.contains(SAFE_HOST.pattern))
@@ -99,12 +100,35 @@ def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by
     paths["drain.sh"].write_text(drain_script(actions, header))
     paths["drain.sh"].chmod(0o755)
     paths["blocklist.json"].write_text(json.dumps(blocklist_json(actions, as_of, made_by, cfg), indent=2) + "\n")
+    if plan is not None:
+        paths["validation_plan.json"] = out_dir / "validation_plan.json"
+        paths["validation_plan.json"].write_text(json.dumps(validation_plan_json(plan, as_of, made_by), indent=2) + "\n")
     return paths
+
+
+def validation_plan_json(plan: pl.DataFrame, as_of: datetime, made_by: str) -> dict:
+    """host -> benchmarks in the order to run them, each with the incident
+    probability it is expected to remove (Anubis Alg. 1)."""
+    nodes = {}
+    for r in plan.filter(pl.col("host").str.contains(SAFE_HOST.pattern)).sort("host", "step").iter_rows(named=True):
+        node = nodes.setdefault(r["host"], {"p_incident_7d": round(r["p_before"], 4) if r["step"] == 1 else None,
+                                            "benchmarks": []})
+        node["benchmarks"].append({"benchmark": r["benchmark"], "duration_min": r["duration_min"],
+                                   "expected_reduction": round(r["reduction"], 4), "p_after": round(r["p_after"], 4)})
+    return {"generated_at": _iso(datetime.now(timezone.utc).replace(tzinfo=None)), "as_of": _iso(as_of),
+            "made_by": made_by, "nodes": nodes}
 
 
 def unsafe_hosts(actions: pl.DataFrame) -> list[str]:
     """Hosts left out of the exports because their names are not plain host names."""
     return actions.filter(~pl.col("host").str.contains(SAFE_HOST.pattern))["host"].to_list()
+
+
+def latest_plan(con: duckdb.DuckDBPyConnection, as_of: datetime) -> pl.DataFrame | None:
+    try:
+        return con.sql("SELECT * FROM validation_plan WHERE as_of = ? ORDER BY host, step", params=[as_of]).pl()
+    except duckdb.CatalogException:
+        return None
 
 
 def latest_actions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, datetime]:

@@ -57,11 +57,12 @@ def _metrics(surv: np.ndarray, grid: np.ndarray, test: pl.DataFrame, cap_h: floa
     ev = EvalSurv(pd.DataFrame(surv, index=grid), durations, events, censor_surv="km")
     seen = events == 1
     brier_grid = grid[(grid > 0) & (grid < durations.max())]
-    # pycox counts only strictly concordant pairs; a model that predicts the same
-    # curve for every node orders nothing and gets Harrell's 0.5 for ties.
-    same_for_all = np.allclose(surv, surv[:, :1])
+    # Antolini's concordance with tied predictions counted half (pycox's
+    # adj_antolini, Harrell's convention): nodes in the same status get the same
+    # curve, and counting those ties as discordant would punish every model that
+    # groups nodes, down to 0 for one that predicts the same curve for all.
     return {"anubis_accuracy": anubis_accuracy(survival.expected_hours(surv, grid)[seen], durations[seen], cap_h),
-            "concordance_td": 0.5 if same_for_all else float(ev.concordance_td("antolini")),
+            "concordance_td": float(ev.concordance_td("adj_antolini")),
             "integrated_brier_score": float(ev.integrated_brier_score(brier_grid)) if len(brier_grid) > 1 else float("nan")}
 
 

@@ -73,11 +73,11 @@ def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, 
         scored = meta.select("host", "as_of", score=pl.col("meta_signals").list.len() / len(cfg.thresholds),
                              is_lemon="meta_is_lemon", top_signals="meta_signals", method=pl.lit("thresholds"))
     components = sql.query(con, "lemon_components", {"as_of": as_of})
-    scores = (scored.join(meta, on=["host", "as_of"], how="left")
-              .join(components, on="host", how="left")
+    scores = (scored.join(meta, on=["host", "as_of"], how="left", maintain_order="left")
+              .join(components, on="host", how="left", maintain_order="left")
               .select("host", "as_of", "score", "is_lemon", "top_signals", "suggested_component", "method",
                       "meta_is_lemon", "meta_signals"))
-    evaluation = _evaluate(features, known, as_of, cfg, trained_at)
+    evaluation = evaluate(features, known, as_of, cfg, trained_at)
     con.register("staged_lemon_scores", scores)
     con.register("staged_model_evaluation", evaluation)
     try:
@@ -95,7 +95,7 @@ def _known(labels: pl.DataFrame | None, as_of: datetime) -> pl.DataFrame | None:
     return labels.filter(pl.col("confirmed_at").is_null() | (pl.col("confirmed_at") < as_of))
 
 
-def _evaluate(features: pl.DataFrame, known: pl.DataFrame | None, as_of: datetime, cfg: LemonConfig,
+def evaluate(features: pl.DataFrame, known: pl.DataFrame | None, as_of: datetime, cfg: LemonConfig,
               trained_at: datetime) -> pl.DataFrame:
     """Time split: train on snapshots whose windows end before the last window
     starts, with the labels known then; judge the last snapshot against the

@@ -177,7 +177,7 @@ def training_rows(features: pl.DataFrame, labels: pl.DataFrame, before: datetime
     a negative, as an operator's file lists the lemons it found)."""
     known = labels.filter(pl.col("confirmed_at").is_null() | (pl.col("confirmed_at") < before))
     return (features.filter(pl.col("as_of") < before)
-            .join(known.select("host", "is_lemon"), on="host", how="left")
+            .join(known.select("host", "is_lemon"), on="host", how="left", maintain_order="left")  # order feeds seeded folds
             .with_columns(pl.col("is_lemon").fill_null(False)))
 
 

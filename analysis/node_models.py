@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analysis import exports, incident_model, lemon_scoring, lemons, sql
+from analysis import exports, incident_model, lemon_scoring, lemons, selector, sql
 
 
 NEEDED = ("jobs", "node_incidents", "failure_attribution")  # built by `goodput run`
@@ -23,6 +23,10 @@ class ModelsConfig:
     labels_path: Path | None = None  # labels/lemons.csv; None or missing: thresholds decide
     model_dir: Path | None = None  # where trained models are saved (beside the warehouse)
     incident: incident_model.IncidentConfig = field(default_factory=incident_model.IncidentConfig)
+    benchmarks_path: Path | None = None  # the Selector's catalog; None: catalog/validation_benchmarks.yaml
+    # validate until a node's 7-day incident probability is under this: a probability,
+    # or pNN, the fleet's NN-th percentile (the riskiest nodes brought to where most are)
+    validation_target: float | str = "p90"
 
 
 @dataclass
@@ -32,6 +36,7 @@ class ModelsResult:
     actions: pl.DataFrame
     risk: pl.DataFrame
     incident_evaluation: pl.DataFrame
+    validation_plan: pl.DataFrame
 
     def drain_share(self, fleet: int) -> float:
         drains = self.actions.filter(pl.col("action").is_in(exports.DRAIN_ACTIONS)).height
@@ -57,8 +62,10 @@ def run_models(con: duckdb.DuckDBPyConnection, cfg: ModelsConfig = ModelsConfig(
     if missing:
         raise ValueError(f"the warehouse has no {', '.join(missing)} yet: run `goodput run --source DIR` first")
     labels = load_labels(con, cfg.labels_path)
+    catalog = selector.load_catalog(cfg.benchmarks_path)
     as_of = as_of or lemon_scoring.default_as_of(con)
     lemon = lemon_scoring.score_lemons(con, as_of, cfg.lemon, labels, cfg.model_dir)
     risk, evaluation = incident_model.run(con, as_of, incident_model.first_day(con), cfg.incident)
     actions = exports.build_node_actions(con, as_of, cfg.ladder)
-    return ModelsResult(as_of, lemon, actions, risk, evaluation)
+    plan = selector.plan(con, as_of, catalog, cfg.validation_target)
+    return ModelsResult(as_of, lemon, actions, risk, evaluation, plan)

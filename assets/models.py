@@ -10,8 +10,9 @@ from pipelines.version import made_by
 
 
 @asset(deps=["node_incidents", "failure_attribution", "tickets", "node_state_periods", "jobs"], group_name="models",
-       description="lemon_features, lemon_scores (classifier with labels, else Meta-style thresholds), "
-                   "model_evaluation, and node_actions (watch / drain_after_job / drain_now) as of the end of the data.")
+       description="lemon_features, lemon_scores (classifier with labels, else Meta-style thresholds), incident_samples, "
+                   "node_risk (Cox-Time and baselines), model_evaluation, node_actions (watch / drain_after_job / "
+                   "drain_now) and validation_plan, as of the end of the data.")
 def node_actions(warehouse: Warehouse, sources: LogSources, models: ModelSettings) -> MaterializeResult:
     with warehouse.connect() as con:
         try:
@@ -48,13 +49,14 @@ def drain_share_sane(warehouse: Warehouse, models: ModelSettings) -> AssetCheckR
 
 @asset(deps=[node_actions], group_name="models",
        description="OUT/exports/: blocklist.txt (Slurm hostlist), drain.sh (scontrol, never run by goodput), "
-                   "blocklist.json (schemas/blocklist.schema.json).")
+                   "blocklist.json (schemas/blocklist.schema.json), validation_plan.json (Anubis Selector).")
 def node_exports(warehouse: Warehouse, models: ModelSettings, report_settings: ReportSettings) -> MaterializeResult:
     with warehouse.connect() as con:
         try:
             actions, as_of = exports.latest_actions(con)
         except ValueError as exc:
             return MaterializeResult(metadata={"skipped": str(exc)})
+        plan = exports.latest_plan(con, as_of)
     paths = exports.write_exports(actions, Path(report_settings.out_dir) / "exports", as_of,
-                                  made_by(warehouse.db_path), models.ladder())
+                                  made_by(warehouse.db_path), models.ladder(), plan)
     return MaterializeResult(metadata={name: str(p) for name, p in paths.items()})

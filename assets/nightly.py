@@ -62,7 +62,8 @@ def volume_steady(context, warehouse: Warehouse) -> AssetCheckResult:
 
 
 @asset(partitions_def=daily_partitions, group_name="nightly",
-       deps=["daily_source_volume", "job_run_ettr", "failure_rates", "goodput", "node_incidents", "failure_attribution"],
+       deps=["daily_source_volume", "job_run_ettr", "failure_rates", "goodput", "node_incidents", "failure_attribution",
+             "node_actions"],
        description="The self-contained HTML reliability report for the day (and latest.html).")
 def reliability_report(context: AssetExecutionContext, warehouse: Warehouse, report_settings: ReportSettings,
                        settings: MetricsSettings, taxonomy: TaxonomyConfig) -> MaterializeResult:

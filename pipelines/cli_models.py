@@ -75,6 +75,15 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
         click.echo("Evaluation (the last window held out):")
         for model, metric, value in lemon.evaluation.select("model", "metric", "value").iter_rows():
             click.echo(f"  {model:18} {metric:20} {value:.3f}")
+    if result.incident_evaluation.height:
+        click.echo("Incident model, held-out later span (" + result.incident_evaluation["split"][0] + "):")
+        table = result.incident_evaluation.pivot(on="metric", index="model", values="value")
+        for row in table.iter_rows(named=True):
+            click.echo(f"  {row['model']:32} " + "  ".join(f"{k} {v:.3f}" for k, v in row.items() if k != "model"))
+    else:
+        click.echo("Incident model: too little history to hold out a later span; node_risk uses what could be trained.")
+    plan = result.validation_plan
+    click.echo(f"Validation plan: {plan['host'].n_unique()} risky node(s), {plan.height} benchmark run(s).")
     counts = dict(result.actions.group_by("action").len().iter_rows())
     click.echo("Node actions: " + ", ".join(f"{a} {counts.get(a, 0)}" for a in ("drain_now", "drain_after_job", "watch")))
     click.echo(f"Write the files Slurm reads with: goodput export --db {db} --out DIR")
@@ -88,19 +97,21 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
 def export_command(db: Path | None, out: Path) -> None:
     """Write the node_actions of the last `goodput models` / `goodput run` as
     blocklist.txt (a Slurm hostlist for sbatch --exclude), drain.sh (scontrol
-    lines; goodput never runs it) and blocklist.json (schemas/blocklist.schema.json)."""
-    from analysis.exports import latest_actions, unsafe_hosts, write_exports
+    lines; goodput never runs it), blocklist.json (schemas/blocklist.schema.json)
+    and validation_plan.json (benchmarks per risky node, Anubis Alg. 1)."""
+    from analysis.exports import latest_actions, latest_plan, unsafe_hosts, write_exports
     from pipelines.version import made_by
 
     con, db = _open(db, read_only=True)
     try:
         actions, as_of = latest_actions(con)
+        plan = latest_plan(con, as_of)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         con.close()
     try:
-        paths = write_exports(actions, out, as_of, made_by(db))
+        paths = write_exports(actions, out, as_of, made_by(db), plan=plan)
     except OSError as exc:
         raise click.ClickException(f"cannot write to {out}: {exc.strerror or exc}") from None
     for name, path in paths.items():

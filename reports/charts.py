@@ -173,3 +173,16 @@ def cooccurrence(co: pl.DataFrame) -> dict:
         color=alt.Color("share_of_a:Q", title="share", scale=alt.Scale(scheme="blues", domain=[0, 1])),
         tooltip=["cause_a:N", "cause_b:N", "failures_with_both:Q", alt.Tooltip("share_of_a:Q", format=".0%")])
     return _spec(chart.properties(height=alt.Step(22)), cooccurrence=co)
+
+
+def risk_distribution(risk: pl.DataFrame) -> dict:
+    """Nodes by Cox-Time's 7-day incident probability, in 5-point bins (one bar per bin, not per node)."""
+    bins = (risk.with_columns(lo=(pl.col("p_incident") * 20).floor().clip(0, 19) / 20)
+            .group_by("lo").agg(nodes=pl.len()).with_columns(hi=pl.col("lo") + 0.05).sort("lo"))
+    chart = alt.Chart(_data("risk")).mark_bar().encode(
+        x=alt.X("lo:Q", bin="binned", title="probability of an incident within 7 days (Cox-Time)",
+                scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=".0%")),
+        x2="hi:Q", y=alt.Y("nodes:Q", title="nodes"),
+        tooltip=[alt.Tooltip("lo:Q", format=".0%", title="from"), alt.Tooltip("hi:Q", format=".0%", title="to"),
+                 "nodes:Q"])
+    return _spec(chart.properties(height=200), risk=bins)

@@ -9,11 +9,14 @@ from functools import lru_cache
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import vl_convert
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from analysis import sql
+from analysis.exports import DRAIN_ACTIONS
+from analysis.hosts import compress_hostlist
 from reports import charts
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -35,11 +38,11 @@ def _json(spec: dict) -> Markup:
 
 
 def _pct(value, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{100 * value:.{digits}f}%"
+    return "n/a" if value is None or value != value else f"{100 * value:.{digits}f}%"  # value != value: NaN
 
 
 def _num(value, digits: int = 0) -> str:
-    return "n/a" if value is None else f"{value:,.{digits}f}"
+    return "n/a" if value is None or value != value else f"{value:,.{digits}f}"
 
 
 def _env() -> Environment:
@@ -89,10 +92,35 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
     }
 
 
+def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:
+    """Lemons, risk, evaluation and actions of the last `goodput models`; None before it ever ran."""
+    present = set(sql.query(con, "report_node_models")["table_name"].to_list())
+    if not {"lemon_scores", "node_actions", "model_evaluation"} <= present:
+        return None
+    q = lambda name: sql.query(con, f"report_{name}")  # noqa: E731
+    actions, lemons = q("node_actions"), q("lemons")
+    drains = actions.filter(pl.col("action").is_in(DRAIN_ACTIONS))["host"].to_list()
+    risk = q("risk") if "node_risk" in present else pl.DataFrame()
+    return {
+        "as_of": lemons["as_of"][0] if lemons.height else None,
+        "method": lemons["method"][0] if lemons.height else None,
+        "lemons": lemons.to_dicts(), "evaluation": q("model_evaluation").to_dicts(),
+        "counts": dict(actions.group_by("action").len().iter_rows()),
+        "actions": actions.head(20).to_dicts(), "more_actions": max(actions.height - 20, 0),
+        "drain_hostlist": compress_hostlist(drains),
+        "plan": q("validation_plan").row(0, named=True) if "validation_plan" in present else None,
+        "risk_nodes": risk.height,
+        "chart": charts.risk_distribution(risk) if risk.height else None,
+    }
+
+
 def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
                   dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5) -> Path:
     """Write out_dir/reliability-DAY.html and a copy as latest.html; return the dated path."""
     context = gather(con, day, u0_h, dt_h, window, crash_loop_min)
+    context["models"] = node_models(con)
+    if context["models"] and context["models"]["chart"]:
+        context["charts"]["risk"] = context["models"]["chart"]
     html = _env().get_template("report.html.j2").render(**context, javascript=Markup(_javascript()))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"reliability-{day:%Y-%m-%d}.html"

@@ -18,6 +18,7 @@ from analysis.chain import build_all
 from analysis.hosts import compress_hostlist, expand_hostlist
 from analysis.ingest import ingest_directory
 from analysis.lemons import LabelsError
+from analysis.metrics import MetricsConfig
 from analysis.node_models import ModelsConfig, run_models
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
@@ -37,7 +38,7 @@ def cluster(tmp_path_factory):
                                      .write_csv())
     con = warehouse.connect(root / "w.duckdb")
     ingest_directory(con, root / "src")
-    build_all(con, load())
+    build_all(con, load(), MetricsConfig())
     yield con, root, truth
     con.close()
 
@@ -207,3 +208,20 @@ def test_incident_models_are_evaluated_on_a_later_time_span(cluster):
     assert ((p["1"] <= p["7"] + 1e-9) & (p["7"] <= p["30"] + 1e-9)).all()  # risk grows with the horizon
     stored = con.sql("SELECT count(*) FROM model_evaluation WHERE family = 'incident'").fetchall()[0][0]
     assert stored == ev.height
+
+
+def test_report_shows_what_the_blocklist_would_do(cluster, tmp_path):
+    from reports.render import render_report
+
+    con, _, _ = cluster
+    result = run_models(con, ModelsConfig())
+    path = render_report(con, (result.as_of - timedelta(days=1)).date(), tmp_path)
+    html = path.read_text()
+    section = html[html.index("<h2>Nodes to act on</h2>"):html.index("<h2>Data quality</h2>")]
+    assert "Meta-style thresholds (no usable labels file)" in section
+    drains = result.actions.filter(pl.col("action").is_in(exports.DRAIN_ACTIONS))["host"].to_list()
+    assert f"--exclude={compress_hostlist(drains)}" in section
+    assert 'id="c-risk"' in section and '"risk": {' in html  # the chart container and its spec
+    for model in ("cox time", "exponential", "exponential per incident count", "exponential per uptime hour"):
+        assert f"<td>{model}</td>" in section
+    assert all(f"<td>{h}</td>" in section for h in result.lemon.scores.sort("score", descending=True)["host"][:3])

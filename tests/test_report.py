@@ -18,7 +18,7 @@ from reports import charts
 from reports.render import render_report
 
 REPO = Path(__file__).resolve().parents[1]
-CHARTS = ("goodput", "status", "failure_rate", "mttf", "ettr", "sweep", "loss", "cooccurrence")
+CHARTS = ("goodput", "status", "failure_rate", "mttf", "ettr", "sweep", "loss", "cooccurrence", "risk")
 EVIL = "<script>alert(1)</script>"
 
 
