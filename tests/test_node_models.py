@@ -225,3 +225,29 @@ def test_report_shows_what_the_blocklist_would_do(cluster, tmp_path):
     for model in ("cox time", "exponential", "exponential per incident count", "exponential per uptime hour"):
         assert f"<td>{model}</td>" in section
     assert all(f"<td>{h}</td>" in section for h in result.lemon.scores.sort("score", descending=True)["host"][:3])
+
+
+def test_selector_picks_the_best_reduction_per_minute_until_under_target():
+    from analysis.selector import Benchmark, load_catalog, select
+
+    catalog = [Benchmark("slow_gpu", 30, {"gpu": 0.9}), Benchmark("fast_gpu", 5, {"gpu": 0.5}),
+               Benchmark("net", 5, {"network": 0.8}), Benchmark("useless", 1, {})]
+    steps = select(0.4, {"gpu": 0.75, "network": 0.25}, catalog, target=0.05)
+    # per minute: fast_gpu 0.3*0.5/5 = 0.030 > net 0.1*0.8/5 = 0.016 > slow_gpu 0.27/30 = 0.009
+    assert [s["benchmark"] for s in steps][:2] == ["fast_gpu", "net"]
+    assert steps[-1]["p_after"] <= 0.05 and all(s["benchmark"] != "useless" for s in steps)
+    assert all(abs(s["p_before"] - s["p_after"] - s["reduction"]) < 1e-12 for s in steps)
+    assert select(0.01, {"gpu": 1.0}, catalog, target=0.05) == []  # already under the target
+    assert {b.name for b in load_catalog()} >= {"dcgm_diag_r3", "nccl_all_reduce"}
+
+
+def test_goodput_run_writes_the_exports(tmp_path):
+    from pipelines.runner import run_pipeline
+
+    out = tmp_path / "out"
+    result = run_pipeline(Path(__file__).parent / "fixtures" / "demo_source", tmp_path / "w.duckdb", out)
+    assert result.success, result.report()
+    names = {p.name for p in (out / "exports").iterdir()}
+    assert {"blocklist.txt", "drain.sh", "blocklist.json", "validation_plan.json"} <= names
+    jsonschema.validate(json.loads((out / "exports" / "blocklist.json").read_text()),
+                        json.loads(exports.SCHEMA.read_text()))
