@@ -30,6 +30,8 @@ class LadderConfig:
     risk_p7: float = 0.5  # 7-day incident probability that means drain_after_job
     max_drain_share: float = 0.10  # a blocking check fails above this share of the fleet ...
     max_drain_floor: int = 5  # ... and above this many nodes (a small cluster may lose 5 nodes at once)
+    # a job's blame is known once the attribution window after its end has passed (taxonomy after_min)
+    attribution_after_s: int = 300
 
 
 def drain_limit(cfg: LadderConfig, fleet: int) -> int:
@@ -38,9 +40,10 @@ def drain_limit(cfg: LadderConfig, fleet: int) -> int:
 
 
 def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LadderConfig = LadderConfig()) -> pl.DataFrame:
-    sql.run_steps(con, [("build_node_actions", {"as_of": as_of, "expiry_days": cfg.expiry_days,
-                                                 "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
-                                                 "risk_p7": cfg.risk_p7})])
+    sql.run_steps(con, [("build_incidents_as_of", {"as_of": as_of}),
+                        ("build_node_actions", {"as_of": as_of, "expiry_days": cfg.expiry_days,
+                                                "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
+                                                "risk_p7": cfg.risk_p7, "after_s": cfg.attribution_after_s})])
     return con.sql("SELECT * FROM node_actions ORDER BY action, host").pl()
 
 
@@ -132,11 +135,12 @@ def latest_plan(con: duckdb.DuckDBPyConnection, as_of: datetime) -> pl.DataFrame
 
 
 def latest_actions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, datetime]:
-    """node_actions as last built, with the as_of they were built for (that of
-    the newest lemon_scores, built in the same run); ValueError when there are none."""
+    """node_actions as last built, with the as_of they were built for; ValueError when there are none."""
     try:
         actions = con.sql("SELECT * FROM node_actions ORDER BY action, host").pl()
-        as_of = con.execute("SELECT max(as_of) FROM lemon_scores").fetchall()[0][0]
+        # the actions carry their as_of; an empty list takes that of the scores built with it
+        as_of = actions["as_of"][0] if actions.height else \
+            con.execute("SELECT max(as_of) FROM lemon_scores").fetchall()[0][0]
     except duckdb.CatalogException:
         as_of = None
     if as_of is None:

@@ -26,7 +26,7 @@ class IncidentConfig:
 
 
 def build_samples(con: duckdb.DuckDBPyConnection, end: datetime, every_days: int = 7) -> pl.DataFrame:
-    sql.run_steps(con, [("view_node_population", None),
+    sql.run_steps(con, [("view_node_population", None), ("build_incidents_as_of", {"as_of": end}),
                         ("build_incident_samples", {"end": end, "every_days": every_days})])
     return con.sql("SELECT * FROM incident_samples ORDER BY t, host").pl()  # fixed order: seeded subsets repeat
 
@@ -128,14 +128,9 @@ def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime,
     evaluation = evaluate(samples, start, as_of, cfg).with_columns(
         trained_at=pl.lit(trained_at), as_of=pl.lit(as_of), family=pl.lit("incident"))
     risk = node_risk(samples, start, as_of)
-    con.register("staged_node_risk", risk)
-    con.register("staged_model_evaluation", evaluation)
-    try:
-        sql.run_steps(con, [("store_node_risk", {"as_of": as_of}),
-                            ("store_model_evaluation", {"as_of": as_of, "family": "incident"})])
-    finally:
-        con.unregister("staged_node_risk")
-        con.unregister("staged_model_evaluation")
+    sql.run_staged(con, {"staged_node_risk": risk, "staged_model_evaluation": evaluation},
+                   [("store_node_risk", {"as_of": as_of}),
+                    ("store_model_evaluation", {"as_of": as_of, "family": "incident"})])
     return risk, evaluation
 
 

@@ -60,7 +60,7 @@ def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, 
     model_path, why, scored = None, None, None
     if known is not None and int(known["is_lemon"].sum()) >= cfg.min_positive_labels:
         rows = lemons.training_rows(features.filter(pl.col("as_of") < as_of), known, as_of)
-        if int(rows["is_lemon"].sum()) >= cfg.min_positive_labels:
+        if _lemon_hosts(rows) >= cfg.min_positive_labels:
             model = lemons.train(rows, cfg.window_days)
             scored = lemons.predict(model, current).with_columns(method=pl.lit("classifier"))
             model_path = _save(model, model_dir, as_of) if model_dir else None
@@ -78,15 +78,15 @@ def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, 
               .select("host", "as_of", "score", "is_lemon", "top_signals", "suggested_component", "method",
                       "meta_is_lemon", "meta_signals"))
     evaluation = evaluate(features, known, as_of, cfg, trained_at)
-    con.register("staged_lemon_scores", scores)
-    con.register("staged_model_evaluation", evaluation)
-    try:
-        sql.run_steps(con, [("store_lemon_scores", {"as_of": as_of}),
-                            ("store_model_evaluation", {"as_of": as_of, "family": "lemon"})])
-    finally:
-        con.unregister("staged_lemon_scores")
-        con.unregister("staged_model_evaluation")
+    sql.run_staged(con, {"staged_lemon_scores": scores, "staged_model_evaluation": evaluation},
+                   [("store_lemon_scores", {"as_of": as_of}),
+                    ("store_model_evaluation", {"as_of": as_of, "family": "lemon"})])
     return LemonRun(as_of, scores["method"][0] if scores.height else "thresholds", scores, evaluation, model_path, why)
+
+
+def _lemon_hosts(rows: pl.DataFrame) -> int:
+    """Distinct labelled lemons in the training rows (each host has a row per snapshot)."""
+    return rows.filter("is_lemon")["host"].n_unique()
 
 
 def _known(labels: pl.DataFrame | None, as_of: datetime) -> pl.DataFrame | None:
@@ -113,7 +113,7 @@ def evaluate(features: pl.DataFrame, known: pl.DataFrame | None, as_of: datetime
     # the snapshot ending at the split is training data: its window closes where the test window opens
     train_rows = lemons.training_rows(features.filter(pl.col("as_of") <= split), _known(known, split),
                                       split + timedelta(microseconds=1))
-    if int(train_rows["is_lemon"].sum()) >= cfg.min_positive_labels:
+    if _lemon_hosts(train_rows) >= cfg.min_positive_labels:
         model = lemons.train(train_rows, cfg.window_days)
         predicted = lemons.predict(model, test)
         for metric, value in lemons.precision_recall(set(predicted.filter("is_lemon")["host"]), actual, n).items():

@@ -53,9 +53,9 @@ class LabelsError(ValueError):
     """A bad labels file; the message names the file and the line."""
 
 
-def stage_excludes(con: duckdb.DuckDBPyConnection, max_hosts: int = 100_000) -> int:
-    """staged_excludes(job_id, submit_time, host): each host a job excluded.
-    An unreadable expression (a typo in a user's submit line) excludes nothing."""
+def excludes(con: duckdb.DuckDBPyConnection, max_hosts: int = 100_000) -> pl.DataFrame:
+    """job_id, submit_time, host: each host a job excluded. An unreadable
+    expression (a typo in a user's submit line) excludes nothing."""
     exprs = sql.query(con, "lemon_exclude_expressions")
     hosts = []
     for expr in exprs["expr"].unique().to_list():
@@ -64,20 +64,15 @@ def stage_excludes(con: duckdb.DuckDBPyConnection, max_hosts: int = 100_000) -> 
         except HostlistError:
             hosts.append((expr, []))
     expanded = pl.DataFrame(hosts, schema={"expr": pl.Utf8, "host": pl.List(pl.Utf8)}, orient="row").explode("host")
-    staged = exprs.join(expanded, on="expr").select("job_id", "submit_time", "host").drop_nulls("host").unique()
-    con.register("staged_excludes", staged)
-    return staged.height
+    return exprs.join(expanded, on="expr").select("job_id", "submit_time", "host").drop_nulls("host").unique()
 
 
 def build_features(con: duckdb.DuckDBPyConnection, as_ofs: list[datetime], window_days: int = 28) -> pl.DataFrame:
     """Write lemon_features for every ``as_of`` and return it."""
-    stage_excludes(con)
-    con.register("staged_as_of", pl.DataFrame({"as_of": as_ofs}, schema={"as_of": pl.Datetime("us")}))
-    try:
-        sql.run_steps(con, [("view_node_population", None), ("build_lemon_features", {"window_days": window_days})])
-    finally:
-        con.unregister("staged_as_of")
-        con.unregister("staged_excludes")
+    sql.run_staged(con, {"staged_excludes": excludes(con),
+                         "staged_as_of": pl.DataFrame({"as_of": as_ofs}, schema={"as_of": pl.Datetime("us")})},
+                   [("view_node_population", None), ("build_incidents_as_of", {"as_of": max(as_ofs)}),
+                    ("build_lemon_features", {"window_days": window_days})])
     return con.sql("SELECT * FROM lemon_features ORDER BY as_of, host").pl()  # fixed order: training repeats
 
 
@@ -105,7 +100,7 @@ def read_labels(path: Path, known_hosts: set[str] | None = None) -> pl.DataFrame
     if not need <= set(header):
         raise LabelsError(f"{path}: line 1: the header must name host and is_lemon "
                           f"(host,is_lemon,confirmed_at,component), got {','.join(header) or 'nothing'}")
-    rows = []
+    rows, seen = [], {}
     for line_no, values in enumerate(reader, start=2):
         if not values or all(not v.strip() for v in values):
             continue
@@ -124,10 +119,14 @@ def read_labels(path: Path, known_hosts: set[str] | None = None) -> pl.DataFrame
             except ValueError:
                 raise LabelsError(f"{path}: line {line_no}: confirmed_at '{row['confirmed_at'][:40]}' is not an "
                                   "ISO 8601 time") from None
+        if row["host"] in seen:
+            raise LabelsError(f"{path}: line {line_no}: host '{row['host'][:60]}' is labelled again "
+                              f"(first on line {seen[row['host']]}): keep one line per host")
+        seen[row["host"]] = line_no
         rows.append({"host": row["host"], "is_lemon": flag in ("true", "1", "yes"), "confirmed_at": confirmed,
                      "component": row.get("component") or None})
     return pl.DataFrame(rows, schema={"host": pl.Utf8, "is_lemon": pl.Boolean, "confirmed_at": pl.Datetime("us"),
-                                      "component": pl.Utf8}).unique("host", keep="last", maintain_order=True)
+                                      "component": pl.Utf8})
 
 
 # A percentile threshold never falls below these: one occurrence is not a
@@ -214,12 +213,16 @@ def train(rows: pl.DataFrame, window_days: int, seed: int = SEED) -> LemonModel:
                                                                    random_state=seed))
         return CalibratedClassifierCV(base, method="sigmoid", cv=StratifiedKFold(3, shuffle=True, random_state=seed))
 
-    oof = np.zeros(len(y))
-    folds = GroupKFold(n_splits=min(5, int(y.sum())))
-    for fit_idx, test_idx in folds.split(x, y, groups=hosts):
-        if y[fit_idx].sum() >= 3:
+    oof, scored = np.zeros(len(y)), np.zeros(len(y), dtype=bool)
+    lemon_hosts = len(set(hosts[y == 1]))
+    if lemon_hosts < 3:
+        raise ValueError(f"{lemon_hosts} labelled lemon host(s) in the training history; the classifier needs 3")
+    for fit_idx, test_idx in GroupKFold(n_splits=min(5, lemon_hosts)).split(x, y, groups=hosts):
+        if len(set(hosts[fit_idx][y[fit_idx] == 1])) >= 3:
             oof[test_idx] = make().fit(x[fit_idx], y[fit_idx]).predict_proba(x[test_idx])[:, 1]
-    threshold = best_threshold(oof, y)
+            scored[test_idx] = True
+    # the cut comes only from rows a fold predicted; with none with a lemon among them, 0.5
+    threshold = best_threshold(oof[scored], y[scored]) if y[scored].any() else 0.5
     model = make().fit(x, y)
     as_ofs = rows["as_of"]
     return LemonModel(model, threshold, SIGNALS, as_ofs.min() - timedelta(days=window_days), as_ofs.max(),
@@ -227,9 +230,12 @@ def train(rows: pl.DataFrame, window_days: int, seed: int = SEED) -> LemonModel:
 
 
 def best_threshold(p: np.ndarray, y: np.ndarray) -> float:
-    """The probability cut with the best F1 (the highest of equals: fewer false alarms)."""
+    """The probability cut with the best F1 (the highest of equals: fewer false
+    alarms), never 0: a cut of 0 would call every node a lemon."""
     best, cut = -1.0, 0.5
     for c in np.unique(np.round(p, 4)):
+        if c <= 0:
+            continue
         pred = p >= c
         tp = float((pred & (y == 1)).sum())
         f1 = 2 * tp / max(pred.sum() + y.sum(), 1)

@@ -63,9 +63,13 @@ def run_models(con: duckdb.DuckDBPyConnection, cfg: ModelsConfig = ModelsConfig(
         raise ValueError(f"the warehouse has no {', '.join(missing)} yet: run `goodput run --source DIR` first")
     labels = load_labels(con, cfg.labels_path)
     catalog = selector.load_catalog(cfg.benchmarks_path)
+    start = incident_model.first_day(con)
+    if start is None:
+        raise lemon_scoring.NoHistory("the warehouse holds no incident history yet (no jobs, node events, tickets "
+                                      "or node states)")
     as_of = as_of or lemon_scoring.default_as_of(con)
     lemon = lemon_scoring.score_lemons(con, as_of, cfg.lemon, labels, cfg.model_dir)
-    risk, evaluation = incident_model.run(con, as_of, incident_model.first_day(con), cfg.incident)
+    risk, evaluation = incident_model.run(con, as_of, start, cfg.incident)
     actions = exports.build_node_actions(con, as_of, cfg.ladder)
     plan = selector.plan(con, as_of, catalog, cfg.validation_target)
     return ModelsResult(as_of, lemon, actions, risk, evaluation, plan)

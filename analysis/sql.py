@@ -38,6 +38,17 @@ def run_steps(con: duckdb.DuckDBPyConnection, steps: list[tuple[str, dict | None
         raise
 
 
+def run_staged(con: duckdb.DuckDBPyConnection, frames: dict, steps: list[tuple[str, dict | None]]) -> None:
+    """run_steps with ``frames`` (name -> polars frame) visible to the SQL as tables, for its duration only."""
+    for name, frame in frames.items():
+        con.register(name, frame)
+    try:
+        run_steps(con, steps)
+    finally:
+        for name in frames:
+            con.unregister(name)
+
+
 def query(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None):
     """Run a single SELECT from sql/ and return a polars frame."""
     return con.sql(load(name), params=params or None).pl()

@@ -4,6 +4,9 @@ questions for a frame of node status samples: the survival curve on a time
 grid (hours), and the expected hours to the next incident up to a cap."""
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 
@@ -127,8 +130,11 @@ class CoxTime:
         val[np.flatnonzero(y[1] == 1)[:2]] = True
         net = MLPVanillaCoxTime(x.shape[1], list(self.hidden), batch_norm=True, dropout=0.1)
         self.model = PycoxCoxTime(net, tt.optim.Adam(0.01), labtrans=self.labtrans)
-        self.model.fit(x[~val], (y[0][~val], y[1][~val]), batch_size=256, epochs=self.epochs, verbose=False,
-                       callbacks=[tt.callbacks.EarlyStopping(patience=5)], val_data=(x[val], (y[0][val], y[1][val])))
+        # torchtuples checkpoints the best weights to a file: a private temp dir, never the working directory
+        with tempfile.TemporaryDirectory(prefix="goodput-coxtime-") as tmp:
+            stop = tt.callbacks.EarlyStopping(patience=5, file_path=str(Path(tmp) / "best.pt"))
+            self.model.fit(x[~val], (y[0][~val], y[1][~val]), batch_size=256, epochs=self.epochs, verbose=False,
+                           callbacks=[stop], val_data=(x[val], (y[0][val], y[1][val])))
         # Cox-Time evaluates its network at every baseline time when it predicts:
         # 1,500 sampled times keep scoring a 2,000-node fleet near a second
         self.model.compute_baseline_hazards(sample=min(int((~val).sum()), self.baseline_sample))

@@ -93,23 +93,32 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
 @click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for blocklist.txt, drain.sh and blocklist.json.")
-def export_command(db: Path | None, out: Path) -> None:
+              help="Directory for blocklist.txt, drain.sh, blocklist.json and validation_plan.json.")
+@click.option("--force", is_flag=True,
+              help="Write even when more nodes would be drained than max_drain_share / max_drain_floor allow.")
+def export_command(db: Path | None, out: Path, force: bool) -> None:
     """Write the node_actions of the last `goodput models` / `goodput run` as
     blocklist.txt (a Slurm hostlist for sbatch --exclude), drain.sh (scontrol
     lines; goodput never runs it), blocklist.json (schemas/blocklist.schema.json)
     and validation_plan.json (benchmarks per risky node, Anubis Alg. 1)."""
-    from analysis.exports import latest_actions, latest_plan, unsafe_hosts, write_exports
+    from analysis.exports import DRAIN_ACTIONS, LadderConfig, drain_limit, latest_actions, latest_plan, unsafe_hosts, \
+        write_exports
+    from analysis.node_models import fleet_size
     from pipelines.version import made_by
 
     con, db = _open(db, read_only=True)
     try:
         actions, as_of = latest_actions(con)
         plan = latest_plan(con, as_of)
+        fleet = fleet_size(con)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         con.close()
+    drains, limit = actions.filter(actions["action"].is_in(DRAIN_ACTIONS)).height, drain_limit(LadderConfig(), fleet)
+    if drains > limit and not force:
+        raise click.ClickException(f"{drains} of {fleet} nodes would be drained, over the limit of {limit}: check "
+                                   "node_actions (goodput sql \"SELECT * FROM node_actions\"), then --force to write anyway")
     try:
         paths = write_exports(actions, out, as_of, made_by(db), plan=plan)
     except OSError as exc:

@@ -1,7 +1,8 @@
 -- incident_samples: Anubis' node status samples (§3.3, §5.2). A sample is a
 -- host at time t (weekly from its first appearance, and just after each of its
 -- incidents, and at $end itself) with covariates from the incidents before t
--- only, and the time to its next incident, censored at $end. Incidents are node_incidents that
+-- only, and the time to its next incident, censored at $end. Incidents are those known at
+-- the models' as_of (incidents_as_of) that
 -- were critical, drained the node or got a repair ticket: kernel, switch and
 -- health events and tickets are enough, no Slurm job is needed.
 -- Categories: gpu, host, network, storage (by cause); windows 7, 30, 90 days and lifetime.
@@ -11,7 +12,7 @@ WITH incidents AS (
            CASE WHEN cause IN ('gpu_unavailable', 'gpu_memory', 'gpu_driver_firmware', 'nvlink') THEN 'gpu'
                 WHEN cause IN ('infiniband_link', 'ethernet_link', 'nccl_timeout') THEN 'network'
                 WHEN cause IN ('filesystem_mount') THEN 'storage' ELSE 'host' END AS category
-    FROM node_incidents
+    FROM incidents_as_of
     WHERE first_event < $end AND (severity = 'critical' OR drained_at < $end
                                   OR ticket_id IN (SELECT ticket_id FROM tickets WHERE opened < $end))
 ), population AS (
@@ -37,9 +38,10 @@ WITH incidents AS (
            count(i.host) FILTER (WHERE i.category = 'network') AS network_all,
            count(i.host) FILTER (WHERE i.category = 'network' AND i.first_event >= s.t - INTERVAL 30 DAY) AS network_30d,
            count(i.host) FILTER (WHERE i.category = 'storage') AS storage_all,
-           max(i.last_event) AS last_incident,
+           max(least(i.last_event, s.t)) AS last_incident,
            max(i.returned_at) FILTER (WHERE i.returned_at <= s.t) AS last_return
-    FROM times s LEFT JOIN incidents i ON i.host = s.host AND i.last_event < s.t
+    -- an incident counts from its first event: one still going on at t is part of the node's status
+    FROM times s LEFT JOIN incidents i ON i.host = s.host AND i.first_event < s.t
     GROUP BY s.host, s.t
 ), next_incident AS (
     SELECT s.host, s.t, min(i.first_event) AS next_at

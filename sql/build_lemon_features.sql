@@ -23,9 +23,11 @@ WITH hosts AS (
     GROUP BY ALL
 ), outs AS (
     -- taken out of service: drain/down/fail periods that are not planned maintenance
-    SELECT g.host, g.as_of, count(*) AS n,
+    -- periods overlapping the window: a node down since before it is out for all of it
+    SELECT g.host, g.as_of, count(*) FILTER (WHERE p.time_start >= g.w_start) AS n,
            sum(date_diff('second', greatest(p.time_start, g.w_start), least(coalesce(p.time_end, g.as_of), g.as_of))) / 3600.0 AS hours
-    FROM grid g JOIN node_state_periods p ON p.host = g.host AND p.time_start >= g.w_start AND p.time_start < g.as_of
+    FROM grid g JOIN node_state_periods p ON p.host = g.host AND p.time_start < g.as_of
+                                           AND coalesce(p.time_end, g.as_of) > g.w_start
     WHERE (p.state LIKE '%DRAIN%' OR p.state LIKE 'DOWN%' OR p.state LIKE '%FAIL%') AND coalesce(p.reason, '') NOT ILIKE 'maintenance%'
     GROUP BY ALL
 ), failed AS (
@@ -52,13 +54,13 @@ WITH hosts AS (
            count(*) FILTER (WHERE i.first_event >= g.w_start AND i.drained_at < g.as_of) AS n_drained,
            count(DISTINCT i.cause) FILTER (WHERE i.first_event >= g.w_start) AS causes,
            count(*) FILTER (WHERE i.drained_at < g.as_of) AS lifetime_drained
-    FROM grid g JOIN node_incidents i ON i.host = g.host AND i.first_event < g.as_of
+    FROM grid g JOIN incidents_as_of i ON i.host = g.host AND i.first_event < g.as_of
     GROUP BY ALL
 ), top_cause AS (
     -- the most repeated cause in the window: a lemon fails the same way again
     SELECT host, as_of, max(n) AS n FROM (
         SELECT g.host, g.as_of, i.cause, count(*) AS n FROM grid g
-        JOIN node_incidents i ON i.host = g.host AND i.first_event >= g.w_start AND i.first_event < g.as_of
+        JOIN incidents_as_of i ON i.host = g.host AND i.first_event >= g.w_start AND i.first_event < g.as_of
         GROUP BY ALL) GROUP BY ALL
 ), repaired AS (
     SELECT g.host, g.as_of, max(t.closed) AS last_repair FROM grid g

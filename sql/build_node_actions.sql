@@ -24,9 +24,9 @@ WITH window_incidents AS (
                         CASE WHEN i.returned_at < $as_of THEN i.returned_at END AS returned_at,
                         CASE WHEN i.ticket_id IN (SELECT ticket_id FROM tickets WHERE opened < $as_of) THEN i.ticket_id END AS ticket_id),
            i.drained_at < $as_of OR EXISTS (SELECT 1 FROM failure_attribution a
-                                             WHERE a.is_primary AND a.host = i.host AND a.end_time < $as_of
+                                             WHERE a.is_primary AND a.host = i.host AND a.end_time + to_seconds($after_s) < $as_of
                                                AND a.event_time BETWEEN i.first_event AND i.last_event) AS confirmed
-    FROM node_incidents i
+    FROM incidents_as_of i
     WHERE i.first_event >= $as_of - to_days($expiry_days) AND i.first_event < $as_of
 ), last_repair AS (
     SELECT host, max(closed) AS repaired_at FROM tickets WHERE closed < $as_of GROUP BY host
@@ -37,7 +37,7 @@ WITH window_incidents AS (
            min(w.first_event) AS first_evidence, max(w.last_event) AS last_evidence,
            first(w.cause ORDER BY w.confirmed DESC, w.severity = 'critical' DESC, w.first_event DESC) AS cause,
            list(w.first_event ORDER BY w.first_event) AS event_times,
-           list(DISTINCT w.ticket_id) FILTER (WHERE w.ticket_id IS NOT NULL) AS tickets,
+           list(DISTINCT w.ticket_id ORDER BY w.ticket_id) FILTER (WHERE w.ticket_id IS NOT NULL) AS tickets,
            max(w.returned_at) AS returned_at
     FROM window_incidents w LEFT JOIN last_repair r USING (host)
     GROUP BY w.host
@@ -49,7 +49,8 @@ WITH window_incidents AS (
     SELECT host, p_incident, model FROM node_risk WHERE as_of = $as_of AND horizon_days = 7 AND model = 'cox_time'
 ), jobs_hit AS (
     SELECT a.host, list(DISTINCT a.job_id ORDER BY a.job_id) AS jobs FROM failure_attribution a
-    WHERE a.is_primary AND a.event_time >= $as_of - to_days($expiry_days) AND a.end_time < $as_of GROUP BY a.host
+    WHERE a.is_primary AND a.event_time >= $as_of - to_days($expiry_days) AND a.end_time + to_seconds($after_s) < $as_of
+    GROUP BY a.host
 ), candidates AS (
     SELECT coalesce(h.host, l.host, k.host) AS host, h.*  EXCLUDE (host), l.score AS lemon_score, l.suggested_component,
            l.top_signals, k.p_incident, k.model AS risk_model, l.host IS NOT NULL AS is_lemon

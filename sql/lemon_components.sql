@@ -11,7 +11,7 @@ WITH from_tickets AS (
         WHEN 'gpu_driver_firmware' THEN 'GPU firmware / BIOS'  WHEN 'pcie' THEN 'PCIe'  WHEN 'host_memory' THEN 'DIMM'
         WHEN 'infiniband_link' THEN 'NIC or optics'  WHEN 'ethernet_link' THEN 'NIC'
         WHEN 'filesystem_mount' THEN 'NIC or filesystem client'  WHEN 'system_services' THEN 'OS image' END AS component
-    FROM node_incidents WHERE first_event < $as_of
+    FROM incidents_as_of WHERE first_event < $as_of
     GROUP BY host, cause
     QUALIFY row_number() OVER (PARTITION BY host ORDER BY count(*) DESC, max(first_event) DESC, cause) = 1
 )

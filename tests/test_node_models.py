@@ -93,6 +93,7 @@ BAD_LABELS = [
     ("host,is_lemon,confirmed_at\ngpu0001,true,yesterday\n", "line 2: confirmed_at 'yesterday'"),
     ("host,is_lemon\ngpu0001,true,extra\n", "line 2: 3 fields, the header has 2"),
     ("name,flag\ngpu0001,true\n", "line 1: the header must name host and is_lemon"),
+    ("host,is_lemon\ngpu0001,true\ngpu0001,false\n", "line 3: host 'gpu0001' is labelled again"),
 ]
 
 
@@ -142,7 +143,10 @@ def test_as_of_ignores_data_after_it(cluster, tmp_path):
             dated = path.stem.rsplit("-", 3)[-3:]
             when = datetime.strptime("-".join(dated), "%Y-%m-%d") if len(dated) == 3 and all(
                 d.isdigit() for d in dated) else None
-            if when is None or when < as_of + timedelta(days=3):
+            # node event logs cut exactly at as_of (incidents going on at midnight differ); accounting
+            # dumps a job lifetime later, so both know every job submitted before as_of
+            cut = as_of + timedelta(days=8) if path.parent.name == "slurm" else as_of
+            if when is None or when < cut:
                 target = early / path.relative_to(root / "src")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(path, target)
@@ -186,9 +190,11 @@ def test_cli_models_and_export(cluster, tmp_path):
     assert out.exit_code == 1 and "run `goodput run --source DIR` first" in out.output
 
 
-def test_incident_models_are_evaluated_on_a_later_time_span(cluster):
+def test_incident_models_are_evaluated_on_a_later_time_span(cluster, tmp_path, monkeypatch):
     con, _, _ = cluster
+    monkeypatch.chdir(tmp_path)  # torchtuples checkpoints must not land in the working directory
     result = run_models(con, ModelsConfig())
+    assert not list(tmp_path.glob("weight_checkpoint_*"))
     ev = result.incident_evaluation
     table = {(m, k): v for m, k, v in ev.select("model", "metric", "value").iter_rows()}
     models = {"cox_time", "exponential", "exponential_per_incident_count", "exponential_per_uptime_hour"}
@@ -251,3 +257,12 @@ def test_goodput_run_writes_the_exports(tmp_path):
     assert {"blocklist.txt", "drain.sh", "blocklist.json", "validation_plan.json"} <= names
     jsonschema.validate(json.loads((out / "exports" / "blocklist.json").read_text()),
                         json.loads(exports.SCHEMA.read_text()))
+
+
+def test_lemon_cut_is_never_zero():
+    import numpy as np
+
+    from analysis.lemons import best_threshold
+
+    assert best_threshold(np.zeros(10), np.array([1, 0] * 5)) == 0.5  # no fold predicted: never "every node"
+    assert best_threshold(np.array([0.0, 0.2, 0.9, 0.8]), np.array([0, 0, 1, 1])) == 0.8

@@ -13,6 +13,7 @@ import pytest
 
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
+from pipelines.resources import ModelSettings
 from pipelines.runner import run_pipeline
 from reports import charts
 from reports.render import render_report
@@ -35,7 +36,8 @@ def report(tmp_path_factory):
            "billing=12288,cpu=12288,gres/gpu=1024,node=128", "gpu[0001-0128]", "0", f"sbatch --job-name='{EVIL}' x.sh"]
     with last.open("a") as f:
         f.write("|".join(row) + "\n")
-    result = run_pipeline(src, root / "w.duckdb", root / "out")
+    # the small preset fails ~7x as often as a real fleet: as in `goodput demo`, more of it may be drained
+    result = run_pipeline(src, root / "w.duckdb", root / "out", models=ModelSettings(max_drain_share=0.25))
     assert result.success, result.report()
     assert result.report_path and result.report_path.exists()
     return result.report_path
