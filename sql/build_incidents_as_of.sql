@@ -6,7 +6,19 @@
 -- themselves are the same ones.
 CREATE OR REPLACE TEMP TABLE incidents_as_of AS
 WITH known AS (
-    SELECT * FROM node_incidents WHERE first_event < $as_of
+    -- node_incidents attaches the next drain (6 h) and ticket (2 days) to every incident
+    -- before them; here each belongs to the latest incident before it only, so one drain
+    -- is not counted as several drained incidents
+    SELECT * REPLACE (
+        CASE WHEN drained_at IS NULL OR row_number() OVER (PARTITION BY host, drained_at ORDER BY first_event DESC) = 1
+             THEN drained_at END AS drained_at,
+        CASE WHEN drained_at IS NULL OR row_number() OVER (PARTITION BY host, drained_at ORDER BY first_event DESC) = 1
+             THEN returned_at END AS returned_at,
+        CASE WHEN ticket_id IS NULL OR row_number() OVER (PARTITION BY host, ticket_id ORDER BY first_event DESC) = 1
+             THEN ticket_id END AS ticket_id,
+        CASE WHEN ticket_id IS NULL OR row_number() OVER (PARTITION BY host, ticket_id ORDER BY first_event DESC) = 1
+             THEN ticket_component END AS ticket_component)
+    FROM node_incidents WHERE first_event < $as_of
 ), ev AS (
     SELECT k.incident_id, e.event_time, e.cause, e.severity, e.transient, e.priority, e.file, e.line_no
     FROM known k JOIN classified_events e
