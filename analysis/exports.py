@@ -39,6 +39,25 @@ def drain_limit(cfg: LadderConfig, fleet: int) -> int:
     return max(cfg.max_drain_floor, int(cfg.max_drain_share * fleet))
 
 
+def drain_excess(actions: pl.DataFrame | None, fleet: int, cfg: LadderConfig) -> tuple[int, int, str | None]:
+    """Nodes to drain, the limit, and what is wrong when they are over it (None:
+    within it). The Dagster check and `goodput export` both judge with this."""
+    drains = 0 if actions is None else actions.filter(pl.col("action").is_in(DRAIN_ACTIONS)).height
+    limit = drain_limit(cfg, fleet)
+    problem = None if drains <= limit else (
+        f"{drains} of {fleet} nodes would be drained, over the limit of {limit} "
+        f"(max_drain_share {cfg.max_drain_share:.0%}, max_drain_floor {cfg.max_drain_floor})")
+    return drains, limit, problem
+
+
+def _safe(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.filter(pl.col("host").str.contains(SAFE_HOST.pattern))
+
+
+def _safe_drains(actions: pl.DataFrame) -> pl.DataFrame:
+    return _safe(actions.filter(pl.col("action").is_in(DRAIN_ACTIONS)))
+
+
 def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LadderConfig = LadderConfig()) -> pl.DataFrame:
     sql.run_steps(con, [("build_incidents_as_of", {"as_of": as_of}),
                         ("build_node_actions", {"as_of": as_of, "expiry_days": cfg.expiry_days,
@@ -53,7 +72,7 @@ def _iso(t) -> str:
 
 def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: LadderConfig) -> dict:
     entries = []
-    for r in actions.filter(pl.col("host").str.contains(SAFE_HOST.pattern)).iter_rows(named=True):
+    for r in _safe(actions).iter_rows(named=True):
         entries.append({
             "host": r["host"], "action": r["action"], "reason": r["reason"] or "", "cause": r["cause"] or "",
             "score": float(min(max(r["score"] or 0.0, 0.0), 1.0)), "since": _iso(r["since"]), "expires": _iso(r["expires"]),
@@ -74,7 +93,7 @@ def drain_script(actions: pl.DataFrame, header: str) -> str:
     """scontrol lines, one per reason with the hosts as a hostlist. Slurm's DRAIN
     lets running jobs finish and starts no new ones; drain_now lines come first
     and ask for a ticket, and `State=DOWN` instead would also kill running jobs."""
-    drains = actions.filter(pl.col("action").is_in(DRAIN_ACTIONS) & pl.col("host").str.contains(SAFE_HOST.pattern))
+    drains = _safe_drains(actions)
     lines = ["#!/usr/bin/env bash", *[f"# {h}" for h in header.splitlines()],
              "# goodput never runs this file: review it, then run it as a Slurm operator.", "set -euo pipefail", ""]
     grouped = (drains.with_columns(reason=pl.struct("action", "cause", "score").map_elements(
@@ -94,7 +113,7 @@ def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by
     plan is given) in ``out_dir``; returns their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    drains = actions.filter(pl.col("action").is_in(DRAIN_ACTIONS) & pl.col("host").str.contains(SAFE_HOST.pattern))
+    drains = _safe_drains(actions)
     paths = {"blocklist.txt": out_dir / "blocklist.txt", "drain.sh": out_dir / "drain.sh",
              "blocklist.json": out_dir / "blocklist.json"}
     hostlist = compress_hostlist(drains["host"].to_list())
@@ -113,7 +132,7 @@ def validation_plan_json(plan: pl.DataFrame, as_of: datetime, made_by: str) -> d
     """host -> benchmarks in the order to run them, each with the incident
     probability it is expected to remove (Anubis Alg. 1)."""
     nodes = {}
-    for r in plan.filter(pl.col("host").str.contains(SAFE_HOST.pattern)).sort("host", "step").iter_rows(named=True):
+    for r in _safe(plan).sort("host", "step").iter_rows(named=True):
         node = nodes.setdefault(r["host"], {"p_incident_7d": round(r["p_before"], 4) if r["step"] == 1 else None,
                                             "benchmarks": []})
         node["benchmarks"].append({"benchmark": r["benchmark"], "duration_min": r["duration_min"],

@@ -80,7 +80,8 @@ def forget(con: duckdb.DuckDBPyConnection, args: list[str], dry_run: bool = Fals
         files = sql.query(con, "forget_files_summary")
         copies = sql.query(con, "forget_copies")["path"].to_list()
         if not dry_run:
-            sql.run_steps(con, [("forget_files", None)])
+            # the rows and rejects go as they do before a re-ingest; then the file records
+            sql.run_steps(con, [("delete_files_rows", None), ("forget_files", None)])
     finally:
         con.unregister("staged_files")
     return Forgotten(files, copies, [p for p in paths if Path(p).exists()])

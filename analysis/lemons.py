@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -141,16 +140,6 @@ def _cut(signal: str, threshold) -> pl.Expr:
         floor = PERCENTILE_FLOOR.get(signal, COUNT_FLOOR)
         return pl.max_horizontal(pl.col(signal).quantile(q, "higher").over("as_of"), pl.lit(floor))
     return pl.lit(float(threshold))
-
-
-def check_thresholds(thresholds: dict) -> None:
-    for signal, value in thresholds.items():
-        if signal not in SIGNALS:
-            raise ValueError(f"lemon threshold for an unknown signal '{signal}' (known: {', '.join(SIGNALS)})")
-        ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0) or (
-            isinstance(value, str) and re.fullmatch(r"p(\d{1,2}(\.\d+)?)", value) is not None)
-        if not ok:
-            raise ValueError(f"lemon threshold for {signal} must be a number or pNN (a fleet percentile), got {value!r}")
 
 
 def threshold_flags(features: pl.DataFrame, cfg: LemonConfig) -> pl.DataFrame:

@@ -38,10 +38,6 @@ class ModelsResult:
     incident_evaluation: pl.DataFrame
     validation_plan: pl.DataFrame
 
-    def drain_share(self, fleet: int) -> float:
-        drains = self.actions.filter(pl.col("action").is_in(exports.DRAIN_ACTIONS)).height
-        return drains / fleet if fleet else 0.0
-
 
 def load_labels(con: duckdb.DuckDBPyConnection, path: Path | None) -> pl.DataFrame | None:
     """The operator's labels, checked against the warehouse's hosts; None when there is no file."""

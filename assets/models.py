@@ -37,13 +37,9 @@ def drain_share_sane(warehouse: Warehouse, models: ModelSettings) -> AssetCheckR
             actions, _ = exports.latest_actions(con)
         except ValueError:  # no history yet: nothing to drain
             actions = None
-    drains = 0 if actions is None else actions.filter(actions["action"].is_in(exports.DRAIN_ACTIONS)).height
-    limit = exports.drain_limit(models.ladder(), fleet)
-    return AssetCheckResult(passed=drains <= limit,
-                            description=None if drains <= limit else
-                            f"{drains} of {fleet} nodes would be drained, over the limit of {limit} "
-                            f"(max_drain_share {models.max_drain_share:.0%}, max_drain_floor {models.max_drain_floor}): "
-                            "check node_actions before using the exports",
+    drains, limit, problem = exports.drain_excess(actions, fleet, models.ladder())
+    return AssetCheckResult(passed=problem is None,
+                            description=problem and f"{problem}: check node_actions before using the exports",
                             metadata={"drain": drains, "fleet": fleet, "limit": limit})
 
 

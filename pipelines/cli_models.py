@@ -101,8 +101,7 @@ def export_command(db: Path | None, out: Path, force: bool) -> None:
     blocklist.txt (a Slurm hostlist for sbatch --exclude), drain.sh (scontrol
     lines; goodput never runs it), blocklist.json (schemas/blocklist.schema.json)
     and validation_plan.json (benchmarks per risky node, Anubis Alg. 1)."""
-    from analysis.exports import DRAIN_ACTIONS, LadderConfig, drain_limit, latest_actions, latest_plan, unsafe_hosts, \
-        write_exports
+    from analysis.exports import LadderConfig, drain_excess, latest_actions, latest_plan, unsafe_hosts, write_exports
     from analysis.node_models import fleet_size
     from pipelines.version import made_by
 
@@ -115,10 +114,10 @@ def export_command(db: Path | None, out: Path, force: bool) -> None:
         raise click.ClickException(str(exc)) from None
     finally:
         con.close()
-    drains, limit = actions.filter(actions["action"].is_in(DRAIN_ACTIONS)).height, drain_limit(LadderConfig(), fleet)
-    if drains > limit and not force:
-        raise click.ClickException(f"{drains} of {fleet} nodes would be drained, over the limit of {limit}: check "
-                                   "node_actions (goodput sql \"SELECT * FROM node_actions\"), then --force to write anyway")
+    _, _, problem = drain_excess(actions, fleet, LadderConfig())
+    if problem and not force:
+        raise click.ClickException(f"{problem}: check node_actions (goodput sql \"SELECT * FROM node_actions\"), "
+                                   "then --force to write anyway")
     try:
         paths = write_exports(actions, out, as_of, made_by(db), plan=plan)
     except OSError as exc:
