@@ -97,8 +97,10 @@ def _known(labels: pl.DataFrame | None, as_of: datetime) -> pl.DataFrame | None:
 
 def evaluate(features: pl.DataFrame, known: pl.DataFrame | None, as_of: datetime, cfg: LemonConfig,
               trained_at: datetime) -> pl.DataFrame:
-    """Time split: train on snapshots whose windows end before the last window
-    starts, with the labels known then; judge the last snapshot against the
+    """Split in time and by host: the classifier learns from snapshots whose
+    windows end before the last window starts, with the labels known then, and
+    never from the hosts it is judged on (five host folds, each predicted by a
+    model trained on the other four); the last snapshot is judged against the
     labels known at as_of. Meta's thresholds are judged on the same snapshot."""
     rows = []
     if known is None or not known["is_lemon"].any():
@@ -106,19 +108,38 @@ def evaluate(features: pl.DataFrame, known: pl.DataFrame | None, as_of: datetime
     split = as_of - timedelta(days=cfg.window_days)
     test = features.filter(pl.col("as_of") == as_of)
     actual = set(known.filter("is_lemon")["host"])
-    n = test.height
+    n, where = test.height, "last_window_hosts_held_out"
     meta = lemons.threshold_flags(test, cfg)
     for metric, value in lemons.precision_recall(set(meta.filter("meta_is_lemon")["host"]), actual, n).items():
-        rows.append(("meta_thresholds", metric, value, "last_window", n))
+        rows.append(("meta_thresholds", metric, value, where, n))
     # the snapshot ending at the split is training data: its window closes where the test window opens
     train_rows = lemons.training_rows(features.filter(pl.col("as_of") <= split), _known(known, split),
                                       split + timedelta(microseconds=1))
-    if _lemon_hosts(train_rows) >= cfg.min_positive_labels:
-        model = lemons.train(train_rows, cfg.window_days)
-        predicted = lemons.predict(model, test)
-        for metric, value in lemons.precision_recall(set(predicted.filter("is_lemon")["host"]), actual, n).items():
-            rows.append(("lemon_classifier", metric, value, "last_window", n))
+    predicted = _host_folds(train_rows, test, cfg)
+    if predicted is not None:
+        for metric, value in lemons.precision_recall(predicted, actual, n).items():
+            rows.append(("lemon_classifier", metric, value, where, n))
     return _eval_frame(rows, trained_at, as_of)
+
+
+def _host_folds(train_rows: pl.DataFrame, test: pl.DataFrame, cfg: LemonConfig, folds: int = 5) -> set[str] | None:
+    """Hosts the classifier calls lemons in ``test``, each fold of hosts scored
+    by a model that never saw them; None when a fold's model would have too few lemons."""
+    hosts = sorted(set(test["host"]) | set(train_rows["host"]))
+    fold_of = pl.DataFrame({"host": hosts, "fold": [i % folds for i in range(len(hosts))]})
+    lemon_hosts = train_rows.filter("is_lemon").select("host").unique().join(fold_of, on="host")
+    if lemon_hosts.height < cfg.min_positive_labels + 1 or lemon_hosts["fold"].n_unique() < 2:
+        return None
+    flagged: set[str] = set()
+    for k in range(folds):
+        fit = train_rows.join(fold_of.filter(pl.col("fold") != k), on="host", maintain_order="left")
+        if _lemon_hosts(fit) < cfg.min_positive_labels:
+            return None
+        judged = test.join(fold_of.filter(pl.col("fold") == k), on="host", maintain_order="left").drop("fold")
+        if judged.height:
+            model = lemons.train(fit.drop("fold"), cfg.window_days)
+            flagged |= set(lemons.predict(model, judged).filter("is_lemon")["host"])
+    return flagged
 
 
 def _eval_frame(rows: list, trained_at: datetime | None = None, as_of: datetime | None = None) -> pl.DataFrame:

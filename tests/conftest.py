@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from analysis.model import IngestOptions, ParseContext
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
 FIXTURES = REPO / "tests" / "fixtures"
+# pytest -n 2 runs two workers on two cores: one torch thread each (see analysis.survival.torch_threads)
+os.environ.setdefault("GOODPUT_TORCH_THREADS", "1")
 
 
 @pytest.fixture

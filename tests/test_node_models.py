@@ -68,8 +68,7 @@ def test_lemon_classifier_with_labels_is_evaluated_beside_meta_thresholds(cluste
     assert mean[True] > 5 * mean[False], mean  # lemons score far above the fleet
     ev = {(m, k): v for m, k, v in lemon.evaluation.select("model", "metric", "value").iter_rows()}
     print("lemon evaluation:", {f"{m}.{k}": round(v, 3) for (m, k), v in ev.items()}, mean)
-    # Both are judged on the held-out last window; on this simulator neither reaches the issue's
-    # 0.9/0.9 (a month of a lemon's faults overlaps the fleet's noise), and the table says so.
+    # both judged on the held-out last window, hosts held out too (the 0.9 bar: test_lemon_accuracy.py)
     for model in ("meta_thresholds", "lemon_classifier"):
         assert {k for m, k in ev if m == model} == {"precision", "recall", "false_positive_rate", "flagged"}
         assert 0 <= ev[(model, "false_positive_rate")] <= 0.05 and ev[(model, "flagged")] <= 0.05 * 400
@@ -201,8 +200,9 @@ def test_incident_models_are_evaluated_on_a_later_time_span(cluster, tmp_path, m
     assert {m for m, _ in table} == models
     print("incident evaluation:", {f"{m}.{k}": round(v, 3) for (m, k), v in sorted(table.items())})
     assert table[("exponential", "concordance_td")] == 0.5  # one curve for every node orders nothing
-    best_baseline = max(table[(m, "concordance_td")] for m in models - {"cox_time"})
-    assert table[("cox_time", "concordance_td")] > best_baseline
+    for metric in ("concordance_td", "anubis_accuracy"):  # issue 9: Cox-Time beats every baseline on both
+        best_baseline = max(table[(m, metric)] for m in models - {"cox_time"})
+        assert table[("cox_time", metric)] > best_baseline, metric
     for m in models:
         assert 0 <= table[(m, "anubis_accuracy")] <= 1 and 0 < table[(m, "integrated_brier_score")] < 0.25
     split = ev["split"][0]

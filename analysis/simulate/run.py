@@ -33,7 +33,9 @@ def simulate(cfg: SimConfig, out: Path, progress: Callable[[str], None] | None =
     weights = 1.0 / np.arange(1, len(users) + 1) ** 0.8
     weights /= weights.sum()
     rate = arrival_rate_per_s(cfg)
-    base_fault = cfg.failure_rate / 1000 / 86400 / (1 + cfg.lemon_share * (cfg.lemon_multiplier - 1))
+    # the fleet-wide rate stays cfg.failure_rate whatever share of it the lemons take
+    share = len(cluster.lemon) / cfg.nodes
+    base_fault = cfg.failure_rate / 1000 / 86400 / (1 + share * (cfg.lemon_multiplier - 1))
     fault_rate = np.array([base_fault * (cfg.lemon_multiplier if i in cluster.lemon else 1.0) for i in range(cfg.nodes)])
     horizon = cfg.days * 86400.0
     eng.push(float(rng.exponential(1 / rate)), SUBMIT, None)
