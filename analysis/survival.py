@@ -151,7 +151,10 @@ class CoxTime:
         np.random.seed(seed)  # pycox samples the baseline hazards with numpy's global generator
         labtrans = PycoxCoxTime.label_transform()
         y = labtrans.fit_transform(durations, events)
-        val = np.random.default_rng(seed).random(len(x)) < 0.1  # the early-stopping set
+        rng = np.random.default_rng(seed)
+        val = rng.random(len(x)) < 0.1  # the early-stopping set
+        if y[1][val].sum() < 2:  # its loss needs incidents: lend it two
+            val[rng.choice(np.flatnonzero(y[1] == 1), 2, replace=False)] = True
         net = MLPVanillaCoxTime(x.shape[1], list(self.hidden), batch_norm=True, dropout=0.1)
         model = PycoxCoxTime(net, tt.optim.Adam(0.01), labtrans=labtrans)
         # torchtuples checkpoints the best weights to a file: a private temp dir, never the working directory

@@ -86,7 +86,8 @@ def _same_rows(con, a: str, b: str, columns: str = "*") -> None:
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
     root = tmp_path_factory.mktemp("derived")
-    simulate(preset("rsc1", nodes=128, days=10, seed=1, telemetry_jobs=0), root / "src")
+    # seed 5: ten days of 128 nodes in which every rule family fires and a second-order preemption happens
+    simulate(preset("rsc1", nodes=128, days=10, seed=5, telemetry_jobs=0), root / "src")
     return root / "src"
 
 
