@@ -127,14 +127,12 @@ def _host_folds(train_rows: pl.DataFrame, test: pl.DataFrame, cfg: LemonConfig, 
     by a model that never saw them; None when a fold's model would have too few lemons."""
     hosts = sorted(set(test["host"]) | set(train_rows["host"]))
     fold_of = pl.DataFrame({"host": hosts, "fold": [i % folds for i in range(len(hosts))]})
-    lemon_hosts = train_rows.filter("is_lemon").select("host").unique().join(fold_of, on="host")
-    if lemon_hosts.height < cfg.min_positive_labels + 1 or lemon_hosts["fold"].n_unique() < 2:
-        return None
+    lemon_folds = train_rows.filter("is_lemon").select("host").unique().join(fold_of, on="host")["fold"].to_list()
+    if any(sum(f != k for f in lemon_folds) < cfg.min_positive_labels for k in range(folds)):
+        return None  # some fold's model would learn from too few lemons
     flagged: set[str] = set()
     for k in range(folds):
         fit = train_rows.join(fold_of.filter(pl.col("fold") != k), on="host", maintain_order="left")
-        if _lemon_hosts(fit) < cfg.min_positive_labels:
-            return None
         judged = test.join(fold_of.filter(pl.col("fold") == k), on="host", maintain_order="left").drop("fold")
         if judged.height:
             model = lemons.train(fit.drop("fold"), cfg.window_days)

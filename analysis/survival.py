@@ -126,6 +126,7 @@ class CoxTime:
 
     def fit(self, df: pl.DataFrame) -> "CoxTime":
         import torch
+        from pycox.models import CoxTime as PycoxCoxTime
 
         if df.height < self.min_rows or df["event"].sum() < self.min_events:
             raise NotEnoughData(f"cox_time needs {self.min_rows} samples and {self.min_events} incidents, "
@@ -137,11 +138,13 @@ class CoxTime:
         x = _design(df)
         self.mean, self.std = x.mean(axis=0), x.std(axis=0) + 1e-6
         x = (x - self.mean) / self.std
-        durations, events = df["duration_h"].to_numpy().astype("float32"), df["event"].to_numpy().astype("float32")
-        self.members = [self._fit_one(x, durations, events, seed) for seed in self.seeds]
+        labtrans = PycoxCoxTime.label_transform()  # one time scaling, shared by the members
+        y = labtrans.fit_transform(df["duration_h"].to_numpy().astype("float32"),
+                                   df["event"].to_numpy().astype("float32"))
+        self.members = [self._fit_one(x, y, labtrans, seed) for seed in self.seeds]
         return self
 
-    def _fit_one(self, x: np.ndarray, durations: np.ndarray, events: np.ndarray, seed: int):
+    def _fit_one(self, x: np.ndarray, y: tuple, labtrans, seed: int):
         import torch
         import torchtuples as tt
         from pycox.models import CoxTime as PycoxCoxTime
@@ -149,8 +152,6 @@ class CoxTime:
 
         torch.manual_seed(seed)
         np.random.seed(seed)  # pycox samples the baseline hazards with numpy's global generator
-        labtrans = PycoxCoxTime.label_transform()
-        y = labtrans.fit_transform(durations, events)
         rng = np.random.default_rng(seed)
         val = rng.random(len(x)) < 0.1  # the early-stopping set
         if y[1][val].sum() < 2:  # its loss needs incidents: lend it two

@@ -12,9 +12,7 @@ score every node) and node_actions. Peak RSS is the process's maximum.
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
-import time
 from pathlib import Path
 
 import polars as pl
@@ -26,17 +24,7 @@ from analysis.ingest import ingest_directory  # noqa: E402
 from analysis.simulate.config import preset  # noqa: E402
 from analysis.simulate.run import simulate  # noqa: E402
 from analysis.taxonomy import load  # noqa: E402
-
-
-def timed(label: str, fn):
-    t0 = time.perf_counter()
-    out = fn()
-    print(f"{label:34} {time.perf_counter() - t0:7.2f} s   peak RSS {peak_mb():7,.0f} MB", flush=True)
-    return out
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from timing import timed  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 
 
 def main() -> None:

@@ -35,10 +35,8 @@ first event or ticket in the data (goodput's node_population).
 from __future__ import annotations
 
 import argparse
-import resource
 import shutil
 import sys
-import time
 import warnings
 from collections import Counter
 from datetime import datetime, timedelta
@@ -49,6 +47,7 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis import chain, incident_model, survival, taxonomy, warehouse  # noqa: E402
 from analysis.ingest import ingest_directory  # noqa: E402
+from timing import peak_mb, timed  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 
 DATA = Path("/work/shared/datasets/titan-gpu-life")
 PCI = "0000:02:00"  # one K20X per Titan node
@@ -57,17 +56,6 @@ XID = {"DBE": "48, pid={pid}, name=python, An uncorrectable double bit error (DB
        "OTB": "79, pid={pid}, name=python, GPU has fallen off the bus."}
 ISO = "%Y-%m-%dT%H:%M:%S"
 warnings.filterwarnings("ignore", module="torchtuples")  # pytorch deprecation notes on pycox's own calls
-
-
-def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def timed(label: str, fn):
-    t0 = time.perf_counter()
-    out = fn()
-    print(f"[{label:>30}] {time.perf_counter() - t0:8.2f} s   peak RSS {rss_mb():7,.0f} MB", flush=True)
-    return out
 
 
 def load_segments() -> pl.DataFrame:
@@ -148,7 +136,7 @@ def main() -> None:
     with pl.Config(tbl_rows=20, tbl_cols=10, float_precision=4, tbl_width_chars=140):
         print(table)
     print(f"split {evaluation['split'][0] if evaluation.height else '-'}, n test = "
-          f"{evaluation['n'][0] if evaluation.height else 0}; peak RSS {rss_mb():,.0f} MB")
+          f"{evaluation['n'][0] if evaluation.height else 0}; peak RSS {peak_mb():,.0f} MB")
     con.close()
 
 

@@ -24,8 +24,8 @@ class SimConfig:
     lemon_share: float = 0.015
     # A lemon's fault rate over a healthy node's. Meta's lemon detection cut
     # failures of 512+ GPU (64-node) jobs from 14% to 4% (§IV-A): with per-node
-    # hazards h and m*h on a 1.5% share, -ln(0.86) = 64 h (1 + 0.015 (m - 1))
-    # and -ln(0.04 complement) = -ln(0.96) = 64 h give m = 1 + (3.70 - 1) / 0.015 = 180.
+    # hazards h and m*h on a 1.5% share, -ln(1 - 0.14) = 64 h (1 + 0.015 (m - 1))
+    # with lemons and -ln(1 - 0.04) = 64 h without give m = 1 + (3.70 - 1) / 0.015 = 180.
     lemon_multiplier: float = 180.0
     # job sizes in GPUs and their probability by count
     sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
