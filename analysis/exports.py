@@ -32,6 +32,8 @@ class LadderConfig:
     max_drain_floor: int = 5  # ... and above this many nodes (a small cluster may lose 5 nodes at once)
     # a job's blame is known once the attribution window after its end has passed (taxonomy after_min)
     attribution_after_s: int = 300
+    benchmark_window_days: int = 28  # validation runs that count towards a repeated failure ...
+    benchmark_min_failed: int = 2  # ... and how many failed runs make it one (and half of the node's runs)
 
 
 def drain_limit(cfg: LadderConfig, fleet: int) -> int:
@@ -62,7 +64,9 @@ def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: Lad
     sql.run_steps(con, [("build_incidents_as_of", {"as_of": as_of}),
                         ("build_node_actions", {"as_of": as_of, "expiry_days": cfg.expiry_days,
                                                 "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
-                                                "risk_p7": cfg.risk_p7, "after_s": cfg.attribution_after_s})])
+                                                "risk_p7": cfg.risk_p7, "after_s": cfg.attribution_after_s,
+                                                "bench_days": cfg.benchmark_window_days,
+                                                "bench_min_failed": cfg.benchmark_min_failed})])
     return con.sql("SELECT * FROM node_actions ORDER BY action, host").pl()
 
 
@@ -78,7 +82,8 @@ def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: La
             "score": float(min(max(r["score"] or 0.0, 0.0), 1.0)), "since": _iso(r["since"]), "expires": _iso(r["expires"]),
             "suggest_ticket": bool(r["suggest_ticket"]), "suggested_component": r["suggested_component"],
             "evidence": {"event_times": [_iso(t) for t in r["event_times"] or []],
-                         "jobs": [str(j) for j in r["jobs"] or []], "tickets": [str(t) for t in r["tickets"] or []]},
+                         "jobs": [str(j) for j in r["jobs"] or []], "tickets": [str(t) for t in r["tickets"] or []],
+                         "benchmarks": [str(b) for b in r.get("benchmarks") or []]},
         })
     return {"generated_at": _iso(datetime.now(timezone.utc).replace(tzinfo=None)), "as_of": _iso(as_of),
             "made_by": made_by, "settings": asdict(cfg), "entries": entries}

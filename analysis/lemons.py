@@ -25,7 +25,8 @@ from analysis.hosts import HostlistError, expand_hostlist
 META_SIGNALS = ("excluded_jobs", "distinct_xids", "tickets", "out_of_service", "multi_node_failures",
                 "single_node_failures", "single_node_failure_rate")
 EXTRA_SIGNALS = ("blamed_failures", "incidents", "drained_incidents", "distinct_causes", "repeated_cause_incidents",
-                 "ticket_components", "hours_out_of_service", "drained_incidents_per_30d", "days_since_repair")
+                 "ticket_components", "hours_out_of_service", "drained_incidents_per_30d", "days_since_repair",
+                 "benchmark_failures")
 SIGNALS = META_SIGNALS + EXTRA_SIGNALS
 # days_since_repair is NULL for a node never repaired: as if repaired long ago
 NEVER_REPAIRED_DAYS = 365.0

@@ -9,7 +9,8 @@ from pipelines.resources import LogSources, ModelSettings, ReportSettings, Wareh
 from pipelines.version import made_by
 
 
-@asset(deps=["node_incidents", "failure_attribution", "tickets", "node_state_periods", "jobs"], group_name="models",
+@asset(deps=["node_incidents", "failure_attribution", "tickets", "node_state_periods", "jobs", "benchmark_criteria"],
+       group_name="models",
        description="lemon_features, lemon_scores (classifier with labels, else Meta-style thresholds), incident_samples, "
                    "node_risk (Cox-Time and baselines), model_evaluation, node_actions (watch / drain_after_job / "
                    "drain_now) and validation_plan, as of the end of the data.")

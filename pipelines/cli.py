@@ -324,10 +324,12 @@ def _setup_logging(quiet: bool) -> None:
 
 
 def _register_model_commands() -> None:
+    from pipelines.cli_criteria import criteria_command
     from pipelines.cli_models import export_command, models_command
 
     main.add_command(models_command)
     main.add_command(export_command)
+    main.add_command(criteria_command)
 
 
 _register_model_commands()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dagster import Definitions, in_process_executor
 
+from assets.criteria import benchmark_criteria, benchmarks_repeatable, criteria_exports
 from assets.attribution import classified_events, failure_attribution, job_runs, node_incidents, one_primary_cause
 from assets.derived import jobs, jobs_instances_sequential, node_events
 from assets.metrics import failure_rates, goodput, iteration_degradation, job_run_ettr
@@ -10,13 +11,16 @@ from assets.models import drain_share_sane, node_actions, node_exports
 from assets.ingest import ingest_assets, ingest_checks, unrecognised_files
 from assets.nightly import (daily_source_volume, reject_rate_below_threshold, reliability_report, sources_present,
                             volume_steady)
-from pipelines.resources import LogSources, MetricsSettings, ModelSettings, ReportSettings, TaxonomyConfig, Warehouse
+from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
+                                 TaxonomyConfig, Warehouse)
 from pipelines.schedules import new_files_sensor, nightly, nightly_schedule, refresh
 
 all_assets = [*ingest_assets, unrecognised_files, jobs, node_events, classified_events, failure_attribution, job_runs,
-              node_incidents, job_run_ettr, failure_rates, goodput, iteration_degradation, node_actions, node_exports]
+              node_incidents, job_run_ettr, failure_rates, goodput, iteration_degradation, node_actions, node_exports,
+              benchmark_criteria, criteria_exports]
 daily_assets = [daily_source_volume, reliability_report]
-all_checks = [*ingest_checks, jobs_instances_sequential, one_primary_cause, drain_share_sane]
+all_checks = [*ingest_checks, jobs_instances_sequential, one_primary_cause, drain_share_sane,
+              benchmarks_repeatable]
 daily_checks = [sources_present, reject_rate_below_threshold, volume_steady]
 
 defs = Definitions(
@@ -27,7 +31,7 @@ defs = Definitions(
     sensors=[new_files_sensor],
     resources={"warehouse": Warehouse(), "sources": LogSources(), "taxonomy": TaxonomyConfig(),
                "settings": MetricsSettings(), "report_settings": ReportSettings(),
-               "models": ModelSettings()},
+               "models": ModelSettings(), "criteria": CriteriaSettings()},
     # DuckDB allows one writing process per file: assets run one after another
     # in one process rather than in parallel subprocesses fighting for the lock.
     executor=in_process_executor,

@@ -102,3 +102,21 @@ class ModelSettings(ConfigurableResource):
         return ModelsConfig(lemon=LemonConfig(window_days=self.window_days, min_signals=self.min_signals),
                             ladder=self.ladder(), labels_path=labels,
                             model_dir=Path(db_path).resolve().parent / "models")
+
+
+class CriteriaSettings(ConfigurableResource):
+    """Benchmark criteria (Anubis §3.4): the required similarity alpha, the
+    window of validation runs learned from, the repeatability floor that
+    blocks the export, and an operator's metrics file ($GOODPUT_METRICS) tried
+    before catalog/benchmark_metrics.yaml."""
+    alpha: float = 0.95
+    window_days: int = 28
+    repeatability_floor: float = 0.95
+    skip_noisy: bool = False
+    metrics_file: str | None = os.environ.get("GOODPUT_METRICS") or None
+
+    def config(self):
+        from analysis.criteria.learn import CriteriaConfig
+
+        return CriteriaConfig(alpha=self.alpha, window_days=self.window_days,
+                              repeatability_floor=self.repeatability_floor)

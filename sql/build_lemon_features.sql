@@ -3,6 +3,10 @@
 -- every as_of in staged_as_of, for every host of node_population that had
 -- appeared by then.
 -- Inputs staged by analysis.lemons: staged_as_of(as_of), staged_excludes(job_id, submit_time, host).
+CREATE TABLE IF NOT EXISTS benchmark_verdicts (
+    run_id VARCHAR, run_time TIMESTAMP, host VARCHAR, "group" VARCHAR, benchmark VARCHAR, metric VARCHAR,
+    rank INTEGER, similarity DOUBLE, value DOUBLE, verdict VARCHAR, reason VARCHAR, version VARCHAR
+);
 CREATE OR REPLACE TABLE lemon_features AS
 WITH hosts AS (
     SELECT * FROM node_population
@@ -62,6 +66,11 @@ WITH hosts AS (
         SELECT g.host, g.as_of, i.cause, count(*) AS n FROM grid g
         JOIN incidents_as_of i ON i.host = g.host AND i.first_event >= g.w_start AND i.first_event < g.as_of
         GROUP BY ALL) GROUP BY ALL
+), bench_fails AS (
+    -- validation runs the node failed (goodput criteria's verdicts)
+    SELECT g.host, g.as_of, count(DISTINCT v.run_id) AS n FROM grid g
+    JOIN benchmark_verdicts v ON v.host = g.host AND v.verdict = 'fail' AND v.run_time >= g.w_start AND v.run_time < g.as_of
+    GROUP BY ALL
 ), repaired AS (
     SELECT g.host, g.as_of, max(t.closed) AS last_repair FROM grid g
     JOIN tickets t ON t.host = g.host AND t.closed < g.as_of GROUP BY ALL
@@ -84,9 +93,11 @@ SELECT g.host, g.as_of, $window_days::INTEGER AS window_days,
        -- lifetime rate of incidents that took the node out of service, per 30 days at risk:
        -- a lemon stays one, and a month's window is noisy
        coalesce(i.lifetime_drained, 0) * 30.0 / greatest(date_diff('second', g.first_seen, g.as_of) / 86400.0, 1) AS drained_incidents_per_30d,
-       date_diff('second', r.last_repair, g.as_of) / 86400.0 AS days_since_repair
+       date_diff('second', r.last_repair, g.as_of) / 86400.0 AS days_since_repair,
+       coalesce(bf.n, 0) AS benchmark_failures
 FROM grid g
 LEFT JOIN excluded ex USING (host, as_of) LEFT JOIN xids x USING (host, as_of) LEFT JOIN tix t USING (host, as_of)
 LEFT JOIN outs o USING (host, as_of) LEFT JOIN fails f USING (host, as_of) LEFT JOIN single_jobs s USING (host, as_of)
 LEFT JOIN incidents i USING (host, as_of) LEFT JOIN top_cause tc USING (host, as_of) LEFT JOIN repaired r USING (host, as_of)
+LEFT JOIN bench_fails bf USING (host, as_of)
 ORDER BY g.as_of, g.host;

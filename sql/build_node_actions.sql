@@ -1,8 +1,11 @@
 -- node_actions: what the scheduler should do with each node as of $as_of, by
 -- an escalation ladder over the evidence of the last $expiry_days days:
---   drain_now        a lemon, or a confirmed, critical, non-transient incident since
---                    the node's last repair;
---   drain_after_job  $repeat_min or more confirmed incidents, or a 7-day incident
+--   drain_now        a lemon, a confirmed, critical, non-transient incident since
+--                    the node's last repair, or a repeated validation failure (its
+--                    latest run failed, and at least $bench_min_failed runs and half
+--                    of its runs in the last $bench_days days did);
+--   drain_after_job  $repeat_min or more confirmed incidents, a failed latest validation
+--                    run (re-validate before new work), or a 7-day incident
 --                    probability of at least $risk_p7 (node_risk's Cox-Time, when it could be trained);
 --   watch            any other incident.
 -- An incident is confirmed when it took the node out of service or was blamed
@@ -15,6 +18,10 @@ CREATE TABLE IF NOT EXISTS node_risk (
 CREATE TABLE IF NOT EXISTS lemon_scores (
     host VARCHAR, as_of TIMESTAMP, score DOUBLE, is_lemon BOOLEAN, top_signals VARCHAR[],
     suggested_component VARCHAR, method VARCHAR, meta_is_lemon BOOLEAN, meta_signals VARCHAR[]
+);
+CREATE TABLE IF NOT EXISTS benchmark_verdicts (
+    run_id VARCHAR, run_time TIMESTAMP, host VARCHAR, "group" VARCHAR, benchmark VARCHAR, metric VARCHAR,
+    rank INTEGER, similarity DOUBLE, value DOUBLE, verdict VARCHAR, reason VARCHAR, version VARCHAR
 );
 CREATE OR REPLACE TABLE node_actions AS
 -- Only what was known before $as_of counts: a drain, a return to service, a
@@ -51,14 +58,30 @@ WITH window_incidents AS (
     SELECT a.host, list(DISTINCT a.job_id ORDER BY a.job_id) AS jobs FROM failure_attribution a
     WHERE a.is_primary AND a.event_time >= $as_of - to_days($expiry_days) AND a.end_time + to_seconds($after_s) < $as_of
     GROUP BY a.host
+), bench_runs AS (
+    -- validation runs before $as_of: did the node fail each, and on which metrics
+    SELECT host, run_id, min(run_time) AS run_time, bool_or(verdict = 'fail') AS failed,
+           list(DISTINCT benchmark || '/' || metric ORDER BY benchmark || '/' || metric) FILTER (WHERE verdict = 'fail') AS failing
+    FROM benchmark_verdicts WHERE run_time < $as_of AND run_time >= $as_of - to_days($bench_days) GROUP BY host, run_id
+), bench AS (
+    -- held only by a failed latest run within the expiry window: a later pass releases the node
+    SELECT host, arg_max(run_id, run_time) AS bench_run, max(run_time) AS bench_time,
+           arg_max(failing, run_time) AS bench_failing,
+           count(*) FILTER (WHERE failed) >= $bench_min_failed AND count(*) FILTER (WHERE failed) >= 0.5 * count(*) AS bench_repeated
+    FROM bench_runs GROUP BY host
+    HAVING arg_max(failed, run_time) AND max(run_time) >= $as_of - to_days($expiry_days)
 ), candidates AS (
-    SELECT coalesce(h.host, l.host, k.host) AS host, h.*  EXCLUDE (host), l.score AS lemon_score, l.suggested_component,
-           l.top_signals, k.p_incident, k.model AS risk_model, l.host IS NOT NULL AS is_lemon
+    SELECT coalesce(h.host, l.host, k.host, b.host) AS host, h.*  EXCLUDE (host), l.score AS lemon_score, l.suggested_component,
+           l.top_signals, k.p_incident, k.model AS risk_model, l.host IS NOT NULL AS is_lemon,
+           b.bench_run, b.bench_time, b.bench_failing, coalesce(b.bench_repeated, false) AS bench_repeated,
+           b.host IS NOT NULL AS bench_failed
     FROM per_host h FULL JOIN lemons l USING (host) FULL JOIN (SELECT * FROM risk WHERE p_incident >= $risk_p7) k USING (host)
+         FULL JOIN bench b USING (host)
 ), laddered AS (
     SELECT c.*, j.jobs,
-        CASE WHEN c.is_lemon OR c.confirmed_since_repair THEN 'drain_now'
-             WHEN coalesce(c.confirmed_incidents, 0) >= $repeat_min OR c.p_incident IS NOT NULL THEN 'drain_after_job'
+        CASE WHEN c.is_lemon OR c.confirmed_since_repair OR c.bench_repeated THEN 'drain_now'
+             WHEN coalesce(c.confirmed_incidents, 0) >= $repeat_min OR c.p_incident IS NOT NULL OR c.bench_failed
+                 THEN 'drain_after_job'
              ELSE 'watch' END AS action,
         -- back in service and clean since: the evidence no longer holds the node
         c.returned_at IS NOT NULL AND c.returned_at >= c.last_evidence
@@ -68,15 +91,20 @@ WITH window_incidents AS (
 SELECT host, $as_of::TIMESTAMP AS as_of, action,
        CASE WHEN is_lemon THEN 'lemon node (' || coalesce(array_to_string(top_signals, ', '), 'signals') || ')'
             WHEN confirmed_since_repair THEN 'critical ' || cause || ' since the last repair'
+            WHEN bench_repeated THEN 'failed validation again (' || bench_run || ': ' || array_to_string(bench_failing[1:3], ', ') || ')'
             WHEN coalesce(confirmed_incidents, 0) >= $repeat_min THEN confirmed_incidents || ' confirmed incidents in ' || $expiry_days || ' days'
+            WHEN bench_failed THEN 'failed validation ' || bench_run || ' (' || array_to_string(bench_failing[1:3], ', ') || ')'
             WHEN p_incident IS NOT NULL THEN 'incident risk ' || round(p_incident, 2) || ' within 7 days (' || risk_model || ')'
             ELSE 'first incident: ' || cause END AS reason,
-       coalesce(cause, CASE WHEN is_lemon THEN 'lemon' ELSE 'risk' END) AS cause,
+       CASE WHEN NOT is_lemon AND NOT coalesce(confirmed_since_repair, false)
+                 AND (bench_repeated OR (bench_failed AND coalesce(confirmed_incidents, 0) < $repeat_min)) THEN 'benchmark'
+            ELSE coalesce(cause, CASE WHEN is_lemon THEN 'lemon' ELSE 'risk' END) END AS cause,
        round(greatest(coalesce(lemon_score, 0), coalesce(p_incident, 0), least(coalesce(confirmed_incidents, 0) / 4.0, 1)), 3) AS score,
        coalesce(event_times, []) AS event_times, coalesce(jobs, []) AS jobs, coalesce(tickets, []) AS tickets,
-       coalesce(first_evidence, $as_of::TIMESTAMP) AS since,
-       coalesce(last_evidence, $as_of::TIMESTAMP) + to_days($expiry_days) AS expires,
+       CASE WHEN bench_failed THEN [bench_run || ': ' || m FOR m IN bench_failing] ELSE [] END AS benchmarks,
+       coalesce(least(first_evidence, bench_time), $as_of::TIMESTAMP) AS since,
+       coalesce(greatest(last_evidence, bench_time), $as_of::TIMESTAMP) + to_days($expiry_days) AS expires,
        action = 'drain_now' AS suggest_ticket, suggested_component
 FROM laddered
-WHERE NOT coalesce(stayed_clean, false) OR is_lemon
+WHERE NOT coalesce(stayed_clean, false) OR is_lemon OR bench_failed
 ORDER BY action, host;

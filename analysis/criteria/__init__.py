@@ -1,0 +1,8 @@
+"""Benchmark criteria learned from the fleet (Anubis Validator, SPEC §6).
+
+similarity: the CDF distance and Algorithm 2 on one metric's samples.
+catalog: each metric's direction, unit and kind (measurement or pass/fail flag).
+samples: benchmark_results rows -> one quantile vector per (run, host, rank).
+learn / verdicts / evaluation: criteria, the online check, and the baselines.
+superbench: criteria.json, rules.yaml and baseline.json for validation runs.
+"""

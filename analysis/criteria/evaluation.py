@@ -1,0 +1,122 @@
+"""criteria_evaluation: Algorithm 2 against the IQR and k-means baselines
+(Anubis §5.3), per benchmark.
+
+Each method splits a metric's samples into healthy and defective and names a
+criterion c:
+  alg2    the learned criterion; defective = one-sided similarity under alpha;
+  iqr     on each sample's mean: defective beyond the 1.5 IQR fence on the
+          worse side; c = the median of the samples inside it;
+  kmeans  k = 2 on the samples (Euclidean, as the paper); defective = the
+          minority cluster; c = the mean of the majority cluster.
+Margin ratio (our copy of the paper states no formula; this is our reading
+of "the margin between healthy and defective nodes"): on the sample means,
+oriented so higher is better, the gap between the classes as a ratio of how
+far the healthy class itself reaches below its criterion:
+    (worst healthy - best defective) / (c - worst healthy).
+Above 1: the defects sit further from the healthy nodes than the healthy
+nodes spread; calling a marginal healthy sample defective (IQR's tail) or a
+degraded one healthy (k-means' majority) shrinks it. A method that flags
+nothing on a metric draws no boundary there and gets no margin on it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from sklearn.cluster import KMeans
+
+from analysis.criteria import samples as S
+from analysis.criteria.learn import JUDGED
+from analysis.criteria.similarity import one_sided_similarity, repeatability
+
+METHODS = ("alg2", "iqr", "kmeans")
+KMEANS_FIT_MAX = 20_000  # k-means is fitted on a seeded subset this big, then labels every sample
+
+
+def _margin(g: np.ndarray, bad: np.ndarray, c: float) -> float | None:
+    if not bad.any() or bad.all():
+        return None
+    worst_healthy = g[~bad].min()
+    reach = max(c - worst_healthy, 1e-9 * max(abs(c), 1e-12))
+    return float((worst_healthy - g[bad].max()) / reach)
+
+
+def _iqr(g: np.ndarray) -> tuple[np.ndarray, float]:
+    q1, q3 = np.quantile(g, [0.25, 0.75])
+    bad = g < q1 - 1.5 * (q3 - q1)
+    return bad, float(np.median(g[~bad]))
+
+
+def _kmeans(x: np.ndarray, seed: int = 0) -> tuple[np.ndarray, float]:
+    rng = np.random.default_rng(seed)
+    fit = x if len(x) <= KMEANS_FIT_MAX else x[rng.choice(len(x), KMEANS_FIT_MAX, replace=False)]
+    if len(np.unique(fit, axis=0)) < 2:
+        return np.zeros(len(x), dtype=bool), float(np.mean(x))
+    km = KMeans(n_clusters=2, n_init=3, random_state=seed).fit(fit)
+    labels = km.predict(x)
+    major = int(np.bincount(labels, minlength=2).argmax())
+    return labels != major, float(np.mean(x[labels == major]))
+
+
+def family_margins(x: np.ndarray, criterion: np.ndarray, direction: str, alpha: float) -> dict:
+    """Per method: flagged count and margin ratio on one metric's samples."""
+    sign = 1.0 if direction == "higher" else -1.0
+    g = sign * x.mean(axis=1)  # higher is better for every metric
+    out = {}
+    bad = one_sided_similarity(x, criterion, direction) < alpha
+    out["alg2"] = (int(bad.sum()), _margin(g, bad, sign * float(np.median(criterion))))
+    bad, c = _iqr(g)
+    out["iqr"] = (int(bad.sum()), _margin(g, bad, c))
+    bad, c = _kmeans(sign * x)
+    out["kmeans"] = (int(bad.sum()), _margin(g, bad, float(np.mean(c))))
+    return out
+
+
+MEASURED = ("ok", "loose", "noisy", "bimodal", "coarse")
+
+
+def healthy_repeatability(samples: pl.DataFrame, criteria: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
+    """criteria with ``repeatability`` filled in: the mean pairwise similarity of
+    each measured metric's samples from the nodes that passed that benchmark in
+    that run (Anubis: among healthy nodes). Noisy metrics count too: they are
+    what makes a benchmark unrepeatable."""
+    failed = verdicts.filter(pl.col("verdict") == "fail").select("run_id", "host", "group", "benchmark").unique()
+    measured = criteria.filter(pl.col("status").is_in(MEASURED)).select(S.FAMILY)
+    healthy = (samples.join(measured, on=S.FAMILY, how="semi")
+               .join(failed, on=["run_id", "host", "group", "benchmark"], how="anti"))
+    reps = [(*key, repeatability(S.matrix(fam))) for key, fam in
+            healthy.partition_by(S.FAMILY, as_dict=True, maintain_order=True).items()]
+    table = pl.DataFrame(reps, schema={"group": pl.Utf8, "benchmark": pl.Utf8, "metric": pl.Utf8,
+                                       "repeatability": pl.Float64}, orient="row")
+    return criteria.drop("repeatability", strict=False).join(table, on=S.FAMILY, how="left", maintain_order="left")
+
+
+def evaluate(samples: pl.DataFrame, criteria: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(per metric, per benchmark) tables. Per benchmark: repeatability = mean over
+    its measured metrics (criteria from healthy_repeatability); each method's
+    margin = mean over the judged metrics where it drew a boundary, with how many."""
+    judged = criteria.filter(pl.col("status").is_in(JUDGED))
+    crit = {(r["group"], r["benchmark"], r["metric"]): r for r in judged.iter_rows(named=True)}
+    rows = []
+    for key, fam in samples.join(judged.select(S.FAMILY), on=S.FAMILY, how="semi").partition_by(
+            S.FAMILY, as_dict=True, maintain_order=True).items():
+        c = crit[key]
+        m = family_margins(S.matrix(fam), np.asarray(c["criterion"]), c["direction"], c["alpha"])
+        row = dict(zip(S.FAMILY, key), repeatability=c["repeatability"], n_samples=fam.height)
+        for method, (n, margin) in m.items():
+            row[f"flagged_{method}"], row[f"margin_{method}"] = n, margin
+        rows.append(row)
+    schema = {"group": pl.Utf8, "benchmark": pl.Utf8, "metric": pl.Utf8, "repeatability": pl.Float64,
+              "n_samples": pl.Int64, **{f"{k}_{m}": (pl.Int64 if k == "flagged" else pl.Float64)
+                                        for m in METHODS for k in ("flagged", "margin")}}
+    per_metric = pl.from_dicts(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    reps = criteria.filter(pl.col("status").is_in(MEASURED)).group_by("group", "benchmark").agg(
+        repeatability=pl.col("repeatability").mean(), measured=pl.len())
+    per_bench = per_metric.drop("repeatability").group_by("group", "benchmark").agg(
+        metrics=pl.len(), samples=pl.col("n_samples").sum(),
+        **{f"flagged_{m}": pl.col(f"flagged_{m}").sum() for m in METHODS},
+        **{f"margin_{m}": pl.col(f"margin_{m}").mean() for m in METHODS},
+        **{f"margin_metrics_{m}": pl.col(f"margin_{m}").is_not_null().sum() for m in METHODS},
+    )
+    per_bench = reps.join(per_bench, on=["group", "benchmark"], how="left").with_columns(
+        pl.col("metrics").fill_null(0)).sort("group", "benchmark")
+    return per_metric, per_bench

@@ -1,0 +1,130 @@
+"""Criteria per benchmark metric (and per host group when there are groups):
+Algorithm 2 at the required similarity alpha, then a noise check that decides
+whether the metric can be judged at all.
+
+Why the noise check: a validation run judges hundreds of metrics per node, so
+a metric may false-alarm on a healthy node only very rarely (one in ~10^5)
+or every node fails something. The healthy spread sigma is read from the
+kept samples' worse-side tail (their 5th and 1st percentile similarity to the
+criterion, as Gaussian z-scores 1.645 and 2.326). The metric is judged when
+alpha lies at least ``noise_z`` sigmas out (status ok); when it does not, the
+threshold is widened to 1 - noise_z * sigma (status loose: a gross failure is
+still caught) as long as that stays at or above ``min_alpha``. It is not
+judged (status noisy) below that, or when the tail is heavier than Gaussian
+(the 1st percentile more than ``tail_ratio`` times further out than the 5th
+says so: tail latencies, small messages), nor when Algorithm 2 set aside more
+than ``max_drop_share`` of the samples (bimodal: no single healthy level), nor
+when values are printed too coarsely to resolve the threshold (coarse).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from analysis.criteria import samples as S
+from analysis.criteria.similarity import learn_criterion, one_sided_similarity
+
+JUDGED = ("ok", "loose")
+Z05, Z01 = 1.645, 2.326
+
+
+@dataclass(frozen=True)
+class CriteriaConfig:
+    alpha: float = 0.95  # required similarity (SuperBench's usual 5% variance rules read the same)
+    noise_z: float = 4.5  # ~3e-6 false alarms per healthy metric: x hundreds of metrics, ~0.1% of nodes per run
+    min_alpha: float = 0.90  # widen a noisy metric's threshold down to here, no further
+    tail_ratio: float = 2.0
+    max_drop_share: float = 0.2
+    min_hosts: int = 5  # fewer nodes than this say nothing about a fleet
+    repeatability_floor: float = 0.95  # a benchmark below it blocks the export (Anubis: within alpha)
+    window_days: int = 28  # runs learned from and judged: the trailing window before the latest run
+    steps_q: int = 16  # quantiles kept per per-step sample
+    missing_share: float = 0.5  # a metric "the fleet reports" in a run: on at least this share of its nodes
+    min_failed_runs: int = 2  # a node is defective when it failed at least this many runs ...
+    min_failed_share: float = 0.5  # ... and at least this share of the runs it took in the window
+    max_iter: int = 4
+
+
+CRITERIA_SCHEMA = {
+    "group": pl.Utf8, "benchmark": pl.Utf8, "metric": pl.Utf8, "kind": pl.Utf8, "direction": pl.Utf8,
+    "unit": pl.Utf8, "guessed_direction": pl.Boolean, "status": pl.Utf8, "reason": pl.Utf8,
+    "criterion": pl.List(pl.Float64), "criterion_value": pl.Float64, "alpha": pl.Float64, "threshold": pl.Float64,
+    "pass_value": pl.Float64, "n_samples": pl.Int64, "n_hosts": pl.Int64, "n_dropped": pl.Int64,
+    "repeatability": pl.Float64, "sigma": pl.Float64}
+
+
+def _noise(s1_kept: np.ndarray) -> tuple[float, float, float]:
+    """sigma (the larger of the two tail estimates), and the 5%/1% estimates."""
+    s05 = (1 - float(np.quantile(s1_kept, 0.05))) / Z05
+    s01 = (1 - float(np.quantile(s1_kept, 0.01))) / Z01
+    return max(s05, s01), s05, s01
+
+
+def _resolution(x: np.ndarray) -> float:
+    """The smallest step between distinct values, relative to the median: how finely the tool prints it."""
+    vals = np.unique(x.mean(axis=1))
+    med = abs(float(np.median(vals))) if len(vals) else 0.0
+    steps = np.diff(vals)
+    steps = steps[steps > 0]
+    return float(steps.min() / med) if len(steps) and med > 0 else 0.0
+
+
+def learn_family(x: np.ndarray, direction: str, cfg: CriteriaConfig) -> dict:
+    """One measured metric's samples (n x Q) -> criterion, status and figures."""
+    alpha = cfg.alpha
+    for _ in range(cfg.max_iter):
+        criterion, kept = learn_criterion(x, alpha)
+        s1 = one_sided_similarity(x, criterion, direction)
+        sigma, s05, s01 = _noise(s1[kept])
+        widened = min(cfg.alpha, 1 - cfg.noise_z * sigma)
+        if widened >= alpha - 1e-4 or widened < cfg.min_alpha:
+            break
+        alpha = widened  # relearn with the wider threshold: the kept set then holds the whole healthy spread
+    share = float((~kept).mean())
+    if share > cfg.max_drop_share:
+        status, reason = "bimodal", f"Algorithm 2 set aside {share:.0%} of the samples: no single healthy level"
+    elif widened < cfg.min_alpha:
+        status, reason = "noisy", f"healthy spread sigma {sigma:.3f}: a threshold {cfg.noise_z} sigmas out would be " \
+                                  f"similarity {widened:.3f}, under min_alpha {cfg.min_alpha}"
+    elif s01 > cfg.tail_ratio * s05:
+        status, reason = "noisy", f"heavy tail: the 1% tail is {s01 / max(s05, 1e-12):.1f}x further out than a " \
+                                  "Gaussian spread would put it"
+    elif _resolution(x) > (1 - alpha) / 2:
+        status, reason = "coarse", f"values printed in steps of {_resolution(x):.1%}: too coarse for a " \
+                                   f"{1 - alpha:.1%} threshold"
+    elif alpha < cfg.alpha:
+        status, reason = "loose", f"healthy spread sigma {sigma:.3f}: judged at {alpha:.3f} instead of {cfg.alpha}"
+    else:
+        status, reason = "ok", None
+    crit_value = float(np.median(criterion))
+    threshold = crit_value * alpha if direction == "higher" else crit_value / alpha
+    return {"status": status, "reason": reason, "criterion": criterion.tolist(), "criterion_value": crit_value,
+            "alpha": alpha, "threshold": threshold, "n_dropped": int((~kept).sum()), "sigma": sigma}
+
+
+def learn(samples: pl.DataFrame, classes: pl.DataFrame, cfg: CriteriaConfig = CriteriaConfig(),
+          progress=None) -> pl.DataFrame:
+    """samples (analysis.criteria.samples.build) + classes (catalog.classify over
+    "<benchmark>/<metric>") -> one row per (group, benchmark, metric)."""
+    rows = []
+    families = samples.partition_by(S.FAMILY, as_dict=True, maintain_order=True)
+    cls = {r["name"]: r for r in classes.iter_rows(named=True)}
+    for i, ((group, bench, metric), fam) in enumerate(families.items()):
+        c = cls[f"{bench}/{metric}"]
+        row = {"group": group, "benchmark": bench, "metric": metric, "kind": c["kind"], "direction": c["direction"],
+               "unit": c["unit"], "guessed_direction": c["guessed"], "pass_value": c["pass_value"],
+               "n_samples": fam.height, "n_hosts": fam["host"].n_unique(), "n_dropped": 0}
+        if c["kind"] == "flag":
+            row.update(status="flag", reason=f"pass/fail: pass is {c['pass_value']:g}")
+        elif c["kind"] == "info":
+            row.update(status="info", reason="recorded, not judged (metrics catalog)")
+        elif row["n_hosts"] < cfg.min_hosts:
+            row.update(status="too_few_hosts", reason=f"{row['n_hosts']} nodes, fewer than min_hosts {cfg.min_hosts}")
+        else:
+            row.update(learn_family(S.matrix(fam), c["direction"], cfg))
+        rows.append(row)
+        if progress and (i + 1) % 200 == 0:
+            progress(i + 1, len(families))
+    return pl.from_dicts(rows, schema=CRITERIA_SCHEMA) if rows else pl.DataFrame(schema=CRITERIA_SCHEMA)

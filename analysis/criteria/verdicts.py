@@ -1,0 +1,122 @@
+"""The online check (Anubis §3.4, eq. 4): each node's result in each run
+against the criteria, and the node-level call over the runs of the window.
+
+A node fails a run on a metric when
+  - a judged metric's one-directional similarity to its criterion is under the
+    criterion's alpha (only worse counts: a faster node passes), on any rank;
+  - a pass/fail flag (return_code, gpu-burn's per-GPU pass) is not its pass value;
+  - the metric is missing: the fleet reports it in that run (on at least
+    ``missing_share`` of the run's nodes) and this node, which took part in the
+    run, has no result for it, or fewer ranks than the fleet (which ranks is said).
+Results naming several hosts (an nccl-tests run across nodes) are not judged
+here: they cannot blame one node (job-log evidence does that).
+"""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from analysis.criteria import samples as S
+from analysis.criteria.learn import JUDGED, CriteriaConfig
+from analysis.criteria.similarity import one_sided_similarity
+
+VERDICT_SCHEMA = {"run_id": pl.Utf8, "run_time": pl.Datetime("us"), "host": pl.Utf8, "group": pl.Utf8,
+                  "benchmark": pl.Utf8, "metric": pl.Utf8, "rank": pl.Int32, "similarity": pl.Float64,
+                  "value": pl.Float64, "verdict": pl.Utf8, "reason": pl.Utf8}
+
+
+def _measured(samples: pl.DataFrame, criteria: pl.DataFrame) -> pl.DataFrame:
+    judged = criteria.filter(pl.col("status").is_in(JUDGED))
+    parts = []
+    fams = samples.join(judged.select(S.FAMILY), on=S.FAMILY, how="semi").partition_by(S.FAMILY, as_dict=True)
+    crit = {(r["group"], r["benchmark"], r["metric"]): r for r in judged.iter_rows(named=True)}
+    for key, fam in fams.items():
+        c = crit[key]
+        x = S.matrix(fam)
+        sim = one_sided_similarity(x, np.asarray(c["criterion"]), c["direction"])
+        parts.append(fam.select("run_id", "run_time", "host", *S.FAMILY, "rank").with_columns(
+            similarity=pl.Series(sim), value=pl.Series(x.mean(axis=1)), alpha=pl.lit(c["alpha"]),
+            unit=pl.lit(c["unit"] or "")))
+    if not parts:
+        return pl.DataFrame(schema=VERDICT_SCHEMA)
+    per_rank = pl.concat(parts)
+    # the worst rank speaks for the node
+    worst = (per_rank.sort("similarity").group_by("run_id", "host", *S.FAMILY, maintain_order=True).first())
+    fail = pl.col("similarity") < pl.col("alpha")
+    where = pl.when(pl.col("rank") >= 0).then(pl.format(" on rank {}", pl.col("rank"))).otherwise(pl.lit(""))
+    return worst.with_columns(
+        verdict=pl.when(fail).then(pl.lit("fail")).otherwise(pl.lit("pass")),
+        reason=pl.when(fail).then(pl.format("similarity {} under {}{} (value {})", pl.col("similarity").round(3),
+                                            pl.col("alpha").round(3), where, pl.col("value").round_sig_figs(4)))
+    ).select(list(VERDICT_SCHEMA))
+
+
+def _flags(samples: pl.DataFrame, criteria: pl.DataFrame) -> pl.DataFrame:
+    flags = criteria.filter(pl.col("status") == "flag").select(*S.FAMILY, "pass_value")
+    rows = samples.join(flags, on=S.FAMILY).with_columns(value=pl.col("q").list.first())
+    bad = pl.col("value") != pl.col("pass_value")
+    where = pl.when(pl.col("rank") >= 0).then(pl.format(" on rank {}", pl.col("rank"))).otherwise(pl.lit(""))
+    worst = rows.sort(bad, descending=True).group_by("run_id", "host", *S.FAMILY, maintain_order=True).agg(
+        pl.col("run_time").first(), pl.col("rank").filter(bad).first(), pl.col("value").filter(bad).first(),
+        pl.col("pass_value").first(), failed=bad.any())
+    return worst.with_columns(
+        similarity=pl.lit(None, pl.Float64), rank=pl.col("rank"),
+        verdict=pl.when(pl.col("failed")).then(pl.lit("fail")).otherwise(pl.lit("pass")),
+        reason=pl.when(pl.col("failed")).then(pl.format("flag {}{} (pass is {})", pl.col("value"), where,
+                                                        pl.col("pass_value")))
+    ).select(list(VERDICT_SCHEMA))
+
+
+def _missing(samples: pl.DataFrame, criteria: pl.DataFrame, cfg: CriteriaConfig) -> pl.DataFrame:
+    """Metrics the fleet reports in a run that a node of that run lacks (all or some ranks)."""
+    watched = criteria.filter(pl.col("kind") != "info").select(S.FAMILY)
+    s = samples.join(watched, on=S.FAMILY, how="semi")
+    run_hosts = samples.group_by("run_id").agg(pl.col("host").n_unique().alias("run_nodes"),
+                                               pl.col("run_time").min())
+    per_rank = s.group_by("run_id", *S.FAMILY, "rank").agg(pl.col("host").n_unique().alias("nodes"))
+    expected = (per_rank.join(run_hosts, on="run_id")
+                .filter(pl.col("nodes") >= cfg.missing_share * pl.col("run_nodes")))
+    hosts = samples.select("run_id", "host", "group").unique()
+    want = expected.join(hosts, on=["run_id", "group"])
+    lacking = want.join(s.select("run_id", "host", *S.FAMILY, "rank"), on=["run_id", "host", *S.FAMILY, "rank"],
+                        how="anti")
+    if lacking.height == 0:
+        return pl.DataFrame(schema=VERDICT_SCHEMA)
+    n_expected = expected.group_by("run_id", *S.FAMILY).agg(pl.len().alias("n_ranks"),
+                                                            pl.col("nodes").max(), pl.col("run_nodes").first())
+    out = (lacking.group_by("run_id", "host", *S.FAMILY).agg(pl.col("rank").sort(), pl.col("run_time").first())
+           .join(n_expected, on=["run_id", *S.FAMILY]))
+    whole = pl.col("rank").list.len() == pl.col("n_ranks")
+    ranks = pl.col("rank").list.eval(pl.element().cast(pl.Utf8)).list.join(",")
+    return out.with_columns(
+        rank=pl.when(whole).then(pl.lit(None, pl.Int32)).otherwise(pl.col("rank").list.first()),
+        similarity=pl.lit(None, pl.Float64), value=pl.lit(None, pl.Float64), verdict=pl.lit("fail"),
+        reason=pl.when(whole).then(pl.format("missing: no result (the fleet reports it on {} of {} nodes)",
+                                             pl.col("nodes"), pl.col("run_nodes")))
+        .otherwise(pl.format("missing: no result on rank(s) {}", ranks))
+    ).select(list(VERDICT_SCHEMA))
+
+
+def check(samples: pl.DataFrame, criteria: pl.DataFrame, cfg: CriteriaConfig = CriteriaConfig()) -> pl.DataFrame:
+    """One row per (run, host, metric) judged: pass or fail, with the similarity and why."""
+    single = samples.filter(~pl.col("host").str.contains(",", literal=True))
+    out = pl.concat([_measured(single, criteria), _flags(single, criteria), _missing(single, criteria, cfg)])
+    return out.sort("run_time", "run_id", "host", "benchmark", "metric", nulls_last=True)
+
+
+def node_status(verdicts: pl.DataFrame, cfg: CriteriaConfig = CriteriaConfig()) -> pl.DataFrame:
+    """Per host over the window: runs taken, runs failed, the latest run and its
+    failing metrics, and ``defective``: failed at least min_failed_runs runs and
+    at least min_failed_share of its runs (one failed run is a re-test, a
+    repeated one a defect)."""
+    runs = verdicts.group_by("host", "run_id").agg(
+        pl.col("run_time").min(), failed=(pl.col("verdict") == "fail").any(),
+        failing=pl.format("{}/{}", "benchmark", "metric").filter(pl.col("verdict") == "fail").unique().sort())
+    per_host = runs.sort("run_time", "run_id").group_by("host").agg(
+        runs=pl.len(), failed_runs=pl.col("failed").sum(), last_run=pl.col("run_id").last(),
+        last_run_time=pl.col("run_time").last(), last_failed=pl.col("failed").last(),
+        last_failing=pl.col("failing").last(),
+        first_failed_time=pl.col("run_time").filter(pl.col("failed")).first())
+    return per_host.with_columns(
+        defective=(pl.col("failed_runs") >= cfg.min_failed_runs)
+        & (pl.col("failed_runs") >= cfg.min_failed_share * pl.col("runs"))).sort("host")

@@ -1,0 +1,51 @@
+"""Benchmark criteria learned from the fleet, the verdicts on every node, and
+the files validation runs consume (SuperBench rules and baseline)."""
+from pathlib import Path
+
+from dagster import AssetCheckResult, MaterializeResult, MetadataValue, asset, asset_check
+
+from analysis.criteria import run as criteria_run
+from pipelines.resources import CriteriaSettings, ReportSettings, Warehouse
+from pipelines.version import made_by
+
+
+@asset(deps=["benchmark_results"], group_name="models",
+       description="benchmark_criteria (Anubis Alg. 2 per metric), benchmark_verdicts (each node in each run), "
+                   "benchmark_nodes (failed runs, defective) and criteria_evaluation (vs IQR and k-means).")
+def benchmark_criteria(warehouse: Warehouse, criteria: CriteriaSettings) -> MaterializeResult:
+    with warehouse.connect() as con:
+        try:
+            result = criteria_run.run(con, criteria.config(), criteria.metrics_file)
+        except criteria_run.NoBenchmarks as exc:
+            return MaterializeResult(metadata={"skipped": str(exc)})
+    return MaterializeResult(metadata=criteria_run.summary(result))
+
+
+@asset_check(asset=benchmark_criteria, blocking=True,
+             description="Every benchmark's repeatability among healthy nodes is at least repeatability_floor: "
+                         "a noisy benchmark must not produce criteria.")
+def benchmarks_repeatable(warehouse: Warehouse, criteria: CriteriaSettings) -> AssetCheckResult:
+    with warehouse.connect() as con:
+        try:
+            _, evaluation = criteria_run.latest(con)
+        except criteria_run.NoBenchmarks:
+            return AssetCheckResult(passed=True, metadata={"benchmarks": 0})
+    noisy = criteria_run.noisy_benchmarks(evaluation, criteria.repeatability_floor)
+    listed = ", ".join(f"{b} {r:.3f}" for _, b, r in noisy.iter_rows())
+    return AssetCheckResult(passed=noisy.height == 0 or criteria.skip_noisy,
+                            description=f"under the floor {criteria.repeatability_floor}: {listed}" if listed else None,
+                            metadata={"benchmarks": evaluation.height, "noisy": MetadataValue.text(listed or "none")})
+
+
+@asset(deps=[benchmark_criteria], group_name="models",
+       description="OUT/exports/criteria/: criteria.json (versioned), rules.yaml and baseline.json for "
+                   "`sb result diagnosis`.")
+def criteria_exports(warehouse: Warehouse, criteria: CriteriaSettings,
+                     report_settings: ReportSettings) -> MaterializeResult:
+    with warehouse.connect() as con:
+        try:
+            paths = criteria_run.export(con, Path(report_settings.out_dir) / "exports" / "criteria",
+                                        made_by(warehouse.db_path), criteria.config(), criteria.skip_noisy)
+        except criteria_run.NoBenchmarks as exc:
+            return MaterializeResult(metadata={"skipped": str(exc)})
+    return MaterializeResult(metadata={name: str(p) for name, p in paths.items()})

@@ -1,0 +1,83 @@
+"""`goodput criteria`: relearn the benchmark criteria, judge every node, export for validation runs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from pipelines.cli_models import _open
+
+
+@click.command("criteria")
+@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out"),
+              show_default=True, help="criteria.json, rules.yaml and baseline.json go to OUT/exports/criteria/.")
+@click.option("--alpha", type=click.FloatRange(0.5, 1.0, max_open=True), default=0.95, show_default=True,
+              help="Required similarity to the criterion (0.95: 5% worse fails, as SuperBench's variance rules).")
+@click.option("--window-days", type=click.IntRange(1, 3650), default=28, show_default=True,
+              help="Validation runs learned from and judged: this many days before the latest run.")
+@click.option("--metrics", "metrics", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Metrics catalog entries tried before catalog/benchmark_metrics.yaml [default: $GOODPUT_METRICS].")
+@click.option("--repeatability-floor", type=click.FloatRange(0.0, 1.0), default=0.95, show_default=True,
+              help="A benchmark whose repeatability among healthy nodes is under this blocks the export.")
+@click.option("--skip-noisy", is_flag=True, help="Export without the benchmarks under the floor instead of not at all.")
+def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int, metrics: Path | None,
+                     repeatability_floor: float, skip_noisy: bool) -> None:
+    """Learn each benchmark metric's criterion from the fleet's validation runs
+    (Anubis Alg. 2), judge every node in every run of the window, store
+    benchmark_criteria, benchmark_verdicts, benchmark_nodes and
+    criteria_evaluation, and write OUT/exports/criteria/."""
+    import os
+
+    from analysis.criteria import catalog
+    from analysis.criteria import run as criteria_run
+    from analysis.criteria.learn import CriteriaConfig
+    from pipelines.version import made_by
+
+    metrics = metrics or (Path(os.environ["GOODPUT_METRICS"]) if os.environ.get("GOODPUT_METRICS") else None)
+    cfg = CriteriaConfig(alpha=alpha, window_days=window_days, repeatability_floor=repeatability_floor)
+    con, db = _open(db, read_only=False)
+    try:
+        try:
+            catalog.load(metrics)
+            result = criteria_run.run(con, cfg, metrics, progress=lambda i, n: click.echo(f"  {i}/{n} metrics", err=True))
+        except (catalog.CatalogError, criteria_run.NoBenchmarks) as exc:
+            raise click.ClickException(str(exc)) from None
+        _print(result, cfg)
+        try:
+            paths = criteria_run.export(con, out / "exports" / "criteria", made_by(db), cfg, skip_noisy)
+        except criteria_run.NoisyBenchmarks as exc:
+            raise click.ClickException(f"criteria stored, not exported: {exc}") from None
+        except OSError as exc:
+            raise click.ClickException(f"cannot write to {out}: {exc.strerror or exc}") from None
+    finally:
+        con.close()
+    for name, path in paths.items():
+        click.echo(f"{name:15} {path}")
+
+
+def _print(result, cfg) -> None:
+    import polars as pl
+
+    s = result.criteria.group_by("status").len().sort("status")
+    click.echo(f"Criteria {result.version}: {result.criteria.height} metrics from {result.fleet} nodes, runs "
+               f"{result.trained_from:%Y-%m-%d} to {result.trained_to:%Y-%m-%d} (alpha {cfg.alpha}).")
+    click.echo("  " + ", ".join(f"{st} {n}" for st, n in s.iter_rows()))
+    guessed = result.criteria.filter(pl.col("guessed_direction"))
+    if guessed.height:
+        click.echo(f"  direction guessed from the name for {guessed.height} metric(s), e.g. "
+                   + ", ".join(f"{b}/{m} ({d})" for b, m, d in guessed.select("benchmark", "metric", "direction")
+                               .head(3).iter_rows()))
+    click.echo("Benchmark                          repeat.  margin alg2 / IQR / k-means")
+    for r in result.per_benchmark.iter_rows(named=True):
+        m = [("-" if r[f"margin_{k}"] is None else f"{r[f'margin_{k}']:.3g}") for k in ("alg2", "iqr", "kmeans")]
+        click.echo(f"  {r['benchmark'][:32]:32} {r['repeatability'] or float('nan'):.3f}   {' / '.join(m)}")
+    nodes = result.nodes
+    failed = nodes.filter(pl.col("last_failed"))
+    click.echo(f"Latest runs: {failed.height} of {nodes.height} nodes failed; "
+               f"{int(nodes['defective'].sum())} defective (failed >= {cfg.min_failed_runs} runs and >= "
+               f"{cfg.min_failed_share:.0%} of theirs).")
+    for r in failed.sort("host").head(10).iter_rows(named=True):
+        click.echo(f"  {r['host']:20} {r['last_run']}: {', '.join(r['last_failing'][:3])}"
+                   + (" ..." if len(r["last_failing"]) > 3 else ""))
