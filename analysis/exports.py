@@ -32,8 +32,10 @@ class LadderConfig:
     max_drain_floor: int = 5  # ... and above this many nodes (a small cluster may lose 5 nodes at once)
     # a job's blame is known once the attribution window after its end has passed (taxonomy after_min)
     attribution_after_s: int = 300
-    benchmark_window_days: int = 28  # validation runs that count towards a repeated failure ...
-    benchmark_min_failed: int = 2  # ... and how many failed runs make it one (and half of the node's runs)
+    # a repeated validation failure, as goodput criteria calls a node defective (analysis/criteria/learn.py):
+    benchmark_window_days: int = 56  # validation runs that count ...
+    benchmark_min_failed: int = 3  # ... how many must have failed ...
+    benchmark_min_share: float = 1 / 3  # ... and what share of the node's runs
 
 
 def drain_limit(cfg: LadderConfig, fleet: int) -> int:
@@ -66,7 +68,8 @@ def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: Lad
                                                 "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
                                                 "risk_p7": cfg.risk_p7, "after_s": cfg.attribution_after_s,
                                                 "bench_days": cfg.benchmark_window_days,
-                                                "bench_min_failed": cfg.benchmark_min_failed})])
+                                                "bench_min_failed": cfg.benchmark_min_failed,
+                                                "bench_min_share": cfg.benchmark_min_share})])
     return con.sql("SELECT * FROM node_actions ORDER BY action, host").pl()
 
 

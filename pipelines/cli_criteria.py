@@ -15,7 +15,7 @@ from pipelines.cli_models import _open
               show_default=True, help="criteria.json, rules.yaml and baseline.json go to OUT/exports/criteria/.")
 @click.option("--alpha", type=click.FloatRange(0.5, 1.0, max_open=True), default=0.95, show_default=True,
               help="Required similarity to the criterion (0.95: 5% worse fails, as SuperBench's variance rules).")
-@click.option("--window-days", type=click.IntRange(1, 3650), default=28, show_default=True,
+@click.option("--window-days", type=click.IntRange(1, 3650), default=56, show_default=True,
               help="Validation runs learned from and judged: this many days before the latest run.")
 @click.option("--metrics", "metrics", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Metrics catalog entries tried before catalog/benchmark_metrics.yaml [default: $GOODPUT_METRICS].")

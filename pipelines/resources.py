@@ -110,7 +110,7 @@ class CriteriaSettings(ConfigurableResource):
     blocks the export, and an operator's metrics file ($GOODPUT_METRICS) tried
     before catalog/benchmark_metrics.yaml."""
     alpha: float = 0.95
-    window_days: int = 28
+    window_days: int = 56
     repeatability_floor: float = 0.95
     skip_noisy: bool = False
     metrics_file: str | None = os.environ.get("GOODPUT_METRICS") or None

@@ -114,11 +114,30 @@ def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:
     }
 
 
+def benchmark_criteria(con: duckdb.DuckDBPyConnection, floor: float = 0.95) -> dict | None:
+    """The latest criteria, their evaluation and the latest run's failures; None before `goodput criteria` ran."""
+    present = set(sql.query(con, "report_node_models")["table_name"].to_list())
+    if not {"benchmark_criteria", "criteria_evaluation", "benchmark_verdicts"} <= present:
+        return None
+    status = sql.query(con, "report_criteria")
+    if status.height == 0:
+        return None
+    failures = sql.query(con, "report_validation_failures")
+    guessed = [m for ms in status["guessed_metrics"].to_list() if ms for m in ms]
+    return {"version": status["version"][0], "trained_from": status["trained_from"].min(),
+            "trained_to": status["trained_to"].max(), "fleet": int(status["fleet"].max()),
+            "status": dict(status.select("status", "metrics").iter_rows()), "guessed": guessed,
+            "benchmarks": sql.query(con, "report_criteria_benchmarks").to_dicts(), "floor": floor,
+            "run": failures["run_id"][0] if failures.height else None, "failed": failures.head(25).to_dicts(),
+            "more_failed": max(failures.height - 25, 0)}
+
+
 def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
                   dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5) -> Path:
     """Write out_dir/reliability-DAY.html and a copy as latest.html; return the dated path."""
     context = gather(con, day, u0_h, dt_h, window, crash_loop_min)
     context["models"] = node_models(con)
+    context["criteria"] = benchmark_criteria(con)
     if context["models"] and context["models"]["chart"]:
         context["charts"]["risk"] = context["models"]["chart"]
     html = _env().get_template("report.html.j2").render(**context, javascript=Markup(_javascript()))

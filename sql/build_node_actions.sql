@@ -2,8 +2,8 @@
 -- an escalation ladder over the evidence of the last $expiry_days days:
 --   drain_now        a lemon, a confirmed, critical, non-transient incident since
 --                    the node's last repair, or a repeated validation failure (its
---                    latest run failed, and at least $bench_min_failed runs and half
---                    of its runs in the last $bench_days days did);
+--                    latest run failed, and at least $bench_min_failed runs and
+--                    $bench_min_share of its runs in the last $bench_days days did);
 --   drain_after_job  $repeat_min or more confirmed incidents, a failed latest validation
 --                    run (re-validate before new work), or a 7-day incident
 --                    probability of at least $risk_p7 (node_risk's Cox-Time, when it could be trained);
@@ -67,7 +67,7 @@ WITH window_incidents AS (
     -- held only by a failed latest run within the expiry window: a later pass releases the node
     SELECT host, arg_max(run_id, run_time) AS bench_run, max(run_time) AS bench_time,
            arg_max(failing, run_time) AS bench_failing,
-           count(*) FILTER (WHERE failed) >= $bench_min_failed AND count(*) FILTER (WHERE failed) >= 0.5 * count(*) AS bench_repeated
+           count(*) FILTER (WHERE failed) >= $bench_min_failed AND count(*) FILTER (WHERE failed) >= $bench_min_share * count(*) AS bench_repeated
     FROM bench_runs GROUP BY host
     HAVING arg_max(failed, run_time) AND max(run_time) >= $as_of - to_days($expiry_days)
 ), candidates AS (

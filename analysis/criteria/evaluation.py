@@ -11,12 +11,17 @@ criterion c:
 Margin ratio (our copy of the paper states no formula; this is our reading
 of "the margin between healthy and defective nodes"): on the sample means,
 oriented so higher is better, the gap between the classes as a ratio of how
-far the healthy class itself reaches below its criterion:
-    (worst healthy - best defective) / (c - worst healthy).
-Above 1: the defects sit further from the healthy nodes than the healthy
-nodes spread; calling a marginal healthy sample defective (IQR's tail) or a
-degraded one healthy (k-means' majority) shrinks it. A method that flags
-nothing on a metric draws no boundary there and gets no margin on it.
+far the healthy class itself reaches below the fleet's median m:
+    (worst healthy - best defective) / (m - worst healthy).
+m is the same for every method, so two methods that split the samples the
+same way tie. Above 1: the defects sit further from the healthy nodes than
+the healthy nodes spread. Calling a marginal healthy sample defective (IQR's
+tail) shrinks it; so does calling a marginal degraded sample defective, which
+is what alpha asks for: k-means, which cuts at the widest gap and leaves
+mildly degraded samples in its healthy class, can win on margin while it
+misses them (tests/test_criteria_sim.py checks that this is the only way it
+wins). A method that flags nothing on a metric draws no boundary there and
+gets no margin on it.
 """
 from __future__ import annotations
 
@@ -32,11 +37,12 @@ METHODS = ("alg2", "iqr", "kmeans")
 KMEANS_FIT_MAX = 20_000  # k-means is fitted on a seeded subset this big, then labels every sample
 
 
-def _margin(g: np.ndarray, bad: np.ndarray, c: float) -> float | None:
+def margin_ratio(g: np.ndarray, bad: np.ndarray) -> float | None:
     if not bad.any() or bad.all():
         return None
-    worst_healthy = g[~bad].min()
-    reach = max(c - worst_healthy, 1e-9 * max(abs(c), 1e-12))
+    m, worst_healthy = float(np.median(g)), g[~bad].min()
+    # a healthy class with no reach below the median (quantised values) counts as reaching 0.1% of it
+    reach = max(m - worst_healthy, 1e-3 * abs(m), 1e-12)
     return float((worst_healthy - g[bad].max()) / reach)
 
 
@@ -57,18 +63,17 @@ def _kmeans(x: np.ndarray, seed: int = 0) -> tuple[np.ndarray, float]:
     return labels != major, float(np.mean(x[labels == major]))
 
 
+def family_flags(x: np.ndarray, criterion: np.ndarray, direction: str, alpha: float) -> dict[str, np.ndarray]:
+    """Per method: which of one metric's samples it calls defective."""
+    sign = 1.0 if direction == "higher" else -1.0
+    return {"alg2": one_sided_similarity(x, criterion, direction) < alpha,
+            "iqr": _iqr(sign * x.mean(axis=1))[0], "kmeans": _kmeans(sign * x)[0]}
+
+
 def family_margins(x: np.ndarray, criterion: np.ndarray, direction: str, alpha: float) -> dict:
     """Per method: flagged count and margin ratio on one metric's samples."""
-    sign = 1.0 if direction == "higher" else -1.0
-    g = sign * x.mean(axis=1)  # higher is better for every metric
-    out = {}
-    bad = one_sided_similarity(x, criterion, direction) < alpha
-    out["alg2"] = (int(bad.sum()), _margin(g, bad, sign * float(np.median(criterion))))
-    bad, c = _iqr(g)
-    out["iqr"] = (int(bad.sum()), _margin(g, bad, c))
-    bad, c = _kmeans(sign * x)
-    out["kmeans"] = (int(bad.sum()), _margin(g, bad, float(np.mean(c))))
-    return out
+    g = (1.0 if direction == "higher" else -1.0) * x.mean(axis=1)  # higher is better for every metric
+    return {m: (int(bad.sum()), margin_ratio(g, bad)) for m, bad in family_flags(x, criterion, direction, alpha).items()}
 
 
 MEASURED = ("ok", "loose", "noisy", "bimodal", "coarse")

@@ -1,0 +1,75 @@
+"""Criteria on simulated weekly validation runs, judged against the simulator's truth."""
+from datetime import datetime
+
+import numpy as np
+import polars as pl
+import pytest
+
+from analysis import warehouse
+from analysis.criteria import run as criteria_run
+from analysis.criteria.learn import CriteriaConfig
+from analysis.ingest import ingest_directory
+from analysis.simulate.benchmarks import COMPONENTS, write_benchmarks
+
+
+def simulated(tmp_path, seed: int, n_hosts: int = 300, n_defective: int = 12, days: int = 63):
+    rng = np.random.default_rng(seed)
+    hosts = [f"gpu{i:04d}" for i in range(1, n_hosts + 1)]
+    picked = rng.choice(n_hosts, size=n_defective, replace=False)
+    defects = {hosts[int(i)]: COMPONENTS[k % len(COMPONENTS)] for k, i in enumerate(picked)}  # every component
+    truth = write_benchmarks(tmp_path / "src", hosts, defects, datetime(2024, 3, 1), days, rng)
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    ingest_directory(con, tmp_path / "src")
+    return con, defects, truth
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_defective_nodes_found_and_margin_beats_the_baselines(tmp_path, seed):
+    con, defects, truth = simulated(tmp_path, seed)
+    result = criteria_run.run(con, CriteriaConfig(window_days=365))
+    # node level: a defect that shows in most runs, against one-off outliers on healthy nodes
+    flagged = set(result.nodes.filter(pl.col("defective"))["host"])
+    hits = len(flagged & set(defects))
+    precision, recall = hits / max(len(flagged), 1), hits / len(defects)
+    assert precision >= 0.95 and recall >= 0.95, (precision, recall, sorted(flagged ^ set(defects)))
+    # run level: every run where a defect showed fails that node
+    failed = result.verdicts.group_by("run_id", "host").agg(fail=(pl.col("verdict") == "fail").any())
+    shown = truth.filter("defective").join(failed, on=["run_id", "host"], how="left")
+    assert shown["fail"].fill_null(False).mean() >= 0.95
+    # Margin ratio (Anubis Fig. 9) on every benchmark with defects: Algorithm 2 beats IQR, whose fence
+    # cuts into the healthy tail. Against k-means it mostly ties (both split the samples alike) or wins;
+    # k-means wins where it cuts at the widest gap and leaves mildly degraded samples healthy (power-capped
+    # GPUs 4-12% slower on bert) - reported in the note, not hidden: at most 3 such benchmarks here
+    ev = result.per_benchmark.filter(pl.col("margin_alg2").is_not_null())
+    assert ev.height >= 7
+    for r in ev.iter_rows(named=True):
+        assert r["margin_iqr"] is None or r["margin_alg2"] > r["margin_iqr"], r
+    kmeans_wins = ev.filter(pl.col("margin_kmeans") > pl.col("margin_alg2") + 1e-9)["benchmark"].to_list()
+    assert len(kmeans_wins) <= 3, kmeans_wins
+    # and every benchmark is repeatable: the export is not blocked
+    assert criteria_run.noisy_benchmarks(result.per_benchmark, 0.95).height == 0
+    con.close()
+
+
+def test_verdicts_say_which_metric_and_missing_results_fail(tmp_path):
+    con, defects, truth = simulated(tmp_path, 5, n_hosts=60, n_defective=4, days=21)
+    # one node's latest run lost its ib-loopback results (the benchmark did not run)
+    latest = sorted((tmp_path / "src" / "benchmarks").iterdir())[-1] / "results-summary.jsonl"
+    lines = latest.read_text().splitlines()
+    import json
+    obj = json.loads(lines[0])
+    host = obj["node"]
+    lines[0] = json.dumps({k: v for k, v in obj.items() if not k.startswith("ib-loopback/")})
+    latest.write_text("\n".join(lines) + "\n")
+    ingest_directory(con, tmp_path / "src")
+    result = criteria_run.run(con, CriteriaConfig(window_days=365))
+    miss = result.verdicts.filter((pl.col("host") == host) & (pl.col("benchmark") == "ib-loopback")
+                                  & (pl.col("run_id") == latest.parent.name))
+    assert miss.height == 1 and miss["verdict"][0] == "fail"
+    assert miss["reason"][0].startswith("missing: no result (the fleet reports it on 59 of 60 nodes)")
+    bad = result.verdicts.filter(pl.col("verdict") == "fail").filter(pl.col("similarity").is_not_null())
+    assert bad.height and bad["reason"].str.contains(r"^similarity 0\.\d+ under 0\.9\d*").all()
+    # the tables are in the warehouse for ad-hoc SQL
+    n = con.execute("SELECT count(*) FROM benchmark_verdicts WHERE verdict = 'fail'").fetchall()[0][0]
+    assert n == result.verdicts.filter(pl.col("verdict") == "fail").height
+    con.close()
