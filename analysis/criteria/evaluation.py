@@ -84,12 +84,12 @@ def healthy_repeatability(samples: pl.DataFrame, criteria: pl.DataFrame, verdict
     each measured metric's samples from the nodes that passed that benchmark in
     that run (Anubis: among healthy nodes). Noisy metrics count too: they are
     what makes a benchmark unrepeatable."""
-    failed = verdicts.filter(pl.col("verdict") == "fail").select("run_id", "host", "group", "benchmark").unique()
-    measured = criteria.filter(pl.col("status").is_in(MEASURED)).select(S.FAMILY)
+    failed = S.compact(verdicts.filter(pl.col("verdict") == "fail").select("run_id", "host", "group", "benchmark")
+                       .unique())
+    measured = S.compact(criteria.filter(pl.col("status").is_in(MEASURED)).select(S.FAMILY))
     healthy = (samples.join(measured, on=S.FAMILY, how="semi")
                .join(failed, on=["run_id", "host", "group", "benchmark"], how="anti"))
-    reps = [(*key, repeatability(S.matrix(fam))) for key, fam in
-            healthy.partition_by(S.FAMILY, as_dict=True, maintain_order=True).items()]
+    reps = [(*key, repeatability(S.matrix(fam))) for key, fam in S.families(healthy).items()]
     table = pl.DataFrame(reps, schema={"group": pl.Utf8, "benchmark": pl.Utf8, "metric": pl.Utf8,
                                        "repeatability": pl.Float64}, orient="row")
     return criteria.drop("repeatability", strict=False).join(table, on=S.FAMILY, how="left", maintain_order="left")
@@ -102,8 +102,7 @@ def evaluate(samples: pl.DataFrame, criteria: pl.DataFrame) -> tuple[pl.DataFram
     judged = criteria.filter(pl.col("status").is_in(JUDGED))
     crit = {(r["group"], r["benchmark"], r["metric"]): r for r in judged.iter_rows(named=True)}
     rows = []
-    for key, fam in samples.join(judged.select(S.FAMILY), on=S.FAMILY, how="semi").partition_by(
-            S.FAMILY, as_dict=True, maintain_order=True).items():
+    for key, fam in S.families(samples.join(S.compact(judged.select(S.FAMILY)), on=S.FAMILY, how="semi")).items():
         c = crit[key]
         m = family_margins(S.matrix(fam), np.asarray(c["criterion"]), c["direction"], c["alpha"])
         row = dict(zip(S.FAMILY, key), repeatability=c["repeatability"], n_samples=fam.height)

@@ -115,7 +115,7 @@ def learn(samples: pl.DataFrame, classes: pl.DataFrame, cfg: CriteriaConfig = Cr
     """samples (analysis.criteria.samples.build) + classes (catalog.classify over
     "<benchmark>/<metric>") -> one row per (group, benchmark, metric)."""
     rows = []
-    families = samples.partition_by(S.FAMILY, as_dict=True, maintain_order=True)
+    families = S.families(samples)
     cls = {r["name"]: r for r in classes.iter_rows(named=True)}
     for i, ((group, bench, metric), fam) in enumerate(families.items()):
         c = cls[f"{bench}/{metric}"]

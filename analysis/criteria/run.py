@@ -37,15 +37,13 @@ def version_of(criteria: pl.DataFrame, trained_to) -> str:
     return f"{trained_to:%Y%m%dT%H%M%S}-{hashlib.sha256(body.encode()).hexdigest()[:8]}"
 
 
-def compute(rows: pl.DataFrame, cfg: CriteriaConfig = CriteriaConfig(), metrics_file=None,
+def compute(smp: pl.DataFrame, cfg: CriteriaConfig = CriteriaConfig(), metrics_file=None,
             groups: pl.DataFrame | None = None, progress=None) -> CriteriaRun:
-    """Pure: benchmark rows (criteria_samples.sql's columns) -> criteria, verdicts, node standing, evaluation."""
-    if rows.height == 0:
+    """Pure: samples (load_samples) -> criteria, verdicts, node standing, evaluation."""
+    if smp.height == 0:
         raise NoBenchmarks("no benchmark results in the warehouse: put SuperBench results (results-summary.jsonl "
-                           "or the wide CSV) or nccl-tests output under benchmarks/ and run `goodput run`")
-    # a result naming several hosts (nccl-tests across nodes) cannot blame one node: not learned, not judged
-    rows = rows.filter(~pl.col("host").str.contains(",", literal=True))
-    smp = samples.build(rows, cfg.steps_q, groups)
+                           "or the wide CSV) under benchmarks/ and run `goodput run`")
+    smp = samples.with_groups(smp, groups)
     names = smp.select(pl.format("{}/{}", "benchmark", "metric")).to_series().unique().sort().to_list()
     crit = learn.learn(smp, catalog.classify(names, catalog.load(metrics_file)), cfg, progress)
     trained_from, trained_to = smp["run_time"].min(), smp["run_time"].max()
@@ -66,13 +64,18 @@ def noisy_benchmarks(per_benchmark: pl.DataFrame, floor: float) -> pl.DataFrame:
     return per_benchmark.filter(pl.col("repeatability") < floor).select("group", "benchmark", "repeatability")
 
 
-def load_rows(con: duckdb.DuckDBPyConnection, cfg: CriteriaConfig) -> pl.DataFrame:
-    return sql.query(con, "criteria_samples", {"window_days": cfg.window_days})
+def load_samples(con: duckdb.DuckDBPyConnection, cfg: CriteriaConfig, batch_rows: int = 1_000_000) -> pl.DataFrame:
+    """The window's samples, built in DuckDB and fetched in batches whose text turns categorical at once
+    (a year of weekly runs on 2,000 nodes is ~10^7 samples; as plain strings they would take gigabytes)."""
+    params = {"window_days": cfg.window_days, "grid": samples.grid(cfg.steps_q)}
+    reader = con.sql(sql.load("criteria_samples"), params=params).to_arrow_reader(batch_rows)
+    parts = [samples.compact(pl.from_arrow(batch)) for batch in reader]
+    return pl.concat(parts) if parts else samples.compact(pl.from_arrow(reader.schema.empty_table()))
 
 
 def run(con: duckdb.DuckDBPyConnection, cfg: CriteriaConfig = CriteriaConfig(), metrics_file=None,
         progress=None) -> CriteriaRun:
-    result = compute(load_rows(con, cfg), cfg, metrics_file, progress=progress)
+    result = compute(load_samples(con, cfg), cfg, metrics_file, progress=progress)
     sql.run_staged(con, {"staged_criteria": result.criteria, "staged_verdicts": result.verdicts,
                          "staged_nodes": result.nodes, "staged_evaluation": result.per_benchmark},
                    [("store_benchmark_criteria", {"version": result.version})])

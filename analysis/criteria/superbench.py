@@ -213,3 +213,16 @@ def diagnose(data: dict[str, dict[str, float]], rules_doc: dict, baseline: dict)
                     entry["categories"].add(rule["categories"])
                     entry["details"].append(m + info)
     return out
+
+
+def data_from_samples(samples: pl.DataFrame) -> dict[str, dict[str, float]]:
+    """Samples of one run -> {node: {"<benchmark>/<metric>[:rank]": value}}, the raw data `sb result
+    diagnosis` reads (single values only: SuperBench's summary has no per-step lists)."""
+    single = samples.filter(pl.col("width") == 1)
+    keyed = single.with_columns(key=pl.format("{}/{}", "benchmark", "metric")
+                                + pl.when(pl.col("rank") >= 0).then(pl.format(":{}", pl.col("rank")))
+                                .otherwise(pl.lit("")))
+    out: dict[str, dict[str, float]] = {}
+    for host, key, value in keyed.select("host", "key", "value").iter_rows():
+        out.setdefault(host, {})[key] = value
+    return out

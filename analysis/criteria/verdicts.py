@@ -27,66 +27,75 @@ VERDICT_SCHEMA = {"run_id": pl.Utf8, "run_time": pl.Datetime("us"), "host": pl.U
 
 def _measured(samples: pl.DataFrame, criteria: pl.DataFrame) -> pl.DataFrame:
     judged = criteria.filter(pl.col("status").is_in(JUDGED))
-    parts = []
-    fams = samples.join(judged.select(S.FAMILY), on=S.FAMILY, how="semi").partition_by(S.FAMILY, as_dict=True)
     crit = {(r["group"], r["benchmark"], r["metric"]): r for r in judged.iter_rows(named=True)}
-    for key, fam in fams.items():
+    parts = []
+    for key, fam in S.families(samples.join(S.compact(judged.select(S.FAMILY)), on=S.FAMILY, how="semi")).items():
         c = crit[key]
         x = S.matrix(fam)
-        sim = one_sided_similarity(x, np.asarray(c["criterion"]), c["direction"])
-        parts.append(fam.select("run_id", "run_time", "host", *S.FAMILY, "rank").with_columns(
-            similarity=pl.Series(sim), value=pl.Series(x.mean(axis=1)), alpha=pl.lit(c["alpha"]),
-            unit=pl.lit(c["unit"] or "")))
+        one = fam.select("run_id", "run_time", "host", *S.FAMILY, "rank").with_columns(
+            similarity=pl.Series(one_sided_similarity(x, np.asarray(c["criterion"]), c["direction"])),
+            value=pl.Series(x.mean(axis=1)), alpha=pl.lit(c["alpha"]))
+        if one["rank"].max() >= 0:  # the worst rank speaks for the node
+            one = one.group_by("run_id", "host").agg(pl.all().get(pl.col("similarity").arg_min()))
+        parts.append(one.select("run_id", "run_time", "host", *S.FAMILY, "rank", "similarity", "value", "alpha"))
     if not parts:
         return pl.DataFrame(schema=VERDICT_SCHEMA)
-    per_rank = pl.concat(parts)
-    # the worst rank speaks for the node
-    worst = (per_rank.sort("similarity").group_by("run_id", "host", *S.FAMILY, maintain_order=True).first())
+    worst = pl.concat(parts, how="vertical_relaxed")
     fail = pl.col("similarity") < pl.col("alpha")
     where = pl.when(pl.col("rank") >= 0).then(pl.format(" on rank {}", pl.col("rank"))).otherwise(pl.lit(""))
     return worst.with_columns(
         verdict=pl.when(fail).then(pl.lit("fail")).otherwise(pl.lit("pass")),
         reason=pl.when(fail).then(pl.format("similarity {} under {}{} (value {})", pl.col("similarity").round(3),
                                             pl.col("alpha").round(3), where, pl.col("value").round_sig_figs(4)))
-    ).select(list(VERDICT_SCHEMA))
+    ).select(_cast())
+
+
+def _cast() -> list[pl.Expr]:
+    return [pl.col(c).cast(t) for c, t in VERDICT_SCHEMA.items()]
 
 
 def _flags(samples: pl.DataFrame, criteria: pl.DataFrame) -> pl.DataFrame:
-    flags = criteria.filter(pl.col("status") == "flag").select(*S.FAMILY, "pass_value")
-    rows = samples.join(flags, on=S.FAMILY).with_columns(value=pl.col("q").list.first())
+    flags = S.compact(criteria.filter(pl.col("status") == "flag").select(*S.FAMILY, "pass_value"))
+    rows = samples.join(flags, on=S.FAMILY)
     bad = pl.col("value") != pl.col("pass_value")
     where = pl.when(pl.col("rank") >= 0).then(pl.format(" on rank {}", pl.col("rank"))).otherwise(pl.lit(""))
-    worst = rows.sort(bad, descending=True).group_by("run_id", "host", *S.FAMILY, maintain_order=True).agg(
+    worst = rows.group_by("run_id", "host", *S.FAMILY).agg(
         pl.col("run_time").first(), pl.col("rank").filter(bad).first(), pl.col("value").filter(bad).first(),
         pl.col("pass_value").first(), failed=bad.any())
     return worst.with_columns(
-        similarity=pl.lit(None, pl.Float64), rank=pl.col("rank"),
+        similarity=pl.lit(None, pl.Float64),
         verdict=pl.when(pl.col("failed")).then(pl.lit("fail")).otherwise(pl.lit("pass")),
         reason=pl.when(pl.col("failed")).then(pl.format("flag {}{} (pass is {})", pl.col("value"), where,
                                                         pl.col("pass_value")))
-    ).select(list(VERDICT_SCHEMA))
+    ).select(_cast())
 
 
 def _missing(samples: pl.DataFrame, criteria: pl.DataFrame, cfg: CriteriaConfig) -> pl.DataFrame:
-    """Metrics the fleet reports in a run that a node of that run lacks (all or some ranks)."""
-    watched = criteria.filter(pl.col("kind") != "info").select(S.FAMILY)
+    """Metrics the fleet reports in a run that a node of that run lacks (all or some ranks).
+    Each sample row is one host's (one rank's) result, so rows count hosts."""
+    watched = S.compact(criteria.filter(pl.col("kind") != "info").select(S.FAMILY))
     s = samples.join(watched, on=S.FAMILY, how="semi")
-    run_hosts = samples.group_by("run_id").agg(pl.col("host").n_unique().alias("run_nodes"),
-                                               pl.col("run_time").min())
-    per_rank = s.group_by("run_id", *S.FAMILY, "rank").agg(pl.col("host").n_unique().alias("nodes"))
-    expected = (per_rank.join(run_hosts, on="run_id")
+    runs = samples.group_by("run_id").agg(pl.col("host").n_unique().alias("run_nodes"), pl.col("run_time").min())
+    per_rank = s.group_by("run_id", *S.FAMILY, "rank").agg(nodes=pl.len())
+    expected = (per_rank.join(runs.select("run_id", "run_nodes"), on="run_id")
                 .filter(pl.col("nodes") >= cfg.missing_share * pl.col("run_nodes")))
+    n_ranks = expected.group_by("run_id", *S.FAMILY).agg(n_ranks=pl.len(), nodes=pl.col("nodes").max(),
+                                                         run_nodes=pl.col("run_nodes").first())
+    have = s.join(expected.select("run_id", *S.FAMILY, "rank"), on=["run_id", *S.FAMILY, "rank"], how="semi") \
+        .group_by("run_id", "host", *S.FAMILY).agg(have=pl.len())
     hosts = samples.select("run_id", "host", "group").unique()
-    want = expected.join(hosts, on=["run_id", "group"])
-    lacking = want.join(s.select("run_id", "host", *S.FAMILY, "rank"), on=["run_id", "host", *S.FAMILY, "rank"],
-                        how="anti")
-    if lacking.height == 0:
+    want = n_ranks.join(hosts, on=["run_id", "group"]).join(have, on=["run_id", "host", *S.FAMILY], how="left")
+    short = want.filter(pl.col("have").fill_null(0) < pl.col("n_ranks"))
+    if short.height == 0:
         return pl.DataFrame(schema=VERDICT_SCHEMA)
-    n_expected = expected.group_by("run_id", *S.FAMILY).agg(pl.len().alias("n_ranks"),
-                                                            pl.col("nodes").max(), pl.col("run_nodes").first())
-    out = (lacking.group_by("run_id", "host", *S.FAMILY).agg(pl.col("rank").sort(), pl.col("run_time").first())
-           .join(n_expected, on=["run_id", *S.FAMILY]))
-    whole = pl.col("rank").list.len() == pl.col("n_ranks")
+    # which ranks, for the few that lack some
+    lacking = (short.select("run_id", "host", *S.FAMILY)
+               .join(expected.select("run_id", *S.FAMILY, "rank"), on=["run_id", *S.FAMILY])
+               .join(s.select("run_id", "host", *S.FAMILY, "rank"), on=["run_id", "host", *S.FAMILY, "rank"],
+                     how="anti")
+               .group_by("run_id", "host", *S.FAMILY).agg(pl.col("rank").sort()))
+    out = short.join(lacking, on=["run_id", "host", *S.FAMILY]).join(runs.select("run_id", "run_time"), on="run_id")
+    whole = pl.col("have").is_null()
     ranks = pl.col("rank").list.eval(pl.element().cast(pl.Utf8)).list.join(",")
     return out.with_columns(
         rank=pl.when(whole).then(pl.lit(None, pl.Int32)).otherwise(pl.col("rank").list.first()),
@@ -94,12 +103,12 @@ def _missing(samples: pl.DataFrame, criteria: pl.DataFrame, cfg: CriteriaConfig)
         reason=pl.when(whole).then(pl.format("missing: no result (the fleet reports it on {} of {} nodes)",
                                              pl.col("nodes"), pl.col("run_nodes")))
         .otherwise(pl.format("missing: no result on rank(s) {}", ranks))
-    ).select(list(VERDICT_SCHEMA))
+    ).select(_cast())
 
 
 def check(samples: pl.DataFrame, criteria: pl.DataFrame, cfg: CriteriaConfig = CriteriaConfig()) -> pl.DataFrame:
     """One row per (run, host, metric) judged: pass or fail, with the similarity and why."""
-    single = samples.filter(~pl.col("host").str.contains(",", literal=True))
+    single = samples.filter(~pl.col("host").cast(pl.Utf8).str.contains(",", literal=True))
     out = pl.concat([_measured(single, criteria), _flags(single, criteria), _missing(single, criteria, cfg)])
     return out.sort("run_time", "run_id", "host", "benchmark", "metric", nulls_last=True)
 
