@@ -1,5 +1,5 @@
 """Criteria on simulated weekly validation runs, judged against the simulator's truth."""
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 import polars as pl
@@ -72,4 +72,52 @@ def test_verdicts_say_which_metric_and_missing_results_fail(tmp_path):
     # the tables are in the warehouse for ad-hoc SQL
     n = con.execute("SELECT count(*) FROM benchmark_verdicts WHERE verdict = 'fail'").fetchall()[0][0]
     assert n == result.verdicts.filter(pl.col("verdict") == "fail").height
+    con.close()
+
+
+def test_validation_failures_reach_the_blocklist_and_the_lemon_signals(tmp_path):
+    """A node that failed the latest validation run is drained after its job; one that keeps failing is
+    drained now; both carry cause `benchmark` and the failing metrics into blocklist.json."""
+    import json
+
+    import jsonschema
+
+    from analysis import exports
+    from analysis.chain import build_all
+    from analysis.lemons import build_features
+    from analysis.metrics import MetricsConfig
+    from analysis.simulate.config import preset
+    from analysis.simulate.run import simulate
+    from analysis.taxonomy import load
+
+    simulate(preset("small", nodes=48, days=42, seed=2, telemetry_jobs=0), tmp_path / "src")
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    ingest_directory(con, tmp_path / "src")
+    build_all(con, load(), MetricsConfig())
+    result = criteria_run.run(con, CriteriaConfig())
+    nodes = result.nodes
+    as_of = (nodes["last_run_time"].max() + timedelta(days=1)).replace(hour=0, minute=0, second=0)
+    actions = exports.build_node_actions(con, as_of)
+    bench = actions.filter(pl.col("cause") == "benchmark")
+    failed_latest = set(nodes.filter(pl.col("last_failed") & (pl.col("last_run_time") == nodes["last_run_time"].max()))
+                        ["host"])
+    assert failed_latest and set(bench["host"]) <= set(actions["host"])
+    # every node that failed the latest run is held, by the benchmark or by something worse
+    assert failed_latest <= set(actions.filter(pl.col("action").is_in(exports.DRAIN_ACTIONS))["host"])
+    repeated = set(nodes.filter(pl.col("defective") & pl.col("last_failed"))["host"])
+    assert repeated and repeated <= set(actions.filter(pl.col("action") == "drain_now")["host"])
+    row = bench.row(0, named=True)
+    assert row["benchmarks"] and all(b.startswith(nodes.filter(pl.col("host") == row["host"])["last_run"][0] + ": ")
+                                     for b in row["benchmarks"])
+    doc = exports.blocklist_json(actions, as_of, "test", exports.LadderConfig())
+    jsonschema.validate(doc, json.loads(exports.SCHEMA.read_text()))
+    entry = next(e for e in doc["entries"] if e["host"] == row["host"])
+    assert entry["cause"] == "benchmark" and entry["evidence"]["benchmarks"] == row["benchmarks"]
+    # and failed runs are a lemon signal, counted only before as_of
+    first_run = result.verdicts["run_time"].min()
+    features = build_features(con, [first_run, as_of])
+    now = features.filter(pl.col("as_of") == as_of)
+    for host in repeated:
+        assert now.filter(pl.col("host") == host)["benchmark_failures"][0] >= 3
+    assert features.filter(pl.col("as_of") == first_run)["benchmark_failures"].sum() == 0  # a run at as_of is future
     con.close()

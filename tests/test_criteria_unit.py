@@ -100,3 +100,29 @@ def test_every_builtin_entry_is_reachable():
     for name in samples:
         hit.add(next(i for i, r in enumerate(rules) if r.pattern.search(name)))
     assert hit == set(range(len(rules)))
+
+
+def test_two_skus_get_a_criterion_each(tmp_path):
+    """Nodes of two SKUs (80 and 100 GB/s healthy): one fleet-wide criterion would fail every slower
+    node; per group, each SKU is judged against its own, and the exports come per group."""
+    from datetime import datetime
+
+    from analysis.criteria import run as criteria_run, superbench
+
+    r = np.random.default_rng(3)
+    hosts = [f"a{i:03d}" for i in range(40)] + [f"b{i:03d}" for i in range(40)]
+    level = np.array([100.0] * 40 + [80.0] * 40) * (1 + 0.004 * r.standard_normal(80))
+    level[5] *= 0.7  # one bad node of SKU a
+    smp = pl.DataFrame({"run_id": "r1", "run_time": datetime(2024, 5, 1), "host": hosts, "benchmark": "mem-bw",
+                        "metric": "h2d_bw", "rank": -1, "width": 1, "value": level,
+                        "q": pl.Series([None] * 80, dtype=pl.List(pl.Float64))})
+    pooled = criteria_run.compute(smp)
+    assert pooled.criteria["status"][0] == "bimodal"  # two healthy levels: not judged
+    groups = pl.DataFrame({"host": hosts, "group": ["sku-a"] * 40 + ["sku-b"] * 40})
+    split = criteria_run.compute(smp, groups=groups)
+    assert split.criteria.sort("group")["status"].to_list() == ["ok", "ok"]
+    failed = split.verdicts.filter(pl.col("verdict") == "fail")["host"].to_list()
+    assert failed == ["a005"]
+    paths = superbench.write(tmp_path, split.criteria, pl.DataFrame({"benchmark": ["mem-bw"], "metric": ["h2d_bw"],
+                                                                      "rank": [-1]}), {"version": split.version})
+    assert {"rules-sku-a.yaml", "rules-sku-b.yaml", "baseline-sku-a.json", "baseline-sku-b.json"} <= set(paths)

@@ -73,9 +73,23 @@ def load_samples(con: duckdb.DuckDBPyConnection, cfg: CriteriaConfig, batch_rows
     return pl.concat(parts) if parts else samples.compact(pl.from_arrow(reader.schema.empty_table()))
 
 
+def host_groups(con: duckdb.DuckDBPyConnection, smp: pl.DataFrame, cfg: CriteriaConfig) -> pl.DataFrame | None:
+    """Per-partition criteria where the data says partitions split the fleet (sql/criteria_host_groups.sql)
+    and every such group has at least min_hosts benchmarked nodes; else None (one fleet-wide criterion)."""
+    if not sql.scalar(con, "table_exists", ["jobs"]):
+        return None
+    groups = sql.query(con, "criteria_host_groups")
+    benched = groups.join(smp.select(pl.col("host").cast(pl.Utf8)).unique(), on="host")
+    sizes = benched.group_by("group").len()
+    if sizes.height < 2 or sizes["len"].min() < cfg.min_hosts:
+        return None
+    return groups
+
+
 def run(con: duckdb.DuckDBPyConnection, cfg: CriteriaConfig = CriteriaConfig(), metrics_file=None,
         progress=None) -> CriteriaRun:
-    result = compute(load_samples(con, cfg), cfg, metrics_file, progress=progress)
+    smp = load_samples(con, cfg)
+    result = compute(smp, cfg, metrics_file, groups=host_groups(con, smp, cfg), progress=progress)
     sql.run_staged(con, {"staged_criteria": result.criteria, "staged_verdicts": result.verdicts,
                          "staged_nodes": result.nodes, "staged_evaluation": result.per_benchmark},
                    [("store_benchmark_criteria", {"version": result.version})])
