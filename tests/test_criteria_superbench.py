@@ -99,15 +99,28 @@ def test_exported_rules_diagnose_the_fleet_as_goodput_does(tmp_path):
     paths = criteria_run.export(con, tmp_path / "out", "test", CriteriaConfig(window_days=365))
     rules = check_superbench_files(con, paths)
     baseline = json.loads(paths["baseline.json"].read_text())
-    exported = {r["benchmark"] + "/" + r["metric"] for r in json.loads(paths["criteria.json"].read_text())["criteria"]
-                if r["superbench"]["rule_function"]}
+    doc = json.loads(paths["criteria.json"].read_text())["criteria"]
+    exported = {r["benchmark"] + "/" + r["metric"] for r in doc if r["superbench"]["exact"]}
+    nearest = {r["benchmark"] + "/" + r["metric"] for r in doc
+               if r["superbench"]["rule_function"] and not r["superbench"]["exact"]}
+    assert nearest == {"model-benchmarks:bert/pytorch-bert-large/fp16_train_step_time"}  # a per-step criterion
     smp = criteria_run.load_samples(con, CriteriaConfig(window_days=365))
     for run_id in smp["run_id"].cast(pl.Utf8).unique().sort().to_list()[-3:]:
-        sb = superbench.diagnose(superbench.data_from_samples(smp.filter(pl.col("run_id") == run_id)), rules, baseline)
+        data = superbench.data_from_samples(smp.filter(pl.col("run_id") == run_id))
+        exact_rules = {"version": rules["version"], "superbench": {"rules": {
+            k: v for k, v in rules["superbench"]["rules"].items()
+            if not any(re.search(p, m) for p in v["metrics"] for m in nearest)}}}
+        sb = superbench.diagnose(data, exact_rules, baseline)
         ours = result.verdicts.filter((pl.col("run_id") == run_id) & (pl.col("verdict") == "fail")
                                       & pl.format("{}/{}", "benchmark", "metric").is_in(list(exported)))
         assert set(sb) == set(ours["host"]), run_id
         assert set(sb), run_id  # some node fails every run: the comparison is not vacuous
+        # the per-step criterion's nearest threshold, on the run's mean step time, calls the same nodes
+        step = superbench.diagnose(data, rules, baseline)
+        step = {n for n, d in step.items() if any(x.startswith(next(iter(nearest))) for x in d["details"])}
+        ours = result.verdicts.filter((pl.col("run_id") == run_id) & (pl.col("verdict") == "fail")
+                                      & pl.format("{}/{}", "benchmark", "metric").is_in(list(nearest)))
+        assert step == set(ours["host"]), run_id
 
 
 def test_superbench_analyzer_fixtures_replayed(tmp_path):

@@ -15,10 +15,12 @@ Export (`sb result diagnosis --data-file results.jsonl --rule-file rules.yaml
   - baseline.json keys are full metric names, one per rank the fleet reports
     (SuperBench looks the full name up first; how it strips a rank has
     changed between releases).
-A per-step criterion is a distribution; SuperBench compares one value, so it
-is not exported there (criteria.json keeps it and says so). Missing results
-need no rule of their own: a variance or value rule reports a metric a node
-lacks as `<metric>_miss`.
+A per-step criterion is a distribution and SuperBench compares one value (the
+run's summary, e.g. its mean step time): it goes out as its nearest threshold,
+a variance rule against the median of the criterion's quantiles with the same
+alpha, and criteria.json says so (`exact: false`). Missing results need no rule
+of their own: a variance or value rule reports a metric a node lacks as
+`<metric>_miss`.
 """
 from __future__ import annotations
 
@@ -57,14 +59,16 @@ def exportable(criteria: pl.DataFrame) -> pl.DataFrame:
     return criteria.with_columns(
         superbench=pl.when(~ok_name).then(pl.lit(None, pl.Utf8))
         .when(pl.col("status") == "flag").then(pl.lit("value"))
-        .when(pl.col("status").is_in(JUDGED) & single & (pl.col("criterion_value") != 0)).then(pl.lit("variance"))
+        .when(pl.col("status").is_in(JUDGED) & (pl.col("criterion_value") != 0)).then(pl.lit("variance"))
         .otherwise(pl.lit(None, pl.Utf8)),
+        superbench_exact=ok_name & ((pl.col("status") == "flag") | (pl.col("status").is_in(JUDGED) & single)),
         superbench_note=pl.when(~ok_name).then(pl.lit("benchmark name SuperBench cannot take literally"))
         .when(pl.col("status") == "flag").then(pl.lit("exact: value rule x != pass"))
-        .when(pl.col("status").is_in(JUDGED) & ~single).then(pl.lit(
-            "not exported: the criterion is a per-step distribution; SuperBench compares single values"))
         .when(pl.col("status").is_in(JUDGED) & (pl.col("criterion_value") == 0)).then(pl.lit(
             "not exported: a zero criterion cannot be a variance baseline"))
+        .when(pl.col("status").is_in(JUDGED) & ~single).then(pl.lit(
+            "nearest threshold: the criterion is a per-step distribution and SuperBench compares one value; "
+            "the variance rule compares the run's summary with the median of the criterion's quantiles"))
         .when(pl.col("status").is_in(JUDGED)).then(pl.lit("exact: variance rule with the criterion as baseline"))
         .otherwise(pl.format("not exported: {}", pl.col("status"))))
 
@@ -128,7 +132,8 @@ def criteria_json(criteria: pl.DataFrame, meta: dict) -> dict:
             "pass_value": r["pass_value"], "repeatability": None if r["repeatability"] is None else
             round(r["repeatability"], 6), "n_samples": r["n_samples"], "n_hosts": r["n_hosts"],
             "n_dropped": r["n_dropped"],
-            "superbench": {"rule_function": r["superbench"], "note": r["superbench_note"]}})
+            "superbench": {"rule_function": r["superbench"], "exact": bool(r["superbench_exact"]) and
+                           r["superbench"] is not None, "note": r["superbench_note"]}})
     return {**meta, "criteria": rows}
 
 
@@ -217,9 +222,8 @@ def diagnose(data: dict[str, dict[str, float]], rules_doc: dict, baseline: dict)
 
 def data_from_samples(samples: pl.DataFrame) -> dict[str, dict[str, float]]:
     """Samples of one run -> {node: {"<benchmark>/<metric>[:rank]": value}}, the raw data `sb result
-    diagnosis` reads (single values only: SuperBench's summary has no per-step lists)."""
-    single = samples.filter(pl.col("width") == 1)
-    keyed = single.with_columns(key=pl.format("{}/{}", "benchmark", "metric")
+    diagnosis` reads: single values, and for per-step metrics their mean (SuperBench's summary value)."""
+    keyed = samples.with_columns(key=pl.format("{}/{}", "benchmark", "metric")
                                 + pl.when(pl.col("rank") >= 0).then(pl.format(":{}", pl.col("rank")))
                                 .otherwise(pl.lit("")))
     out: dict[str, dict[str, float]] = {}
