@@ -113,27 +113,36 @@ def _series(job: TelemetryJob, rng: np.random.Generator, interval_s: int, window
     return times, vals, truth
 
 
+def job_frame(job: TelemetryJob, rng: np.random.Generator, interval_s: int = 10,
+              window_minutes: int = 60) -> tuple[pl.DataFrame, list[dict]]:
+    """One job's telemetry as long rows (time, host, metric, gpu, value) and its truth rows."""
+    times, vals, truth = _series(job, rng, interval_s, window_minutes)
+    n_t, n_h, n_m = vals.shape
+    keep = rng.random(vals.size) >= DROP_P
+    t_idx = np.repeat(np.arange(n_t), n_h * n_m)[keep]
+    h_idx = np.tile(np.repeat(np.arange(n_h), n_m), n_t)[keep]
+    m_idx = np.tile(np.arange(n_m), n_t * n_h)[keep]
+    frame = pl.DataFrame({
+        "time": pl.Series(times, dtype=pl.Datetime("us")).gather(t_idx).dt.replace_time_zone("UTC"),
+        "host": pl.Series(job.hosts, dtype=pl.Utf8).gather(h_idx),
+        "metric": pl.Series(NAMES, dtype=pl.Utf8).gather(m_idx),
+        "gpu": pl.Series([None] * int(keep.sum()), dtype=pl.Int32),
+        "value": np.round(vals.reshape(-1)[keep], 3),
+    })
+    return frame, truth
+
+
+TRUTH_SCHEMA = {"job_id": pl.Utf8, "host": pl.Utf8, "kind": pl.Utf8, "fault_type": pl.Utf8, "metrics": pl.Utf8,
+                "start": pl.Datetime("us"), "end": pl.Datetime("us")}
+
+
 def write_telemetry(out_dir: Path, jobs: list[TelemetryJob], rng: np.random.Generator,
                     interval_s: int = 10, window_minutes: int = 60) -> pl.DataFrame:
     folder = Path(out_dir) / "telemetry"
     folder.mkdir(parents=True, exist_ok=True)
     truth: list[dict] = []
     for job in jobs:
-        times, vals, rows = _series(job, rng, interval_s, window_minutes)
+        frame, rows = job_frame(job, rng, interval_s, window_minutes)
         truth.extend(rows)
-        n_t, n_h, n_m = vals.shape
-        keep = rng.random(vals.size) >= DROP_P
-        t_idx = np.repeat(np.arange(n_t), n_h * n_m)[keep]
-        h_idx = np.tile(np.repeat(np.arange(n_h), n_m), n_t)[keep]
-        m_idx = np.tile(np.arange(n_m), n_t * n_h)[keep]
-        frame = pl.DataFrame({
-            "time": pl.Series(times, dtype=pl.Datetime("us")).gather(t_idx).dt.replace_time_zone("UTC"),
-            "host": pl.Series(job.hosts, dtype=pl.Utf8).gather(h_idx),
-            "metric": pl.Series(NAMES, dtype=pl.Utf8).gather(m_idx),
-            "gpu": pl.Series([None] * int(keep.sum()), dtype=pl.Int32),
-            "value": np.round(vals.reshape(-1)[keep], 3),
-        })
         frame.write_parquet(folder / f"job-{job.job_id}.parquet")
-    schema = {"job_id": pl.Utf8, "host": pl.Utf8, "kind": pl.Utf8, "fault_type": pl.Utf8, "metrics": pl.Utf8,
-              "start": pl.Datetime("us"), "end": pl.Datetime("us")}
-    return pl.DataFrame(truth, schema=schema)
+    return pl.DataFrame(truth, schema=TRUTH_SCHEMA)
