@@ -12,7 +12,7 @@ healthy jobs); a machine is confirmed when it stays the candidate for
   con        one distance over all metrics' embeddings concatenated;
   int        one integrated LSTM-VAE over all metrics at once;
   md         Mahalanobis distance of each machine's window means (all metrics)
-             from the job's machines, as a robust z-score;
+             from the central 80% of the job's machines, as a robust z-score;
   aegis      Aegis' rule: a machine outside its peers' mean +- 2 sigma on a
              metric for 10 minutes without a break (no model, no threshold).
 A machine without data in a window is left out of that window and reported as
@@ -73,9 +73,15 @@ def md_scores(windows: np.ndarray) -> np.ndarray:
         if ok.sum() < x.shape[1] + 2:
             continue
         xo = x[ok]
-        cov = np.cov(xo, rowvar=False) + 1e-6 * np.eye(x.shape[1])
-        d = xo - xo.mean(axis=0)
-        out[w, ok] = np.sqrt(np.einsum("ij,jk,ik->i", d, np.linalg.pinv(cov), d))
+        # a distance from a fit that includes the outlier is bounded ((n-1)/sqrt(n)): fit on the
+        # central 80% of the machines (by a first pass), then measure everyone against that
+        core = xo
+        for _ in range(2):
+            centre, cov = core.mean(axis=0), np.cov(core, rowvar=False) + 1e-6 * np.eye(x.shape[1])
+            d = xo - centre
+            md = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", d, np.linalg.pinv(cov), d), 0))
+            core = xo[md <= np.quantile(md, 0.8)]
+        out[w, ok] = md
     return robust_z(out)
 
 
@@ -157,7 +163,6 @@ def detect(models: Models, frame: JobFrame, cfg: DetectConfig = DetectConfig(), 
            scores: dict | None = None) -> list[dict]:
     """Alerts for one job: per method, every (machine, metric) confirmed, plus missing data."""
     windows, starts = frame.windows(cfg.frame)
-    step = starts[1] - starts[0] if len(starts) > 1 else 1
     w_len = windows.shape[-1]
     k = max(1, int(round(cfg.continuity_s / cfg.frame.stride_s)))
     scores = scores if scores is not None else job_scores(models, frame, cfg, methods)

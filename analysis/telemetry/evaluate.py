@@ -2,15 +2,14 @@
 job-level precision, recall, F1 and the mean delay from the fault's start to confirmation."""
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from analysis.telemetry.detect import METHODS, Models, first_alert
 
 
-def window_labels(frame, truth: pl.DataFrame, cfg) -> "np.ndarray":  # noqa: F821
+def window_labels(frame, truth: pl.DataFrame, cfg) -> np.ndarray:
     """Per window of a frame: True when a faulty machine's fault is under way in it."""
-    import numpy as np
-
     _, starts = frame.windows(cfg.frame)
     faults = truth.filter((pl.col("job_id") == frame.job_id) & (pl.col("kind") == "fault"))
     w_start = frame.time_of(starts)
