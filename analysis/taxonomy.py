@@ -27,8 +27,9 @@ COUNT_KEYS = {"n", "window_minutes", "per"}
 XID_KEYS = {"cause", "severity", "transient", "priority"}
 CAUSE_KEYS = {"domain", "description"}
 WINDOW_KEYS = {"before_minutes", "after_minutes"}
-# node_events.source values a rule can name ("app": application/NCCL logs fed in as events)
-SOURCES = {"kernel", "switch", "health", "slurm", "app"}
+# node_events.source values a rule can name ("app": application/NCCL logs fed in as events;
+# "telemetry": machines goodput's detector confirmed as drifting from their peers)
+SOURCES = {"kernel", "switch", "health", "slurm", "app", "telemetry"}
 # Bounds on an override file: far above any real one, low enough that a hostile one costs little.
 MAX_FILE_BYTES = 1 << 20
 MAX_NESTING = 32

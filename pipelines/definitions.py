@@ -4,6 +4,7 @@ from __future__ import annotations
 from dagster import Definitions, in_process_executor
 
 from assets.criteria import benchmark_criteria, benchmarks_repeatable, criteria_exports
+from assets.telemetry import detector_evaluation, machine_alerts
 from assets.attribution import classified_events, failure_attribution, job_runs, node_incidents, one_primary_cause
 from assets.derived import jobs, jobs_instances_sequential, node_events
 from assets.metrics import failure_rates, goodput, iteration_degradation, job_run_ettr
@@ -12,12 +13,12 @@ from assets.ingest import ingest_assets, ingest_checks, unrecognised_files
 from assets.nightly import (daily_source_volume, reject_rate_below_threshold, reliability_report, sources_present,
                             volume_steady)
 from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
-                                 TaxonomyConfig, Warehouse)
+                                 TaxonomyConfig, TelemetrySettings, Warehouse)
 from pipelines.schedules import new_files_sensor, nightly, nightly_schedule, refresh
 
 all_assets = [*ingest_assets, unrecognised_files, jobs, node_events, classified_events, failure_attribution, job_runs,
               node_incidents, job_run_ettr, failure_rates, goodput, iteration_degradation, node_actions, node_exports,
-              benchmark_criteria, criteria_exports]
+              benchmark_criteria, criteria_exports, machine_alerts, detector_evaluation]
 daily_assets = [daily_source_volume, reliability_report]
 all_checks = [*ingest_checks, jobs_instances_sequential, one_primary_cause, drain_share_sane,
               benchmarks_repeatable]
@@ -31,7 +32,8 @@ defs = Definitions(
     sensors=[new_files_sensor],
     resources={"warehouse": Warehouse(), "sources": LogSources(), "taxonomy": TaxonomyConfig(),
                "settings": MetricsSettings(), "report_settings": ReportSettings(),
-               "models": ModelSettings(), "criteria": CriteriaSettings()},
+               "models": ModelSettings(), "criteria": CriteriaSettings(),
+               "telemetry_settings": TelemetrySettings()},
     # DuckDB allows one writing process per file: assets run one after another
     # in one process rather than in parallel subprocesses fighting for the lock.
     executor=in_process_executor,

@@ -120,3 +120,21 @@ class CriteriaSettings(ConfigurableResource):
 
         return CriteriaConfig(alpha=self.alpha, window_days=self.window_days,
                               repeatability_floor=self.repeatability_floor)
+
+
+class TelemetrySettings(ConfigurableResource):
+    """Faulty-machine detection from telemetry (Minder): windows, continuity and training. Models are
+    retrained each run on the completed jobs telemetry covers and saved in models/ beside the warehouse."""
+    window_s: int = 60
+    stride_s: int = 60
+    continuity_s: int = 240
+    epochs: int = 30
+    max_train_jobs: int = 50
+    min_train_jobs: int = 3
+
+    def config(self):
+        from analysis.telemetry.detect import DetectConfig
+        from analysis.telemetry.frames import FrameConfig
+
+        return DetectConfig(frame=FrameConfig(window_s=self.window_s, stride_s=self.stride_s),
+                            continuity_s=self.continuity_s)

@@ -16,7 +16,7 @@ from pipelines import diagnose
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks
 from pipelines.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
 from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
-                                 TaxonomyConfig, Warehouse)
+                                 TaxonomyConfig, TelemetrySettings, Warehouse)
 
 # Dagster's own console log would print stack traces for every failed or
 # skipped step; the run summary says what failed instead, and the traces of
@@ -80,7 +80,7 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
     warn = warn or log.warning
     since = datetime.now(timezone.utc).replace(tzinfo=None)  # ingested_at is naive UTC
     resources = {"warehouse": Warehouse(db_path=str(db)), "models": models or ModelSettings(),
-                 "criteria": CriteriaSettings(),
+                 "criteria": CriteriaSettings(), "telemetry_settings": TelemetrySettings(),
                  "settings": MetricsSettings(), "report_settings": ReportSettings(out_dir=str(out)),
                  "taxonomy": TaxonomyConfig(rules_file=str(rules_file) if rules_file else TaxonomyConfig().rules_file),
                  "sources": LogSources(source_dir=str(source.resolve()), tz=tz, sacct_delimiter=sacct_delimiter,

@@ -132,12 +132,25 @@ def benchmark_criteria(con: duckdb.DuckDBPyConnection, floor: float = 0.95) -> d
             "more_failed": max(failures.height - 25, 0)}
 
 
+def telemetry_alerts(con: duckdb.DuckDBPyConnection, day: date) -> dict | None:
+    """Minder's alerts of the last 30 days and the detectors' evaluation; None before detection ever ran."""
+    present = set(sql.query(con, "report_node_models")["table_name"].to_list())
+    if not {"machine_alerts", "telemetry_jobs"} <= present:
+        return None
+    jobs = con.sql("SELECT count(*) AS n, any_value(model_version) AS v FROM telemetry_jobs").pl().row(0, named=True)
+    return {"alerts": sql.query(con, "report_machine_alerts", {"day": day}).to_dicts(), "jobs": jobs["n"],
+            "model_version": jobs["v"],
+            "evaluation": sql.query(con, "report_detector_evaluation").to_dicts()
+            if "detector_evaluation" in present else []}
+
+
 def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
                   dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5) -> Path:
     """Write out_dir/reliability-DAY.html and a copy as latest.html; return the dated path."""
     context = gather(con, day, u0_h, dt_h, window, crash_loop_min)
     context["models"] = node_models(con)
     context["criteria"] = benchmark_criteria(con)
+    context["telemetry"] = telemetry_alerts(con, day)
     if context["models"] and context["models"]["chart"]:
         context["charts"]["risk"] = context["models"]["chart"]
     html = _env().get_template("report.html.j2").render(**context, javascript=Markup(_javascript()))

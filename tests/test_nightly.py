@@ -11,7 +11,7 @@ from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
 from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
-                                 TaxonomyConfig, Warehouse)
+                                 TaxonomyConfig, TelemetrySettings, Warehouse)
 from pipelines.schedules import new_files_sensor
 
 
@@ -19,7 +19,7 @@ def resources(src, db, out):
     return {"warehouse": Warehouse(db_path=str(db)), "sources": LogSources(source_dir=str(src)),
             "taxonomy": TaxonomyConfig(), "settings": MetricsSettings(), "report_settings": ReportSettings(out_dir=str(out)),
             "models": ModelSettings(max_drain_share=0.25),  # the small preset fails ~7x a real fleet
-            "criteria": CriteriaSettings()}
+            "criteria": CriteriaSettings(), "telemetry_settings": TelemetrySettings(epochs=2)}  # quick models
 
 
 def test_definitions_have_partitions_schedule_sensor_and_checks():

@@ -9,7 +9,7 @@ from dagster import DagsterInstance, Definitions, materialize
 from pipelines.cli import DEMO_SOURCE, main
 from pipelines.definitions import all_assets, all_checks, defs
 from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
-                                 TaxonomyConfig, Warehouse)
+                                 TaxonomyConfig, TelemetrySettings, Warehouse)
 
 TABLES = ("jobs", "job_steps", "sacct_records", "node_events", "node_state_periods", "benchmark_results",
           "telemetry", "tickets", "topology", "rejects", "ingested_files")
@@ -34,7 +34,8 @@ def test_materialize_all_assets_in_process(tmp_path):
     db = tmp_path / "w.duckdb"
     resources = {"warehouse": Warehouse(db_path=str(db)), "sources": LogSources(source_dir=str(DEMO_SOURCE)),
                  "taxonomy": TaxonomyConfig(), "settings": MetricsSettings(), "models": ModelSettings(),
-                 "criteria": CriteriaSettings(), "report_settings": ReportSettings(out_dir=str(tmp_path / "out"))}
+                 "criteria": CriteriaSettings(), "telemetry_settings": TelemetrySettings(),
+                 "report_settings": ReportSettings(out_dir=str(tmp_path / "out"))}
     result = materialize([*all_assets, *all_checks], resources=resources, instance=DagsterInstance.ephemeral())
     assert result.success
     evaluations = result.get_asset_check_evaluations()

@@ -41,7 +41,8 @@ class SimConfig:
     timeout: float = 0.006
     oom: float = 0.0012
     benchmark_every_days: int = 7
-    telemetry_jobs: int = 3
+    telemetry_jobs: int = 3  # jobs a node fault ended, with the drift before it
+    telemetry_healthy_jobs: int | None = None  # completed jobs (what normal looks like); None: 3x telemetry_jobs
     malformed_lines: bool = True
     health_check_added_day: int = field(default=-1)  # -1: halfway through
 

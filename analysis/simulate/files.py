@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
 from analysis.simulate.benchmarks import write_benchmarks
 from analysis.simulate.cluster import Cluster
@@ -41,7 +42,12 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
     defects = {cluster.hosts[i]: comp for i, comp in cluster.lemon.items()}
     bench_truth = write_benchmarks(out, cluster.hosts, defects, cfg.start, cfg.days, rng,
                                    every_days=cfg.benchmark_every_days)
-    tele_truth = write_telemetry(out, _telemetry_jobs(cfg, rec, rng), rng)
+    faulty = _telemetry_jobs(cfg, rec, rng)
+    tele_truth = write_telemetry(out, faulty, rng)
+    # completed jobs' telemetry from a stream of its own: the rest of the output stays as it was
+    healthy_rng = np.random.default_rng([cfg.seed, 7])
+    healthy = _healthy_telemetry_jobs(cfg, rec, {j.job_id for j in faulty})
+    tele_truth = pl.concat([tele_truth, write_telemetry(out, healthy, healthy_rng)])
     malformed = _malformed(rec, out) if cfg.malformed_lines else []
     truth = out / "truth"
     _csv(truth / "job_instances.csv", ["job_id", "instance", "state", "cause", "cause_host", "fault_time", "start",
@@ -76,6 +82,17 @@ def _telemetry_jobs(cfg: SimConfig, rec: Recorder, rng: np.random.Generator) -> 
         drift = max(start, fault - float(rng.uniform(180, 480)))
         jobs.append(TelemetryJob(job_id, hosts, to_dt(start), to_dt(end), bad, to_dt(drift)))
     return jobs
+
+
+def _healthy_telemetry_jobs(cfg: SimConfig, rec: Recorder, taken: set[str]) -> list[TelemetryJob]:
+    """The largest jobs that completed (not a requeue of a job already picked: one file per job id):
+    an hour of normal running each, jitter decoys included."""
+    n = 3 * cfg.telemetry_jobs if cfg.telemetry_healthy_jobs is None else cfg.telemetry_healthy_jobs
+    free = [c for c in rec.healthy_candidates if c[0] not in taken]
+    picked = sorted(free, key=lambda c: (-len(c[1]), c[2]))[:n]
+    to_dt = lambda t: cfg.start + timedelta(seconds=t)  # noqa: E731
+    return [TelemetryJob(job_id, hosts, to_dt(start), to_dt(end), None, None)
+            for job_id, hosts, start, end in sorted(picked, key=lambda c: c[2])]
 
 
 def _malformed(rec: Recorder, out: Path) -> list[tuple[str, int, str]]:

@@ -31,6 +31,7 @@ class Recorder:
         self.faults: list[tuple] = []
         self.excluded: dict[str, list[str]] = {}
         self.telemetry_candidates: list[tuple] = []
+        self.healthy_candidates: list[tuple] = []  # completed multi-node jobs: telemetry of normal running
 
     # -- Slurm accounting --------------------------------------------------------
     def _ts(self, t: float) -> str:
@@ -68,6 +69,8 @@ class Recorder:
                                self._ts(job.eligible), preempted_by or ""))
         if cause_host and job.nnodes >= 4 and fault_time is not None and end is not None:
             self.telemetry_candidates.append((job.job_id, list(hosts), job.start, end, cause_host, fault_time))
+        elif state == "COMPLETED" and job.nnodes >= 4 and end is not None and started:
+            self.healthy_candidates.append((job.job_id, list(hosts), job.start, end))
 
     # -- kernel, switch and health logs --------------------------------------------
     def fault_logs(self, node: int, now: float, cause: F.Cause) -> None:

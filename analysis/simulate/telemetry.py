@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from analysis.telemetry.truth import TRUTH_SCHEMA
+
 # metric -> (training level, relative noise, dip factor during the periodic sync dip, floor, ceiling)
 METRICS: dict[str, tuple[float, float, float, float, float]] = {
     "DCGM_FI_DEV_GPU_UTIL": (96.0, 0.015, 0.55, 0.0, 100.0),            # %, mean of 8 GPUs
@@ -130,10 +132,6 @@ def job_frame(job: TelemetryJob, rng: np.random.Generator, interval_s: int = 10,
         "value": np.round(vals.reshape(-1)[keep], 3),
     })
     return frame, truth
-
-
-TRUTH_SCHEMA = {"job_id": pl.Utf8, "host": pl.Utf8, "kind": pl.Utf8, "fault_type": pl.Utf8, "metrics": pl.Utf8,
-                "start": pl.Datetime("us"), "end": pl.Datetime("us")}
 
 
 def write_telemetry(out_dir: Path, jobs: list[TelemetryJob], rng: np.random.Generator,

@@ -170,7 +170,7 @@ def detect(models: Models, frame: JobFrame, cfg: DetectConfig = DetectConfig(), 
     for method in methods:
         if method == "aegis":
             for h, m, t_first, t_conf in aegis_flags(frame, cfg):
-                alerts.append(_alert(frame, method, h, frame.metrics[m], t_first, t_conf + 1, None))
+                alerts.append(_alert(frame, models, method, h, frame.metrics[m], t_first, t_conf + 1, None))
             continue
         kk = 1 if method == "minder_nc" else k
         for metric, s in scores[method].items():
@@ -178,28 +178,30 @@ def detect(models: Models, frame: JobFrame, cfg: DetectConfig = DetectConfig(), 
             hit = confirm(s, max(thr, cfg.threshold_floor), kk)
             if hit:
                 h, w, score = hit
-                alerts.append(_alert(frame, method, h, metric, int(starts[w - kk + 1]),
+                alerts.append(_alert(frame, models, method, h, metric, int(starts[w - kk + 1]),
                                      int(starts[w] + w_len), score))
     missing = ~np.isfinite(windows).all(axis=3)  # (n_m, n_h, n_w)
     for h in np.flatnonzero(missing.any(axis=(0, 2))):
         w0 = int(np.flatnonzero(missing[:, h, :].any(axis=0))[0])
         gone = [frame.metrics[m] for m in np.flatnonzero(missing[:, h, :].any(axis=1))]
-        alerts.append(_alert(frame, "missing_data", int(h), ",".join(gone), int(starts[w0]),
+        alerts.append(_alert(frame, models, "missing_data", int(h), ",".join(gone), int(starts[w0]),
                              int(starts[w0] + w_len), float(missing[:, h, :].mean())))
-    return sorted(alerts, key=lambda a: (a["method"], a["confirmed_at"], _rank(models, a["metric"])))
+    return sorted(alerts, key=lambda a: (a["method"], a["confirmed_at"], a["metric_rank"]))
 
 
 def _rank(models: Models, metric: str) -> int:
     return models.priority.index(metric) if metric in models.priority else len(models.priority)
 
 
-def _alert(frame: JobFrame, method: str, h: int, metric: str, first: int, confirmed: int, score) -> dict:
+def _alert(frame: JobFrame, models: Models, method: str, h: int, metric: str, first: int, confirmed: int,
+           score) -> dict:
     return {"job_id": frame.job_id, "host": frame.hosts[h], "metric": metric, "method": method,
             "window_start": frame.time_of(first).astype("datetime64[us]").item(),
-            "confirmed_at": frame.time_of(confirmed).astype("datetime64[us]").item(), "score": score}
+            "confirmed_at": frame.time_of(confirmed).astype("datetime64[us]").item(), "score": score,
+            "metric_rank": _rank(models, metric)}
 
 
-def first_alert(alerts: list[dict], method: str, models: Models) -> dict | None:
+def first_alert(alerts: list[dict], method: str) -> dict | None:
     """A job's verdict for one method: its earliest confirmed alert (ties: the higher-priority metric)."""
     mine = [a for a in alerts if a["method"] == method]
-    return min(mine, key=lambda a: (a["confirmed_at"], _rank(models, a["metric"]))) if mine else None
+    return min(mine, key=lambda a: (a["confirmed_at"], a["metric_rank"])) if mine else None

@@ -1,11 +1,20 @@
 """Alerts against a truth table (job_id, host, kind fault|jitter, metrics, start, end): per method,
-job-level precision, recall, F1 and the mean delay from the fault's start to confirmation."""
+job-level precision, recall, F1 and the mean delay from the fault's start to confirmation.
+
+A job's verdict for a method is its earliest confirmed alert (ties: the metric Minder checks first).
+It is right when it names the faulty machine; an alert on a healthy job is a false alarm, one naming
+another machine of a faulty job a wrong host (it counts against precision and recall both)."""
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
 
-from analysis.telemetry.detect import METHODS, Models, first_alert
+from analysis.telemetry.detect import METHODS
+from analysis.telemetry.truth import TRUTH_SCHEMA
+
+ALERTS = {"job_id": pl.Utf8, "host": pl.Utf8, "metric": pl.Utf8, "method": pl.Utf8,
+          "window_start": pl.Datetime("us"), "confirmed_at": pl.Datetime("us"), "score": pl.Float64,
+          "metric_rank": pl.Int32}
 
 
 def window_labels(frame, truth: pl.DataFrame, cfg) -> np.ndarray:
@@ -20,31 +29,40 @@ def window_labels(frame, truth: pl.DataFrame, cfg) -> np.ndarray:
     return lab
 
 
-def evaluate(alerts_by_job: dict[str, list[dict]], truth: pl.DataFrame, models: Models,
-             methods=METHODS) -> pl.DataFrame:
-    """detector_evaluation rows: method, precision, recall, f1, mean_detection_delay_s, n_jobs,
-    faulty_jobs, false_alarms, wrong_host."""
-    faults = {r["job_id"]: r for r in truth.filter(pl.col("kind") == "fault").iter_rows(named=True)}
+def as_table(alerts_by_job: dict[str, list[dict]]) -> pl.DataFrame:
+    rows = [{k: a[k] for k in ALERTS} for alerts in alerts_by_job.values() for a in alerts]
+    return pl.from_dicts(rows, schema=ALERTS) if rows else pl.DataFrame(schema=ALERTS)
+
+
+def verdicts(alerts: pl.DataFrame) -> pl.DataFrame:
+    """(job_id, method) -> the job's first alert (host, metric, confirmed_at)."""
+    return (alerts.filter(pl.col("method") != "missing_data").sort("confirmed_at", "metric_rank")
+            .group_by("job_id", "method", maintain_order=True).first())
+
+
+def evaluate(alerts: pl.DataFrame, truth: pl.DataFrame, jobs: list[str], methods=METHODS,
+             delay_from: str = "start", against: str = "truth") -> pl.DataFrame:
+    """detector_evaluation rows over ``jobs`` (every job judged, alerted or not). The delay runs from
+    the fault's start (the simulator's truth), or with delay_from="end" from the failure itself
+    (negative: confirmed before it)."""
+    faults = truth.filter(pl.col("kind") == "fault").select("job_id", f_host="host", f_time=delay_from)
+    judged = pl.DataFrame({"job_id": [str(j) for j in jobs]})
+    n_faulty = judged.join(faults, on="job_id").height
+    first = verdicts(alerts.with_columns(pl.col("job_id").cast(pl.Utf8))).join(judged, on="job_id", how="semi")
     rows = []
     for method in methods:
-        tp = fp = wrong = 0
-        delays = []
-        for job, alerts in alerts_by_job.items():
-            a = first_alert(alerts, method, models)
-            f = faults.get(job)
-            if a is None:
-                continue
-            if f is not None and a["host"] == f["host"]:
-                tp += 1
-                delays.append((a["confirmed_at"] - f["start"]).total_seconds())
-            else:
-                fp += 1
-                wrong += f is not None
-        n_faulty = sum(1 for j in alerts_by_job if j in faults)
+        mine = first.filter(pl.col("method") == method).join(faults, on="job_id", how="left")
+        right = mine.filter(pl.col("host") == pl.col("f_host"))
+        wrong = mine.filter(pl.col("f_host").is_not_null() & (pl.col("host") != pl.col("f_host"))).height
+        tp, fp = right.height, mine.height - right.height
         p = tp / (tp + fp) if tp + fp else 0.0
         r = tp / n_faulty if n_faulty else 0.0
-        rows.append({"method": method, "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0,
-                     "mean_detection_delay_s": sum(delays) / len(delays) if delays else None,
-                     "n_jobs": len(alerts_by_job), "faulty_jobs": n_faulty, "false_alarms": fp - wrong,
-                     "wrong_host": wrong})
+        delay = (right["confirmed_at"] - right["f_time"]).dt.total_microseconds().mean() if tp else None
+        rows.append({"method": method, "against": against, "precision": p, "recall": r,
+                     "f1": 2 * p * r / (p + r) if p + r else 0.0,
+                     "mean_detection_delay_s": None if delay is None else delay / 1e6, "n_jobs": judged.height,
+                     "faulty_jobs": n_faulty, "false_alarms": fp - wrong, "wrong_host": wrong})
     return pl.DataFrame(rows)
+
+
+__all__ = ["TRUTH_SCHEMA", "as_table", "evaluate", "verdicts", "window_labels"]

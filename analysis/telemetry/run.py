@@ -1,0 +1,135 @@
+"""Detection over the warehouse, job by job: train on completed jobs, judge every job telemetry
+covers, store machine_alerts, the confirmed alerts as node events, and detector_evaluation."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import torch
+
+from analysis import sql
+from analysis.telemetry import detect, evaluate, frames, train
+from analysis.telemetry.detect import DetectConfig, Models
+from analysis.telemetry.truth import TRUTH_SCHEMA
+
+
+class NoTelemetry(ValueError):
+    """Nothing to learn from or to judge."""
+
+
+@dataclass
+class TelemetryRun:
+    alerts: pl.DataFrame
+    model_version: str
+    model_path: Path | None
+    jobs: int
+    trained_on: int
+
+
+ALERT_SCHEMA = {**evaluate.ALERTS, "instance": pl.Int32}
+FAMILIES = (("network", ("infiniband", "roce", "pause", "pfc", "ecn", "nic", "eth", "rdma")),
+            ("gpu", ("dcgm", "gpu", "nvlink", "pcie", "clock", "sm_")), ("host", ("cpu", "mem", "load")))
+
+
+def family(metric: str) -> str:
+    low = metric.lower()
+    return next((name for name, keys in FAMILIES if any(k in low for k in keys)), "other")
+
+
+def job_frame(con: duckdb.DuckDBPyConnection, job: dict, cfg: DetectConfig) -> frames.JobFrame | None:
+    rows = sql.query(con, "telemetry_job_rows", {"hosts": job["hosts"], "start": job["telemetry_from"],
+                                                  "end": job["telemetry_to"]})
+    return frames.build(f"{job['job_id']}", rows, cfg.frame, hosts=job["hosts"])
+
+
+def save(models: Models, model_dir: Path, meta: dict) -> tuple[str, Path]:
+    """Versioned files beside the warehouse: minder-<version>.pt (state dicts) and .json (what and when)."""
+    state = {"per_metric": {m: v.state_dict() for m, v in models.per_metric.items()},
+             "integrated": models.integrated.state_dict() if models.integrated is not None else None}
+    digest = hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    version = f"{meta['trained_to']:%Y%m%dT%H%M%S}-{digest}"
+    model_dir.mkdir(parents=True, exist_ok=True)
+    path = model_dir / f"minder-{version}.pt"
+    torch.save(state, path)
+    path.with_suffix(".json").write_text(json.dumps({**meta, "version": version, "metrics": models.metrics,
+                                                     "priority": models.priority,
+                                                     "thresholds": {f"{k[0]}:{k[1]}": v for k, v in
+                                                                    models.thresholds.items()}},
+                                                    indent=2, default=str) + "\n")
+    return version, path
+
+
+def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), model_dir: Path | None = None,
+        max_train_jobs: int = 50, min_train_jobs: int = 3, epochs: int = 30, progress=None) -> TelemetryRun:
+    """Train on the completed jobs telemetry covers, judge every covered job (one in memory at a
+    time), store telemetry_jobs, machine_alerts and the confirmed Minder alerts as node events."""
+    if not sql.scalar(con, "table_exists", ["jobs"]):
+        raise NoTelemetry("no jobs in the warehouse: telemetry is judged per job (run `goodput run` with sacct dumps)")
+    min_samples = 2 * max(1, int(cfg.frame.window_s // (cfg.frame.interval_s or 10)))
+    jobs = sql.query(con, "telemetry_jobs", {"min_samples": min_samples})
+    if jobs.height == 0:
+        raise NoTelemetry("no multi-node job is covered by telemetry")
+    healthy = jobs.filter(pl.col("state") == "COMPLETED").tail(max_train_jobs)
+    if healthy.height < min_train_jobs:
+        raise NoTelemetry(f"telemetry covers {healthy.height} completed multi-node job(s); at least "
+                          f"{min_train_jobs} are needed to learn what normal looks like")
+    train_frames = [f for f in (job_frame(con, j, cfg) for j in healthy.iter_rows(named=True)) if f is not None]
+    models = train.train(train_frames, cfg, epochs=epochs)
+    meta = {"trained_from": healthy["start_time"].min(), "trained_to": healthy["end_time"].max(),
+            "train_jobs": len(train_frames), "window_s": cfg.frame.window_s, "stride_s": cfg.frame.stride_s,
+            "interval_s": cfg.frame.interval_s, "continuity_s": cfg.continuity_s, "epochs": epochs,
+            "hidden": 4, "latent": 8, "layers": 1}
+    version, path = save(models, model_dir, meta) if model_dir else (f"{meta['trained_to']:%Y%m%dT%H%M%S}", None)
+    alerts = []
+    for i, job in enumerate(jobs.iter_rows(named=True)):  # one job in memory at a time
+        frame = job_frame(con, job, cfg)
+        alerts += [{**a, "instance": job["instance"]} for a in (detect.detect(models, frame, cfg) if frame else [])]
+        if progress and (i + 1) % 20 == 0:
+            progress(i + 1, jobs.height)
+    table = (pl.from_dicts(alerts, schema=ALERT_SCHEMA) if alerts else pl.DataFrame(schema=ALERT_SCHEMA)) \
+        .with_columns(model_version=pl.lit(version))
+    sql.run_staged(con, {"staged_alerts": table, "staged_alert_events": alert_events(table, version),
+                         "staged_jobs": jobs.with_columns(model_version=pl.lit(version))},
+                   [("store_machine_alerts", None)])
+    return TelemetryRun(table, version, path, jobs.height, len(train_frames))
+
+
+def alert_events(alerts: pl.DataFrame, version: str) -> pl.DataFrame:
+    """Confirmed Minder alerts as node_events rows (source telemetry, kind machine_outlier, code = family)."""
+    minder = alerts.filter(pl.col("method") == "minder").sort("confirmed_at", "job_id", "host")
+    return minder.select(
+        event_time=pl.col("confirmed_at"), host=pl.col("host"), source=pl.lit("telemetry"),
+        kind=pl.lit("machine_outlier"), code=pl.col("metric").map_elements(family, return_dtype=pl.Utf8),
+        severity=pl.lit("warning"),
+        message=pl.format("{} drifted from its peers in job {} since {} (Minder score {})", pl.col("metric"),
+                          pl.col("job_id"), pl.col("window_start"), pl.col("score").round(1)),
+        device=pl.col("metric"), reporter=pl.lit("goodput-minder"), file=pl.lit(f"goodput:telemetry/{version}"),
+        line_no=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
+
+
+def evaluate_against_attribution(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
+    """detector_evaluation from the stored alerts, against what attribution blamed from other
+    evidence: a failed job whose primary cause names a host is faulty on that host (the delay runs
+    from that event: negative = confirmed before it); a completed job is healthy; the rest are not
+    judged. None when there is nothing to judge."""
+    if not all(sql.scalar(con, "table_exists", [t]) for t in ("telemetry_jobs", "failure_attribution")):
+        return None
+    jobs = con.sql("SELECT * FROM telemetry_jobs").pl()
+    blamed = sql.query(con, "telemetry_blamed_hosts")
+    keyed = jobs.join(blamed, on=["job_id", "instance"], how="left")
+    judged = keyed.filter((pl.col("state") == "COMPLETED") | pl.col("host").is_not_null())
+    if judged.height == 0:
+        return None
+    truth = judged.filter(pl.col("host").is_not_null()).select(
+        job_id=pl.col("job_id").cast(pl.Utf8), host="host", kind=pl.lit("fault"), fault_type=pl.lit(None, pl.Utf8),
+        metrics=pl.lit(""), start=pl.col("event_time"), end=pl.col("event_time"))
+    alerts = con.sql("SELECT * FROM machine_alerts").pl()
+    ev = evaluate.evaluate(alerts, truth.cast(TRUTH_SCHEMA), judged["job_id"].cast(pl.Utf8).to_list(),
+                           delay_from="end", against="attribution")
+    ev = ev.with_columns(model_version=pl.lit(jobs["model_version"][0] if jobs.height else None))
+    sql.run_staged(con, {"staged_evaluation": ev}, [("store_detector_evaluation", None)])
+    return ev

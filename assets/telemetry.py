@@ -1,0 +1,36 @@
+"""Faulty machines from telemetry: Minder's alerts (also written as node events, so attribution sees
+them) and the detectors' evaluation against attribution."""
+from pathlib import Path
+
+from dagster import MaterializeResult, asset
+
+from analysis.telemetry import run as telemetry_run
+from pipelines.resources import TelemetrySettings, Warehouse
+
+
+@asset(deps=["telemetry", "jobs"], group_name="telemetry",
+       description="telemetry_jobs (jobs telemetry covers), machine_alerts (Minder and the methods beside it, "
+                   "missing data), and the confirmed Minder alerts as node_events (source telemetry).")
+def machine_alerts(warehouse: Warehouse, telemetry_settings: TelemetrySettings) -> MaterializeResult:
+    s = telemetry_settings
+    with warehouse.connect() as con:
+        try:
+            result = telemetry_run.run(con, s.config(), Path(warehouse.db_path).resolve().parent / "models",
+                                       s.max_train_jobs, s.min_train_jobs, s.epochs)
+        except telemetry_run.NoTelemetry as exc:
+            return MaterializeResult(metadata={"skipped": str(exc)})
+    counts = result.alerts.group_by("method").len()
+    return MaterializeResult(metadata={"jobs": result.jobs, "trained_on": result.trained_on,
+                                       "model_version": result.model_version,
+                                       **{f"alerts_{m}": int(n) for m, n in counts.iter_rows()}})
+
+
+@asset(deps=[machine_alerts, "failure_attribution"], group_name="telemetry",
+       description="detector_evaluation: each method's job-level precision, recall, F1 and lead time, against "
+                   "the hosts attribution blamed from evidence other than telemetry.")
+def detector_evaluation(warehouse: Warehouse) -> MaterializeResult:
+    with warehouse.connect() as con:
+        ev = telemetry_run.evaluate_against_attribution(con)
+    if ev is None:
+        return MaterializeResult(metadata={"skipped": "no telemetry job that completed or was blamed on a host"})
+    return MaterializeResult(metadata={f"f1_{r['method']}": round(r["f1"], 3) for r in ev.iter_rows(named=True)})

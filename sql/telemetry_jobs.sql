@@ -1,0 +1,18 @@
+-- Job instances telemetry covers: two or more of their hosts have at least $min_samples samples
+-- within their run. hosts = all the job's nodes (a node without samples is missing data, not healthy);
+-- telemetry_from / telemetry_to = the span the samples cover.
+WITH cand AS (
+    SELECT job_id, instance, start_time, end_time, unnest(nodes) AS host
+    FROM jobs WHERE len(nodes) >= 2 AND start_time IS NOT NULL AND end_time IS NOT NULL
+), per_host AS (
+    SELECT c.job_id, c.instance, c.host, count(*) AS n, min(t.time) AS t_min, max(t.time) AS t_max
+    FROM cand c JOIN telemetry t ON t.host = c.host AND t.time >= c.start_time AND t.time < c.end_time
+    GROUP BY ALL
+)
+SELECT j.job_id, j.instance, j.state, j.start_time, j.end_time, list_sort(j.nodes) AS hosts,
+       count(*) AS hosts_reporting, min(p.t_min) AS telemetry_from, max(p.t_max) AS telemetry_to
+FROM per_host p JOIN jobs j USING (job_id, instance)
+WHERE p.n >= $min_samples
+GROUP BY j.job_id, j.instance, j.state, j.start_time, j.end_time, j.nodes
+HAVING count(*) >= 2
+ORDER BY j.start_time, j.job_id, j.instance
