@@ -20,6 +20,7 @@ missing data (method ``missing_data``), never scored as healthy.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +45,17 @@ class DetectConfig:
     threshold_floor: float = 3.0  # a robust z under this is never an outlier
 
 
+def _quiet(fn):
+    """Windows without data give all-NaN slices: NaN is the answer there, not a warning."""
+    def wrapped(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return fn(*args, **kwargs)
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
+
+
+@_quiet
 def robust_z(s: np.ndarray) -> np.ndarray:
     """Per row (window), each machine's sum of distances as a robust z-score across machines."""
     med = np.nanmedian(s, axis=-1, keepdims=True)
@@ -64,6 +76,7 @@ def distance_scores(emb: np.ndarray) -> np.ndarray:
     return robust_z(out)
 
 
+@_quiet
 def md_scores(windows: np.ndarray) -> np.ndarray:
     """windows (n_metrics, n_hosts, n_windows, W) -> (n_windows, n_hosts) Mahalanobis robust z-scores."""
     means = np.nanmean(windows, axis=3).transpose(2, 1, 0)  # (n_w, n_h, n_m)
@@ -85,6 +98,7 @@ def md_scores(windows: np.ndarray) -> np.ndarray:
     return robust_z(out)
 
 
+@_quiet
 def aegis_flags(frame: JobFrame, cfg: DetectConfig) -> list[tuple[int, int, int, int]]:
     """(host, metric, first sample, confirming sample) for each machine outside mean +- k sigma of its
     peers on a metric for aegis_s seconds without a break."""
