@@ -6,6 +6,7 @@ CREATE TABLE IF NOT EXISTS machine_alerts (
     window_start TIMESTAMP, confirmed_at TIMESTAMP, score DOUBLE, metric_rank INTEGER, model_version VARCHAR
 );
 CREATE OR REPLACE TABLE telemetry_jobs AS SELECT * FROM staged_jobs;
+CREATE OR REPLACE TABLE link_suspects AS SELECT * FROM staged_links;
 CREATE TABLE IF NOT EXISTS detector_evaluation (
     method VARCHAR, against VARCHAR, "precision" DOUBLE, recall DOUBLE, f1 DOUBLE, mean_detection_delay_s DOUBLE,
     n_jobs BIGINT, faulty_jobs BIGINT, false_alarms BIGINT, wrong_host BIGINT, model_version VARCHAR

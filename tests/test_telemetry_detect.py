@@ -134,7 +134,17 @@ def test_detection_over_the_warehouse_feeds_attribution(tmp_path):
     con = warehouse.connect(tmp_path / "w.duckdb")
     ingest_directory(con, tmp_path / "src")
     build_all(con, load(), MetricsConfig())  # jobs first; attribution again below, with the alerts
+    # one covered job also reports a per-peer delay (`<name>@<peer>`): its slow link is localised (C4)
+    covered = con.sql("SELECT DISTINCT host, min(time) OVER (PARTITION BY host) AS t FROM telemetry "
+                      "WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' ORDER BY t, host LIMIT 8").pl()
+    hosts, t0 = covered["host"].to_list(), covered["t"].max()
+    peer = [(t0, s, f"rdma_write_delay_us@{d}", 60.0 if (s, d) == (hosts[1], hosts[4]) else 20.0 + (i % 3))
+            for i, (s, d) in enumerate((s, d) for s in hosts for d in hosts if s != d)]
+    con.executemany("INSERT INTO telemetry (time, host, metric, value, file, line_no) VALUES (?, ?, ?, ?, 'x', 0)",
+                    [list(p) for p in peer])
     result = telemetry_run.run(con, CFG, tmp_path / "models", epochs=10)
+    suspects = con.sql("SELECT kind, src_host, dst_host FROM link_suspects").fetchall()
+    assert ("cell", hosts[1], hosts[4]) in suspects
     assert result.model_path.exists() and result.model_path.with_suffix(".json").exists()
     truth = pl.read_csv(tmp_path / "src/truth/telemetry_faults.csv", schema_overrides={"job_id": pl.Utf8})
     faults = {r["job_id"]: r for r in truth.filter(pl.col("kind") == "fault").iter_rows(named=True)}
@@ -152,3 +162,28 @@ def test_detection_over_the_warehouse_feeds_attribution(tmp_path):
     assert ev["minder"]["against"] == "attribution" and ev["minder"]["recall"] == 1.0
     assert ev["minder"]["mean_detection_delay_s"] < 0  # confirmed before the blamed event
     con.close()
+
+
+@pytest.mark.parametrize("fault, expect", [
+    ({"link": ("h03", "h07")}, [("cell", "h03", "h07")]),
+    ({"src": "h05"}, [("row", "h05", None)]),
+    ({"dst": "h02"}, [("column", None, "h02")]),
+    ({}, []),
+])
+def test_c4_delay_matrix_names_the_link_the_source_or_the_destination(fault, expect):
+    from analysis.telemetry import links
+
+    rng = np.random.default_rng(4)
+    hosts = [f"h{i:02d}" for i in range(12)]
+    rows = []
+    for s in hosts:
+        for d in hosts:
+            if s == d:
+                continue
+            delay = 20.0 * (1 + 0.03 * rng.standard_normal())
+            if fault.get("link") == (s, d) or fault.get("src") == s or fault.get("dst") == d:
+                delay *= 3
+            rows.append({"job_id": "j1", "host": s, "metric": f"rdma_write_delay_us@{d}", "value": delay})
+    cells = links.peer_matrix(pl.DataFrame(rows))
+    got = links.localise(cells)
+    assert [(k, s, d) for k, s, d in got.select("kind", "src_host", "dst_host").iter_rows()] == expect

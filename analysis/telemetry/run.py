@@ -12,7 +12,7 @@ import polars as pl
 import torch
 
 from analysis import sql
-from analysis.telemetry import detect, evaluate, frames, train
+from analysis.telemetry import detect, evaluate, frames, links, train
 from analysis.telemetry.detect import DetectConfig, Models
 from analysis.telemetry.truth import TRUTH_SCHEMA
 
@@ -40,9 +40,16 @@ def family(metric: str) -> str:
     return next((name for name, keys in FAMILIES if any(k in low for k in keys)), "other")
 
 
-def job_frame(con: duckdb.DuckDBPyConnection, job: dict, cfg: DetectConfig) -> frames.JobFrame | None:
-    rows = sql.query(con, "telemetry_job_rows", {"hosts": job["hosts"], "start": job["telemetry_from"],
-                                                  "end": job["telemetry_to"]})
+def job_rows(con: duckdb.DuckDBPyConnection, job: dict) -> pl.DataFrame:
+    return sql.query(con, "telemetry_job_rows", {"hosts": job["hosts"], "start": job["telemetry_from"],
+                                                 "end": job["telemetry_to"]})
+
+
+def job_frame(con: duckdb.DuckDBPyConnection, job: dict, cfg: DetectConfig,
+              rows: pl.DataFrame | None = None) -> frames.JobFrame | None:
+    """The job's machine-level frame. Per-peer metrics (`<name>@<peer>`) are the links' business."""
+    rows = job_rows(con, job) if rows is None else rows
+    rows = rows.filter(~pl.col("metric").str.contains("@", literal=True))
     return frames.build(f"{job['job_id']}", rows, cfg.frame, hosts=job["hosts"])
 
 
@@ -66,7 +73,8 @@ def save(models: Models, model_dir: Path, meta: dict) -> tuple[str, Path]:
 def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), model_dir: Path | None = None,
         max_train_jobs: int = 50, min_train_jobs: int = 3, epochs: int = 30, progress=None) -> TelemetryRun:
     """Train on the completed jobs telemetry covers, judge every covered job (one in memory at a
-    time), store telemetry_jobs, machine_alerts and the confirmed Minder alerts as node events."""
+    time), store telemetry_jobs, machine_alerts, link_suspects (C4, where per-peer metrics exist) and
+    the confirmed Minder alerts as node events."""
     if not sql.scalar(con, "table_exists", ["jobs"]):
         raise NoTelemetry("no jobs in the warehouse: telemetry is judged per job (run `goodput run` with sacct dumps)")
     min_samples = 2 * max(1, int(cfg.frame.window_s // (cfg.frame.interval_s or 10)))
@@ -84,16 +92,25 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
             "interval_s": cfg.frame.interval_s, "continuity_s": cfg.continuity_s, "epochs": epochs,
             "hidden": 4, "latent": 8, "layers": 1}
     version, path = save(models, model_dir, meta) if model_dir else (f"{meta['trained_to']:%Y%m%dT%H%M%S}", None)
-    alerts = []
+    alerts, suspects = [], []
     for i, job in enumerate(jobs.iter_rows(named=True)):  # one job in memory at a time
-        frame = job_frame(con, job, cfg)
+        rows = job_rows(con, job)
+        frame = job_frame(con, job, cfg, rows)
         alerts += [{**a, "instance": job["instance"]} for a in (detect.detect(models, frame, cfg) if frame else [])]
+        peers = links.peer_matrix(rows.with_columns(job_id=pl.lit(str(job["job_id"]))))
+        if peers.height:
+            for metric, cells in peers.partition_by("metric", as_dict=True).items():
+                suspects.append(links.localise(cells).with_columns(metric=pl.lit(metric[0]),
+                                                                   instance=pl.lit(job["instance"], pl.Int32)))
         if progress and (i + 1) % 20 == 0:
             progress(i + 1, jobs.height)
     table = (pl.from_dicts(alerts, schema=ALERT_SCHEMA) if alerts else pl.DataFrame(schema=ALERT_SCHEMA)) \
         .with_columns(model_version=pl.lit(version))
+    link_table = pl.concat(suspects) if suspects else pl.DataFrame(
+        schema={**links.SUSPECTS, "metric": pl.Utf8, "instance": pl.Int32})
     sql.run_staged(con, {"staged_alerts": table, "staged_alert_events": alert_events(table, version),
-                         "staged_jobs": jobs.with_columns(model_version=pl.lit(version))},
+                         "staged_jobs": jobs.with_columns(model_version=pl.lit(version)),
+                         "staged_links": link_table},
                    [("store_machine_alerts", None)])
     return TelemetryRun(table, version, path, jobs.height, len(train_frames))
 
