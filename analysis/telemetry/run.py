@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import polars as pl
 import torch
 
@@ -86,7 +88,7 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
         raise NoTelemetry(f"telemetry covers {healthy.height} completed multi-node job(s); at least "
                           f"{min_train_jobs} are needed to learn what normal looks like")
     train_frames = [f for f in (job_frame(con, j, cfg) for j in healthy.iter_rows(named=True)) if f is not None]
-    models = train.train(train_frames, cfg, epochs=epochs)
+    models = train.train(train_frames, cfg, epochs=epochs, labelled=labelled_windows(con, jobs, train_frames, cfg))
     meta = {"trained_from": healthy["start_time"].min(), "trained_to": healthy["end_time"].max(),
             "train_jobs": len(train_frames), "window_s": cfg.frame.window_s, "stride_s": cfg.frame.stride_s,
             "interval_s": cfg.frame.interval_s, "continuity_s": cfg.continuity_s, "epochs": epochs,
@@ -113,6 +115,31 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
                          "staged_links": link_table},
                    [("store_machine_alerts", None)])
     return TelemetryRun(table, version, path, jobs.height, len(train_frames))
+
+
+def labelled_windows(con, jobs: pl.DataFrame, healthy: list[frames.JobFrame], cfg: DetectConfig,
+                     lead_s: int = 600) -> tuple[list, list] | None:
+    """Windows to rank the metrics on (Minder's decision tree): the completed jobs' windows are normal;
+    in a failed job that attribution blamed on a machine from other evidence (the last run's), the
+    windows of the lead_s before the blamed event are abnormal. None before any such job exists."""
+    if not sql.scalar(con, "table_exists", ["failure_attribution"]):
+        return None
+    blamed = jobs.join(sql.query(con, "telemetry_blamed_hosts"), on=["job_id", "instance"]).filter(
+        pl.col("state") != "COMPLETED")
+    faulty, labels = [], []
+    for job in blamed.iter_rows(named=True):
+        frame = job_frame(con, job, cfg)
+        if frame is None:
+            continue
+        truth = pl.DataFrame([{"job_id": frame.job_id, "host": job["host"], "kind": "fault", "fault_type": None,
+                               "metrics": "", "start": job["event_time"] - timedelta(seconds=lead_s),
+                               "end": job["event_time"]}], schema=TRUTH_SCHEMA)
+        faulty.append(frame)
+        labels.append(evaluate.window_labels(frame, truth, cfg))
+    if not faulty:
+        return None
+    normal = [np.zeros(len(f.windows(cfg.frame)[1]), dtype=bool) for f in healthy]
+    return healthy + faulty, normal + labels
 
 
 def alert_events(alerts: pl.DataFrame, version: str) -> pl.DataFrame:

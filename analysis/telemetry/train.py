@@ -2,6 +2,8 @@
 each method's threshold from the same jobs, and Minder's metric priority from labelled windows."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier
 
@@ -22,7 +24,8 @@ def max_z(frame: JobFrame, cfg: DetectConfig) -> np.ndarray:
     """(n_windows, n_metrics): per window and metric, the largest |z| of any machine at any sample
     (z across the machines at each sampling point: Minder §4.3 step 1)."""
     x = frame.values
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # a sampling point without data: z is 0 there
         z = np.abs(x - np.nanmean(x, axis=1, keepdims=True)) / np.nanstd(x, axis=1, keepdims=True)
     z = np.nan_to_num(z, nan=0.0, posinf=0.0)
     windows, _ = JobFrame(frame.job_id, frame.hosts, frame.metrics, frame.t0, frame.interval_s, z).windows(cfg.frame)
