@@ -1,11 +1,11 @@
--- Job instances telemetry covers: two or more of their hosts have at least $min_samples samples
+-- Job instances telemetry covers: two or more of their hosts have samples at $min_samples or more times
 -- within their run. hosts = all the job's nodes (a node without samples is missing data, not healthy);
 -- telemetry_from / telemetry_to = the span the samples cover.
 WITH cand AS (
     SELECT job_id, instance, start_time, end_time, unnest(nodes) AS host
     FROM jobs WHERE len(nodes) >= 2 AND start_time IS NOT NULL AND end_time IS NOT NULL
 ), per_host AS (
-    SELECT c.job_id, c.instance, c.host, count(*) AS n, min(t.time) AS t_min, max(t.time) AS t_max
+    SELECT c.job_id, c.instance, c.host, count(DISTINCT t.time) AS n, min(t.time) AS t_min, max(t.time) AS t_max
     FROM cand c JOIN telemetry t ON t.host = c.host AND t.time >= c.start_time AND t.time < c.end_time
     GROUP BY ALL
 )

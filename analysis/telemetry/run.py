@@ -98,7 +98,8 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
     for i, job in enumerate(jobs.iter_rows(named=True)):  # one job in memory at a time
         rows = job_rows(con, job)
         frame = job_frame(con, job, cfg, rows)
-        alerts += [{**a, "instance": job["instance"]} for a in (detect.detect(models, frame, cfg) if frame else [])]
+        judged = frame is not None and len(frame.windows(cfg.frame)[1]) > 0  # shorter than a window: nothing to say
+        alerts += [{**a, "instance": job["instance"]} for a in (detect.detect(models, frame, cfg) if judged else [])]
         peers = links.peer_matrix(rows.with_columns(job_id=pl.lit(str(job["job_id"]))))
         if peers.height:
             for metric, cells in peers.partition_by("metric", as_dict=True).items():

@@ -49,7 +49,9 @@ def priority_from_labels(frames: list[JobFrame], labels: list[np.ndarray], metri
 def train(healthy: list[JobFrame], cfg: DetectConfig = DetectConfig(), epochs: int = 30, seed: int = 0,
           labelled: tuple[list[JobFrame], list[np.ndarray]] | None = None, methods=METHODS) -> Models:
     """Models from frames of jobs without a fault (their windows are what normal looks like), for
-    ``methods`` (the integrated VAE is trained only when "int" is among them)."""
+    ``methods`` (the integrated VAE is trained only when "int" is among them). Frames too short for
+    one window are left out."""
+    healthy = [f for f in healthy if len(f.windows(cfg.frame)[1])]
     metrics = sorted(set.intersection(*(set(f.metrics) for f in healthy)))
     wins = [f.windows(cfg.frame)[0] for f in healthy]
     per_metric = {}

@@ -74,10 +74,10 @@ def embed(model: LstmVae, windows: np.ndarray, n_inputs: int = 1) -> np.ndarray:
     x = np.asarray(windows, dtype=np.float32)
     lead = x.shape[:-1] if n_inputs == 1 else x.shape[:-2]
     w = x.shape[-1] if n_inputs == 1 else x.shape[-2]
-    flat = x.reshape(-1, w, n_inputs)
+    flat = x.reshape(-1, w, n_inputs) if x.size else np.empty((0, w, n_inputs), dtype=np.float32)
     ok = np.isfinite(flat).all(axis=(1, 2))
     out = np.full((len(flat), model.mu.out_features), np.nan, dtype=np.float32)
     if ok.any():
         mu, _ = model.encode(torch.from_numpy(np.ascontiguousarray(flat[ok])))
         out[ok] = mu.numpy()
-    return out.reshape(*lead, -1)
+    return out.reshape(*lead, model.mu.out_features)
