@@ -28,8 +28,10 @@ def _store(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     return volume
 
 
-def missing_sources(con: duckdb.DuckDBPyConnection, day: date, min_days: int = 4) -> pl.DataFrame:
-    """Sources with rows on most of the previous 7 days but none on ``day``."""
+def missing_sources(con: duckdb.DuckDBPyConnection, day: date, min_days: int = 6) -> pl.DataFrame:
+    """Sources with rows on at least ``min_days`` of the previous 7 days but none on ``day``. A source
+    that already skipped two of those days (per-job telemetry snapshots, weekly validation runs)
+    skipping another is its rhythm, not missing input."""
     return sql.query(con, "daily_volume_problems", {"day": day, "min_days": min_days}).filter(pl.col("rows") == 0)
 
 

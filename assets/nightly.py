@@ -32,7 +32,8 @@ def daily_source_volume(context: AssetExecutionContext, warehouse: Warehouse) ->
 
 
 @asset_check(asset=daily_source_volume, blocking=True,
-             description="A source that had rows on most of the previous 7 days has none today: input is missing.")
+             description="A source that had rows on at least 6 of the previous 7 days has none today: input is "
+                         "missing.")
 def sources_present(context, warehouse: Warehouse) -> AssetCheckResult:
     with warehouse.connect() as con:
         missing = daily.missing_sources(con, _day(context))

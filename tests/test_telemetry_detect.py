@@ -150,8 +150,9 @@ def test_detection_over_the_warehouse_feeds_attribution(tmp_path):
     faults = {r["job_id"]: r for r in truth.filter(pl.col("kind") == "fault").iter_rows(named=True)}
     minder = result.alerts.filter(pl.col("method") == "minder")
     assert set(minder["job_id"]) == set(faults)  # every faulty job, no healthy one
-    for a in minder.iter_rows(named=True):
+    for a in minder.iter_rows(named=True):  # the injected machine, on a metric its fault touched
         assert a["host"] == faults[a["job_id"]]["host"]
+        assert a["metric"] in faults[a["job_id"]]["metrics"].split(",")
     assert result.trained_on >= 3
     events = con.sql("SELECT * FROM node_events WHERE source = 'telemetry'").pl()
     assert events.height == minder.height and set(events["code"]) <= {"network", "gpu", "host", "other"}
