@@ -194,7 +194,10 @@ def detect(models: Models, frame: JobFrame, cfg: DetectConfig = DetectConfig(), 
                 h, w, score = hit
                 alerts.append(_alert(frame, models, method, h, metric, int(starts[w - kk + 1]),
                                      int(starts[w] + w_len), score))
-    missing = ~np.isfinite(windows).all(axis=3)  # (n_m, n_h, n_w)
+    have = np.isfinite(windows).all(axis=3)  # (n_m, n_h, n_w)
+    # a machine is missing data where most of its peers have theirs; when nobody has, the telemetry
+    # just does not cover that stretch of the job
+    missing = ~have & (have.mean(axis=1, keepdims=True) >= 0.5)
     for h in np.flatnonzero(missing.any(axis=(0, 2))):
         w0 = int(np.flatnonzero(missing[:, h, :].any(axis=0))[0])
         gone = [frame.metrics[m] for m in np.flatnonzero(missing[:, h, :].any(axis=1))]
