@@ -151,3 +151,26 @@ def test_criteria_parse_without_eval():
     for bad in ("lambda x: __import__('os').system('true')", "lambda x, y: x < y", "x < 1", "lambda x: x < y"):
         with pytest.raises(superbench.RuleFileError):
             superbench.parse_criteria(bad)
+
+
+def test_goodput_criteria_cli_relearns_exports_and_names_noisy_benchmarks(tmp_path):
+    from click.testing import CliRunner
+
+    from pipelines.cli import main
+
+    con = ingest(tmp_path, "raw_data_153_nodes.csv.gz")
+    con.close()
+    db, out = str(tmp_path / "w.duckdb"), tmp_path / "out"
+    refused = CliRunner().invoke(main, ["criteria", "--db", db, "--out", str(out)])
+    assert refused.exit_code == 1, refused.output
+    assert "criteria stored, not exported" in refused.output and "gpu-copy-bw:correctness (0.787)" in refused.output
+    assert "153 nodes" in refused.output and "ib-loopback" in refused.output  # the table was printed first
+    assert not (out / "exports" / "criteria").exists()
+    done = CliRunner().invoke(main, ["criteria", "--db", db, "--out", str(out), "--skip-noisy", "--alpha", "0.9"])
+    assert done.exit_code == 0, done.output
+    assert "(alpha 0.9)" in done.output and "nodes failed" in done.output
+    for name in ("criteria.json", "rules.yaml", "baseline.json"):
+        assert (out / "exports" / "criteria" / name).stat().st_size > 0
+    assert json.loads((out / "exports" / "criteria" / "criteria.json").read_text())["alpha"] == 0.9
+    missing = CliRunner().invoke(main, ["criteria", "--db", str(tmp_path / "nope.duckdb")])
+    assert missing.exit_code == 1 and "no warehouse at" in missing.output

@@ -185,3 +185,11 @@ def test_daily_series_become_weekly_means_over_years(long_history):
     assert all(p["goodput"] == pytest.approx(weekly[p["day"]], rel=1e-3) for p in points)
     rates = specs["failure_rate"]["datasets"]["rates"]
     assert len({r["day"] for r in rates}) <= charts.MAX_POINTS and {"gpu_memory", "nvlink", "pcie"} <= {r["cause"] for r in rates}
+
+
+def test_report_shows_validation_criteria_and_drifting_machines(report):
+    html = report.read_text()
+    crit = html[html.index("Validation runs and benchmark criteria"):html.index("Machines that drifted")]
+    assert "were learned from 48 nodes" in crit and "gemm-flops" in crit and "margin: Alg. 2" in crit
+    tele = html[html.index("Machines that drifted"):html.index("<h2>Data quality")]
+    assert "confirmed in the last 30 days" in tele and "DCGM_FI_" in tele and "minder" in tele
