@@ -1,0 +1,55 @@
+"""InfiniBand port counters: deltas through resets, wraps, saturation and a port that goes away."""
+from datetime import datetime, timedelta
+
+import polars as pl
+
+from analysis.network import counters
+
+T0 = datetime(2024, 3, 1)
+
+
+def rows(series: dict[str, list[float | None]], host: str = "gpu0001") -> pl.DataFrame:
+    out = []
+    for metric, values in series.items():
+        for i, v in enumerate(values):
+            if v is not None:  # None: the port did not report at that scrape
+                out.append({"time": T0 + timedelta(minutes=5 * i), "host": host, "metric": metric, "value": float(v)})
+    return pl.DataFrame(out)
+
+
+SYM = 'node_infiniband_symbol_error_total{device="mlx5_0",port="1"}'
+DOWN = 'node_infiniband_link_downed_total{port="1",device="mlx5_0"}'
+DATA = 'node_infiniband_port_data_transmitted_bytes_total{device="mlx5_1",port="1"}'
+
+
+def test_resets_wraps_saturation_and_a_port_that_returns_give_no_negative_or_spurious_counts():
+    d = counters.deltas(counters.series(rows({
+        SYM: [100, 103, 103, 2, 5, None, None, 9, 65535, 65535, 0],  # reset to 2, away, back, saturates
+        DOWN: [7, 7, 8, 8, 0, 0],  # a link down, then the driver reloads (reset to 0)
+        DATA: [2 ** 64 - 2 ** 20, 500, 1500],  # a 64-bit counter wraps (values are doubles: exact to 2 KiB there)
+        "node_infiniband_info{device=\"mlx5_0\"}": [1, 1],  # not a counter series this module reads
+        "DCGM_FI_DEV_GPU_UTIL": [90, 91],
+    })))
+    assert (d["delta"] >= 0).all()
+    sym = d.filter(pl.col("counter") == "symbol_error")["delta"].to_list()
+    # 3, 0, reset->2, 3, back after 10 min ->4, up to saturation ->65526, saturated ->0, reset ->0
+    assert sym == [3, 0, 2, 3, 4, 65526, 0, 0]
+    assert d.filter(pl.col("counter") == "link_downed")["delta"].to_list() == [0, 1, 0, 0, 0]
+    assert d.filter(pl.col("counter") == "port_data_transmitted_bytes")["delta"].to_list() == [2 ** 20 + 500, 1000]
+    assert set(d["device"]) == {"mlx5_0", "mlx5_1"} and set(d["port"]) == {"1"}
+    assert "info" not in set(d["counter"])
+
+
+def test_deltas_over_thresholds_become_events_on_the_cabled_host():
+    d = counters.deltas(counters.series(pl.concat([
+        rows({SYM: [0, 40, 41], DOWN: [0, 0, 1]}),
+        rows({'node_infiniband_symbol_error_total{device="sw",port="Eth1/7"}': [5, 5000]}, host="leaf03"),
+    ])))
+    topo = pl.DataFrame({"switch": ["leaf03"], "port_key": ["Eth1/7"], "host": ["gpu0042"]})
+    ev = counters.port_events(d, topo)
+    got = [(r["host"], r["code"], r["severity"], r["reporter"]) for r in ev.iter_rows(named=True)]
+    assert got == [("gpu0001", "symbol_error", "warning", "gpu0001"),
+                   ("gpu0042", "symbol_error", "critical", "leaf03"),
+                   ("gpu0001", "link_downed", "critical", "gpu0001")]
+    assert ev["message"][0] == "symbol_error +40 on mlx5_0/1 in 300 s" and ev["device"][0] == "mlx5_0/1"
+    assert (ev["source"] == "network").all() and (ev["kind"] == "ib_port_errors").all()
