@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 SOURCES: dict[str, str] = {
     "topology": "topology", "slurm": "sacct", "slurm_events": "slurm_events", "kernel": "kernel",
     "switch": "switch", "health": "health", "benchmarks": "benchmarks", "telemetry": "telemetry",
+    "network": "telemetry",  # fabric port counters: long-format samples like telemetry (analysis/network)
     "tickets": "tickets",
 }
 SIDECAR_SUFFIXES = (".boottime",)  # read by parsers next to their log, not data files
@@ -85,7 +86,7 @@ def _parse(path: Path, source: str, ctx: ParseContext, raw: RawFile) -> tuple[Pa
     opts = ctx.options
     if _is_parquet(path):
         if not hasattr(module, "parse_parquet"):
-            raise UnrecognisedFormat(f"Parquet is read only under telemetry/, not {source}/")
+            raise UnrecognisedFormat(f"Parquet is read only under telemetry/ and network/, not {source}/")
         try:
             n = pq.ParquetFile(io.BytesIO(raw.data)).metadata.num_rows  # rows in the file, not what the parser kept
         except Exception:  # noqa: BLE001 - pyarrow raises several types for a damaged file

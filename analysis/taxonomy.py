@@ -28,8 +28,9 @@ XID_KEYS = {"cause", "severity", "transient", "priority"}
 CAUSE_KEYS = {"domain", "description"}
 WINDOW_KEYS = {"before_minutes", "after_minutes"}
 # node_events.source values a rule can name ("app": application/NCCL logs fed in as events;
-# "telemetry": machines goodput's detector confirmed as drifting from their peers)
-SOURCES = {"kernel", "switch", "health", "slurm", "app", "telemetry"}
+# "telemetry": machines goodput's detector confirmed as drifting from their peers;
+# "network": fabric port counter deltas over their thresholds)
+SOURCES = {"kernel", "switch", "health", "slurm", "app", "telemetry", "network"}
 # Bounds on an override file: far above any real one, low enough that a hostile one costs little.
 MAX_FILE_BYTES = 1 << 20
 MAX_NESTING = 32

@@ -23,7 +23,8 @@ def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
                             metadata={"overlapping_instances": overlaps})
 
 
-@asset(deps=["kernel_events", "switch_events", "health_results", "node_state_periods", "topology", "machine_alerts"],
+@asset(deps=["kernel_events", "switch_events", "health_results", "node_state_periods", "topology", "machine_alerts",
+             "port_counter_events"],
        group_name="events", description="Kernel, switch, health and Slurm node events; switch ports mapped to hosts.")
 def node_events(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:

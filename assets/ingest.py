@@ -19,7 +19,7 @@ STARTED = "ingest_started"  # materialization metadata: naive UTC start of the i
 INGEST_ASSETS = {
     "topology": "topology", "sacct_records": "slurm", "node_state_periods": "slurm_events",
     "kernel_events": "kernel", "switch_events": "switch", "health_results": "health",
-    "benchmark_results": "benchmarks", "telemetry": "telemetry", "tickets": "tickets",
+    "benchmark_results": "benchmarks", "telemetry": "telemetry", "network_counters": "network", "tickets": "tickets",
 }
 
 

@@ -53,3 +53,31 @@ def test_deltas_over_thresholds_become_events_on_the_cabled_host():
                    ("gpu0001", "link_downed", "critical", "gpu0001")]
     assert ev["message"][0] == "symbol_error +40 on mlx5_0/1 in 300 s" and ev["device"][0] == "mlx5_0/1"
     assert (ev["source"] == "network").all() and (ev["kind"] == "ib_port_errors").all()
+
+
+def test_counters_under_network_are_ingested_differenced_and_become_node_events(tmp_path):
+    from analysis import warehouse
+    from analysis.ingest import ingest_directory
+    from analysis.network import run as network_run
+    from analysis.taxonomy import load
+
+    src = tmp_path / "src"
+    (src / "network").mkdir(parents=True)
+    frame = rows({SYM: [0, 3, 60, 61], DOWN: [2, 2, 2, 3]})
+    lines = ["time,host,metric,value"] + [f"{t.isoformat()}Z,{h},\"{m.replace(chr(34), chr(34) * 2)}\",{v}"
+                                          for t, h, m, v in frame.iter_rows()]
+    (src / "network" / "ib-counters.csv").write_text("\n".join(lines) + "\nnot,a,counter\n")
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    summary = ingest_directory(con, src)
+    [outcome] = summary.outcomes
+    assert outcome.source == "network" and outcome.rows == frame.height and outcome.rejects == 1
+    got = network_run.run(con)
+    assert got == {"series": 2, "error_deltas": 4, "events": 2}
+    events = con.sql("SELECT code, severity, device FROM node_events WHERE source = 'network' "
+                     "ORDER BY event_time").fetchall()
+    assert events == [("symbol_error", "warning", "mlx5_0/1"), ("link_downed", "critical", "mlx5_0/1")]
+    assert network_run.run(con)["events"] == 2  # a rerun replaces, never adds
+    assert con.sql("SELECT count(*) FROM node_events WHERE source = 'network'").fetchall()[0][0] == 2
+    rules = load(None)
+    assert {"port-link-downed", "port-errors"} <= set(rules.rules["rule_id"].to_list())
+    con.close()

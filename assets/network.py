@@ -1,0 +1,13 @@
+"""Fabric port counters: cumulative counters differenced, and error deltas over thresholds as node events."""
+from dagster import MaterializeResult, asset
+
+from analysis.network import run as network_run
+from pipelines.resources import Warehouse
+
+
+@asset(deps=["telemetry", "network_counters", "topology"], group_name="events",
+       description="port_counter_deltas (InfiniBand error counters differenced through resets, wraps and "
+                   "saturation) and their deltas over thresholds as node_events (source network).")
+def port_counter_events(warehouse: Warehouse) -> MaterializeResult:
+    with warehouse.connect() as con:
+        return MaterializeResult(metadata=network_run.run(con))
