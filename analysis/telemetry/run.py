@@ -42,9 +42,15 @@ def family(metric: str) -> str:
     return next((name for name, keys in FAMILIES if any(k in low for k in keys)), "other")
 
 
+def stage(con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame) -> None:
+    """Every covered job's telemetry in one temporary table sorted by job (one pass over telemetry)."""
+    sql.run_staged(con, {"staged_telemetry_jobs": jobs.select("job_id", "instance", "hosts", "telemetry_from",
+                                                              "telemetry_to")},
+                   [("stage_telemetry_job_rows", None)])
+
+
 def job_rows(con: duckdb.DuckDBPyConnection, job: dict) -> pl.DataFrame:
-    return sql.query(con, "telemetry_job_rows", {"hosts": job["hosts"], "start": job["telemetry_from"],
-                                                 "end": job["telemetry_to"]})
+    return sql.query(con, "telemetry_job_rows", {"job_id": job["job_id"], "instance": job["instance"]})
 
 
 def job_frame(con: duckdb.DuckDBPyConnection, job: dict, cfg: DetectConfig,
@@ -83,6 +89,7 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
     jobs = sql.query(con, "telemetry_jobs", {"min_samples": min_samples})
     if jobs.height == 0:
         raise NoTelemetry("no multi-node job is covered by telemetry")
+    stage(con, jobs)
     healthy = jobs.filter(pl.col("state") == "COMPLETED").tail(max_train_jobs)
     if healthy.height < min_train_jobs:
         raise NoTelemetry(f"telemetry covers {healthy.height} completed multi-node job(s); at least "
