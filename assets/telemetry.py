@@ -16,7 +16,7 @@ def machine_alerts(warehouse: Warehouse, telemetry_settings: TelemetrySettings) 
     with warehouse.connect() as con:
         try:
             result = telemetry_run.run(con, s.config(), Path(warehouse.db_path).resolve().parent / "models",
-                                       s.max_train_jobs, s.min_train_jobs, s.epochs)
+                                       s.max_train_jobs, s.min_train_jobs, s.epochs, lookback_days=s.lookback_days)
         except telemetry_run.NoTelemetry as exc:
             return MaterializeResult(metadata={"skipped": str(exc)})
     counts = result.alerts.group_by("method").len()

@@ -131,6 +131,7 @@ class TelemetrySettings(ConfigurableResource):
     epochs: int = 30
     max_train_jobs: int = 50
     min_train_jobs: int = 3
+    lookback_days: float = 14.0  # a nightly run re-judges the jobs that ended in the last two weeks
 
     def config(self):
         from analysis.telemetry.detect import DetectConfig

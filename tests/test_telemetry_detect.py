@@ -156,6 +156,16 @@ def test_detection_over_the_warehouse_feeds_attribution(tmp_path):
     assert result.trained_on >= 3
     events = con.sql("SELECT * FROM node_events WHERE source = 'telemetry'").pl()
     assert events.height == minder.height and set(events["code"]) <= {"network", "gpu", "host", "other"}
+    # a nightly run re-judges only the recent jobs and keeps the verdicts on older ones, without doubles
+    before = con.sql("SELECT job_id, host, metric, method FROM machine_alerts ORDER BY ALL").fetchall()
+    again = telemetry_run.run(con, CFG, tmp_path / "models", epochs=10, lookback_days=0)
+    assert again.jobs < result.jobs
+    assert con.sql("SELECT count(*) FROM telemetry_jobs").fetchall()[0][0] == result.jobs
+    kept = con.sql("SELECT job_id, host, metric, method FROM machine_alerts ORDER BY ALL").fetchall()
+    assert {a for a in before if a[0] not in again.judged} == {a for a in kept if a[0] not in again.judged}
+    assert any(a[2] == "minder" or a[3] == "minder" for a in kept if a[0] not in again.judged)
+    assert con.sql("SELECT count(*) FROM node_events WHERE source = 'telemetry'").fetchall()[0][0] == \
+        con.sql("SELECT count(*) FROM machine_alerts WHERE method = 'minder'").fetchall()[0][0]
     build_all(con, load(), MetricsConfig())
     causes = con.sql("SELECT DISTINCT cause FROM failure_attribution WHERE source = 'telemetry'").pl()["cause"]
     assert set(causes) and set(causes) <= {"degraded_network", "degraded_gpu", "degraded_host"}

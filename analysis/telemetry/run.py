@@ -28,8 +28,9 @@ class TelemetryRun:
     alerts: pl.DataFrame
     model_version: str
     model_path: Path | None
-    jobs: int
+    jobs: int  # judged this run
     trained_on: int
+    judged: list[str] = None
 
 
 ALERT_SCHEMA = {**evaluate.ALERTS, "instance": pl.Int32}
@@ -79,18 +80,25 @@ def save(models: Models, model_dir: Path, meta: dict) -> tuple[str, Path]:
 
 
 def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), model_dir: Path | None = None,
-        max_train_jobs: int = 50, min_train_jobs: int = 3, epochs: int = 30, progress=None) -> TelemetryRun:
-    """Train on the completed jobs telemetry covers, judge every covered job (one in memory at a
-    time), store telemetry_jobs, machine_alerts, link_suspects (C4, where per-peer metrics exist) and
-    the confirmed Minder alerts as node events."""
+        max_train_jobs: int = 50, min_train_jobs: int = 3, epochs: int = 30, progress=None,
+        lookback_days: float | None = None) -> TelemetryRun:
+    """Train on the last completed jobs telemetry covers, judge the covered jobs that ended within
+    ``lookback_days`` of the latest (None: all; one job in memory at a time), and store their
+    telemetry_jobs, machine_alerts, link_suspects (C4, where per-peer metrics exist) and confirmed
+    Minder alerts as node events, replacing only those jobs' earlier results: a nightly run re-judges
+    the recent jobs and keeps the verdicts on older ones."""
     if not sql.scalar(con, "table_exists", ["jobs"]):
         raise NoTelemetry("no jobs in the warehouse: telemetry is judged per job (run `goodput run` with sacct dumps)")
     min_samples = 2 * max(1, int(cfg.frame.window_s // (cfg.frame.interval_s or 10)))
     jobs = sql.query(con, "telemetry_jobs", {"min_samples": min_samples})
     if jobs.height == 0:
         raise NoTelemetry("no multi-node job is covered by telemetry")
-    stage(con, jobs)
+    judge = jobs if lookback_days is None else jobs.filter(
+        pl.col("end_time") >= jobs["end_time"].max() - timedelta(days=lookback_days))
     healthy = jobs.filter(pl.col("state") == "COMPLETED").tail(max_train_jobs)
+    jobs = jobs.filter(pl.struct("job_id", "instance").is_in(
+        pl.concat([judge, healthy]).select(pl.struct("job_id", "instance")).to_series().implode()))
+    stage(con, jobs)
     if healthy.height < min_train_jobs:
         raise NoTelemetry(f"telemetry covers {healthy.height} completed multi-node job(s); at least "
                           f"{min_train_jobs} are needed to learn what normal looks like")
@@ -102,7 +110,7 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
             "hidden": 4, "latent": 8, "layers": 1}
     version, path = save(models, model_dir, meta) if model_dir else (f"{meta['trained_to']:%Y%m%dT%H%M%S}", None)
     alerts, suspects = [], []
-    for i, job in enumerate(jobs.iter_rows(named=True)):  # one job in memory at a time
+    for i, job in enumerate(judge.iter_rows(named=True)):  # one job in memory at a time
         rows = job_rows(con, job)
         frame = job_frame(con, job, cfg, rows)
         judged = frame is not None and len(frame.windows(cfg.frame)[1]) > 0  # shorter than a window: nothing to say
@@ -113,16 +121,16 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
                 suspects.append(links.localise(cells).with_columns(metric=pl.lit(metric[0]),
                                                                    instance=pl.lit(job["instance"], pl.Int32)))
         if progress and (i + 1) % 20 == 0:
-            progress(i + 1, jobs.height)
+            progress(i + 1, judge.height)
     table = (pl.from_dicts(alerts, schema=ALERT_SCHEMA) if alerts else pl.DataFrame(schema=ALERT_SCHEMA)) \
         .with_columns(model_version=pl.lit(version))
     link_table = pl.concat(suspects) if suspects else pl.DataFrame(
         schema={**links.SUSPECTS, "metric": pl.Utf8, "instance": pl.Int32})
     sql.run_staged(con, {"staged_alerts": table, "staged_alert_events": alert_events(table, version),
-                         "staged_jobs": jobs.with_columns(model_version=pl.lit(version)),
+                         "staged_jobs": judge.with_columns(model_version=pl.lit(version)),
                          "staged_links": link_table},
                    [("store_machine_alerts", None)])
-    return TelemetryRun(table, version, path, jobs.height, len(train_frames))
+    return TelemetryRun(table, version, path, judge.height, len(train_frames), judge["job_id"].cast(pl.Utf8).to_list())
 
 
 def labelled_windows(con, jobs: pl.DataFrame, healthy: list[frames.JobFrame], cfg: DetectConfig,
@@ -157,10 +165,12 @@ def alert_events(alerts: pl.DataFrame, version: str) -> pl.DataFrame:
         event_time=pl.col("confirmed_at"), host=pl.col("host"), source=pl.lit("telemetry"),
         kind=pl.lit("machine_outlier"), code=pl.col("metric").map_elements(family, return_dtype=pl.Utf8),
         severity=pl.lit("warning"),
-        message=pl.format("{} drifted from its peers in job {} since {} (Minder score {})", pl.col("metric"),
-                          pl.col("job_id"), pl.col("window_start"), pl.col("score").round(1)),
-        device=pl.col("metric"), reporter=pl.lit("goodput-minder"), file=pl.lit(f"goodput:telemetry/{version}"),
-        line_no=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
+        message=pl.format("{} drifted from its peers in job {} since {} (Minder score {}, models {})",
+                          pl.col("metric"), pl.col("job_id"), pl.col("window_start"), pl.col("score").round(1),
+                          pl.lit(version)),
+        device=pl.col("metric"), reporter=pl.lit("goodput-minder"),
+        file=pl.format("goodput:telemetry/{}/{}", pl.col("job_id"), pl.col("instance")),
+        line_no=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("job_id", "instance"))
 
 
 def evaluate_against_attribution(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
