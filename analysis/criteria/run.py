@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 
 import duckdb
@@ -103,10 +102,6 @@ def summary(result: CriteriaRun) -> dict:
             "runs": result.verdicts["run_id"].n_unique(),
             "failed_latest_run": int(result.nodes.filter(pl.col("last_failed")).height),
             "defective_nodes": int(result.nodes["defective"].sum())}
-
-
-def as_json(result: CriteriaRun) -> str:
-    return json.dumps(summary(result), indent=2)
 
 
 class NoisyBenchmarks(ValueError):

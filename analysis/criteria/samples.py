@@ -20,7 +20,6 @@ import numpy as np
 import polars as pl
 
 FAMILY = ["group", "benchmark", "metric"]
-SAMPLE = ["run_id", "host", "rank"]
 TEXT = ["run_id", "host", "benchmark", "metric", "group"]
 
 

@@ -35,7 +35,6 @@ import yaml
 
 from analysis.criteria.learn import JUDGED
 
-RULE_FUNCTIONS = ("variance", "value", "multi_rules")
 _BENCH = re.compile(r"^[A-Za-z0-9_:-]+$")  # a benchmark name SuperBench can take literally
 _RANK = re.compile(r":\d+$")
 

@@ -8,8 +8,8 @@ A node fails a run on a metric when
   - the metric is missing: the fleet reports it in that run (on at least
     ``missing_share`` of the run's nodes) and this node, which took part in the
     run, has no result for it, or fewer ranks than the fleet (which ranks is said).
-Results naming several hosts (an nccl-tests run across nodes) are not judged
-here: they cannot blame one node (job-log evidence does that).
+Results naming several hosts (an nccl-tests run across nodes) never become
+samples (sql/criteria_samples.sql): they cannot blame one node.
 """
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ from analysis.criteria.similarity import one_sided_similarity
 VERDICT_SCHEMA = {"run_id": pl.Utf8, "run_time": pl.Datetime("us"), "host": pl.Utf8, "group": pl.Utf8,
                   "benchmark": pl.Utf8, "metric": pl.Utf8, "rank": pl.Int32, "similarity": pl.Float64,
                   "value": pl.Float64, "verdict": pl.Utf8, "reason": pl.Utf8}
+
+
+# where a verdict names the rank it came from
+_ON_RANK = pl.when(pl.col("rank") >= 0).then(pl.format(" on rank {}", pl.col("rank"))).otherwise(pl.lit(""))
 
 
 def _measured(samples: pl.DataFrame, criteria: pl.DataFrame) -> pl.DataFrame:
@@ -42,11 +46,10 @@ def _measured(samples: pl.DataFrame, criteria: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema=VERDICT_SCHEMA)
     worst = pl.concat(parts, how="vertical_relaxed")
     fail = pl.col("similarity") < pl.col("alpha")
-    where = pl.when(pl.col("rank") >= 0).then(pl.format(" on rank {}", pl.col("rank"))).otherwise(pl.lit(""))
     return worst.with_columns(
         verdict=pl.when(fail).then(pl.lit("fail")).otherwise(pl.lit("pass")),
         reason=pl.when(fail).then(pl.format("similarity {} under {}{} (value {})", pl.col("similarity").round(3),
-                                            pl.col("alpha").round(3), where, pl.col("value").round_sig_figs(4)))
+                                            pl.col("alpha").round(3), _ON_RANK, pl.col("value").round_sig_figs(4)))
     ).select(_cast())
 
 
@@ -58,14 +61,13 @@ def _flags(samples: pl.DataFrame, criteria: pl.DataFrame) -> pl.DataFrame:
     flags = S.compact(criteria.filter(pl.col("status") == "flag").select(*S.FAMILY, "pass_value"))
     rows = samples.join(flags, on=S.FAMILY)
     bad = pl.col("value") != pl.col("pass_value")
-    where = pl.when(pl.col("rank") >= 0).then(pl.format(" on rank {}", pl.col("rank"))).otherwise(pl.lit(""))
     worst = rows.group_by("run_id", "host", *S.FAMILY).agg(
         pl.col("run_time").first(), pl.col("rank").filter(bad).first(), pl.col("value").filter(bad).first(),
         pl.col("pass_value").first(), failed=bad.any())
     return worst.with_columns(
         similarity=pl.lit(None, pl.Float64),
         verdict=pl.when(pl.col("failed")).then(pl.lit("fail")).otherwise(pl.lit("pass")),
-        reason=pl.when(pl.col("failed")).then(pl.format("flag {}{} (pass is {})", pl.col("value"), where,
+        reason=pl.when(pl.col("failed")).then(pl.format("flag {}{} (pass is {})", pl.col("value"), _ON_RANK,
                                                         pl.col("pass_value")))
     ).select(_cast())
 
@@ -108,8 +110,7 @@ def _missing(samples: pl.DataFrame, criteria: pl.DataFrame, cfg: CriteriaConfig)
 
 def check(samples: pl.DataFrame, criteria: pl.DataFrame, cfg: CriteriaConfig = CriteriaConfig()) -> pl.DataFrame:
     """One row per (run, host, metric) judged: pass or fail, with the similarity and why."""
-    single = samples.filter(~pl.col("host").cast(pl.Utf8).str.contains(",", literal=True))
-    out = pl.concat([_measured(single, criteria), _flags(single, criteria), _missing(single, criteria, cfg)])
+    out = pl.concat([_measured(samples, criteria), _flags(samples, criteria), _missing(samples, criteria, cfg)])
     return out.sort("run_time", "run_id", "host", "benchmark", "metric", nulls_last=True)
 
 

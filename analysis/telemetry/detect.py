@@ -148,9 +148,11 @@ def _scores(method: str, models: Models, frame: JobFrame, windows: np.ndarray) -
     raise ValueError(f"unknown method {method!r}")
 
 
-def job_scores(models: Models, frame: JobFrame, cfg: DetectConfig, methods=METHODS) -> dict:
-    """method -> metric -> (n_windows, n_hosts) scores, for the score-based methods."""
-    windows, _ = frame.windows(cfg.frame)
+def job_scores(models: Models, frame: JobFrame, cfg: DetectConfig, methods=METHODS,
+               windows: np.ndarray | None = None) -> dict:
+    """method -> metric -> (n_windows, n_hosts) scores, for the score-based methods (``windows``:
+    the frame's, when the caller has cut them already)."""
+    windows = frame.windows(cfg.frame)[0] if windows is None else windows
     return {m: _scores(m, models, frame, windows) for m in methods if m != "aegis"}
 
 
@@ -173,13 +175,12 @@ def confirm(scores: np.ndarray, threshold: float, k: int) -> tuple[int, int, flo
     return None
 
 
-def detect(models: Models, frame: JobFrame, cfg: DetectConfig = DetectConfig(), methods=METHODS,
-           scores: dict | None = None) -> list[dict]:
+def detect(models: Models, frame: JobFrame, cfg: DetectConfig = DetectConfig(), methods=METHODS) -> list[dict]:
     """Alerts for one job: per method, every (machine, metric) confirmed, plus missing data."""
     windows, starts = frame.windows(cfg.frame)
     w_len = windows.shape[-1]
     k = max(1, int(round(cfg.continuity_s / cfg.frame.stride_s)))
-    scores = scores if scores is not None else job_scores(models, frame, cfg, methods)
+    scores = job_scores(models, frame, cfg, methods, windows)
     alerts = []
     for method in methods:
         if method == "aegis":
@@ -218,7 +219,3 @@ def _alert(frame: JobFrame, models: Models, method: str, h: int, metric: str, fi
             "metric_rank": _rank(models, metric)}
 
 
-def first_alert(alerts: list[dict], method: str) -> dict | None:
-    """A job's verdict for one method: its earliest confirmed alert (ties: the higher-priority metric)."""
-    mine = [a for a in alerts if a["method"] == method]
-    return min(mine, key=lambda a: (a["confirmed_at"], a["metric_rank"])) if mine else None

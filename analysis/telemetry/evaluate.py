@@ -19,10 +19,10 @@ ALERTS = {"job_id": pl.Utf8, "host": pl.Utf8, "metric": pl.Utf8, "method": pl.Ut
 
 def window_labels(frame, truth: pl.DataFrame, cfg) -> np.ndarray:
     """Per window of a frame: True when a faulty machine's fault is under way in it."""
-    _, starts = frame.windows(cfg.frame)
+    starts = frame.starts(cfg.frame)
     faults = truth.filter((pl.col("job_id") == frame.job_id) & (pl.col("kind") == "fault"))
     w_start = frame.time_of(starts)
-    w_end = frame.time_of(starts + int(round(cfg.frame.window_s / frame.interval_s)))
+    w_end = frame.time_of(starts + frame.window_len(cfg.frame))
     lab = np.zeros(len(starts), dtype=bool)
     for s, e in faults.select("start", "end").iter_rows():
         lab |= (w_end > np.datetime64(s, "us")) & (w_start < np.datetime64(e, "us"))

@@ -39,13 +39,19 @@ class JobFrame:
     values: np.ndarray  # (n_metrics, n_hosts, n_times), in [0, 1], NaN = missing
     dropped: dict = field(default_factory=dict)  # reason -> rows
 
+    def window_len(self, cfg: FrameConfig) -> int:
+        """Samples per window."""
+        return max(1, int(round(cfg.window_s / self.interval_s)))
+
+    def starts(self, cfg: FrameConfig) -> np.ndarray:
+        """The windows' start offsets in samples (none when the job is shorter than a window)."""
+        step = max(1, int(round(cfg.stride_s / self.interval_s)))
+        return np.arange(0, max(self.values.shape[2] - self.window_len(cfg) + 1, 0), step)
+
     def windows(self, cfg: FrameConfig) -> tuple[np.ndarray, np.ndarray]:
         """(n_metrics, n_hosts, n_windows, W) and the windows' start offsets in samples."""
-        w = max(1, int(round(cfg.window_s / self.interval_s)))
-        step = max(1, int(round(cfg.stride_s / self.interval_s)))
-        n_t = self.values.shape[2]
-        starts = np.arange(0, max(n_t - w + 1, 0), step)
-        idx = starts[:, None] + np.arange(w)[None, :]
+        starts = self.starts(cfg)
+        idx = starts[:, None] + np.arange(self.window_len(cfg))[None, :]
         return self.values[:, :, idx], starts
 
     def time_of(self, sample: int | np.ndarray) -> np.ndarray:

@@ -113,7 +113,7 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
     for i, job in enumerate(judge.iter_rows(named=True)):  # one job in memory at a time
         rows = job_rows(con, job)
         frame = job_frame(con, job, cfg, rows)
-        judged = frame is not None and len(frame.windows(cfg.frame)[1]) > 0  # shorter than a window: nothing to say
+        judged = frame is not None and len(frame.starts(cfg.frame)) > 0  # shorter than a window: nothing to say
         alerts += [{**a, "instance": job["instance"]} for a in (detect.detect(models, frame, cfg) if judged else [])]
         peers = links.peer_matrix(rows.with_columns(job_id=pl.lit(str(job["job_id"]))))
         if peers.height:
@@ -154,7 +154,7 @@ def labelled_windows(con, jobs: pl.DataFrame, healthy: list[frames.JobFrame], cf
         labels.append(evaluate.window_labels(frame, truth, cfg))
     if not faulty:
         return None
-    normal = [np.zeros(len(f.windows(cfg.frame)[1]), dtype=bool) for f in healthy]
+    normal = [np.zeros(len(f.starts(cfg.frame)), dtype=bool) for f in healthy]
     return healthy + faulty, normal + labels
 
 

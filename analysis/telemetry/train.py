@@ -51,7 +51,7 @@ def train(healthy: list[JobFrame], cfg: DetectConfig = DetectConfig(), epochs: i
     """Models from frames of jobs without a fault (their windows are what normal looks like), for
     ``methods`` (the integrated VAE is trained only when "int" is among them). Frames too short for
     one window are left out."""
-    healthy = [f for f in healthy if len(f.windows(cfg.frame)[1])]
+    healthy = [f for f in healthy if len(f.starts(cfg.frame))]
     metrics = sorted(set.intersection(*(set(f.metrics) for f in healthy)))
     wins = [f.windows(cfg.frame)[0] for f in healthy]
     per_metric = {}
@@ -65,8 +65,8 @@ def train(healthy: list[JobFrame], cfg: DetectConfig = DetectConfig(), epochs: i
     models = Models(metrics, per_metric, integrated, {}, priority, wins[0].shape[-1])
     k = max(1, int(round(cfg.continuity_s / cfg.frame.stride_s)))
     sustained: dict = {}
-    for f in healthy:
-        for method, by_metric in job_scores(models, f, cfg, [m for m in methods if m != "aegis"]).items():
+    for f, w in zip(healthy, wins):
+        for method, by_metric in job_scores(models, f, cfg, [m for m in methods if m != "aegis"], w).items():
             for metric, s in by_metric.items():
                 sustained.setdefault((method, metric), []).append(sustained_max(s, 1 if method == "minder_nc" else k))
     # the lowest threshold under which no healthy training job would have confirmed an alert
