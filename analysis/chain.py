@@ -6,16 +6,16 @@ from typing import Callable
 
 import duckdb
 
-from analysis import attribution, metrics
+from analysis import attribution, joblogs, metrics
 from analysis.jobs import build_jobs, map_switch_ports
 from analysis.taxonomy import Taxonomy
 
 
 def steps(taxonomy: Taxonomy, metrics_cfg: metrics.MetricsConfig | None = None
           ) -> list[tuple[str, Callable[[duckdb.DuckDBPyConnection], object]]]:
-    """jobs -> switch ports -> classified events -> attribution -> runs ->
+    """jobs -> job-log events -> switch ports -> classified events -> attribution -> runs ->
     incidents, then (with ``metrics_cfg``) ETTR, failure rates, goodput, P_deg."""
-    out = [("jobs", build_jobs), ("unmapped_switch_events", map_switch_ports),
+    out = [("jobs", build_jobs), ("job_log_events", joblogs.build_events), ("unmapped_switch_events", map_switch_ports),
            ("classified_events", lambda con: attribution.classify_events(con, taxonomy)),
            ("attribution", lambda con: attribution.attribute_failures(con, taxonomy)),
            ("job_runs", attribution.build_job_runs), ("node_incidents", attribution.build_node_incidents)]

@@ -38,7 +38,7 @@ SOURCES: dict[str, str] = {
     "topology": "topology", "slurm": "sacct", "slurm_events": "slurm_events", "kernel": "kernel",
     "switch": "switch", "health": "health", "benchmarks": "benchmarks", "telemetry": "telemetry",
     "network": "telemetry",  # fabric port counters: long-format samples like telemetry (analysis/network)
-    "tickets": "tickets",
+    "tickets": "tickets", "joblogs": "joblogs",
 }
 SIDECAR_SUFFIXES = (".boottime",)  # read by parsers next to their log, not data files
 # truth/: `goodput simulate` writes its ground truth beside the logs; labels/: operator

@@ -12,7 +12,7 @@ from analysis import sql
 DEFAULT_DB = Path("data/warehouse.duckdb")
 # Tables that hold rows read from files; each has (file, line_no).
 RAW_TABLES = ("sacct_records", "node_state_periods", "node_events", "benchmark_results",
-              "telemetry", "tickets", "topology")
+              "telemetry", "tickets", "topology", "job_log_lines", "host_addresses")
 
 
 # DuckDB's default memory limit is 80% of the machine: on a shared box the

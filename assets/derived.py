@@ -24,8 +24,9 @@ def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
 
 
 @asset(deps=["kernel_events", "switch_events", "health_results", "node_state_periods", "topology", "machine_alerts",
-             "port_counter_events"],
-       group_name="events", description="Kernel, switch, health and Slurm node events; switch ports mapped to hosts.")
+             "port_counter_events", "job_log_events"],
+       group_name="events", description="Kernel, switch, health, Slurm and job-log node events; switch ports mapped "
+                                        "to hosts.")
 def node_events(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         unmapped = map_switch_ports(con)

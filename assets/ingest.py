@@ -20,6 +20,7 @@ INGEST_ASSETS = {
     "topology": "topology", "sacct_records": "slurm", "node_state_periods": "slurm_events",
     "kernel_events": "kernel", "switch_events": "switch", "health_results": "health",
     "benchmark_results": "benchmarks", "telemetry": "telemetry", "network_counters": "network", "tickets": "tickets",
+    "job_logs": "joblogs",
 }
 
 

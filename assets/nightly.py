@@ -16,7 +16,7 @@ from pipelines.resources import MetricsSettings, ReportSettings, TaxonomyConfig,
 # on the partition's day.
 daily_partitions = DailyPartitionsDefinition(start_date=os.environ.get("GOODPUT_START_DATE", "2020-01-01"))
 INGESTED = ["sacct_records", "kernel_events", "switch_events", "health_results", "benchmark_results", "telemetry",
-            "network_counters", "node_state_periods", "tickets", "topology", "jobs", "node_events"]
+            "network_counters", "node_state_periods", "tickets", "topology", "job_logs", "jobs", "node_events"]
 
 
 def _day(context) -> date:

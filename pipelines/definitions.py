@@ -4,6 +4,7 @@ from __future__ import annotations
 from dagster import Definitions, in_process_executor
 
 from assets.criteria import benchmark_criteria, benchmarks_repeatable, criteria_exports
+from assets.joblogs import job_log_events
 from assets.network import port_counter_events
 from assets.telemetry import detector_evaluation, machine_alerts
 from assets.attribution import classified_events, failure_attribution, job_runs, node_incidents, one_primary_cause
@@ -19,7 +20,8 @@ from pipelines.schedules import new_files_sensor, nightly, nightly_schedule, ref
 
 all_assets = [*ingest_assets, unrecognised_files, jobs, node_events, classified_events, failure_attribution, job_runs,
               node_incidents, job_run_ettr, failure_rates, goodput, iteration_degradation, node_actions, node_exports,
-              benchmark_criteria, criteria_exports, machine_alerts, detector_evaluation, port_counter_events]
+              benchmark_criteria, criteria_exports, machine_alerts, detector_evaluation, port_counter_events,
+              job_log_events]
 daily_assets = [daily_source_volume, reliability_report]
 all_checks = [*ingest_checks, jobs_instances_sequential, one_primary_cause, drain_share_sane,
               benchmarks_repeatable]

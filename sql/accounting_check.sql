@@ -5,7 +5,8 @@ WITH stored AS (
         SELECT file, line_no FROM sacct_records UNION ALL SELECT file, line_no FROM node_state_periods
         UNION ALL SELECT file, line_no FROM node_events UNION ALL SELECT file, line_no FROM benchmark_results
         UNION ALL SELECT file, line_no FROM telemetry UNION ALL SELECT file, line_no FROM tickets
-        UNION ALL SELECT file, line_no FROM topology)
+        UNION ALL SELECT file, line_no FROM topology UNION ALL SELECT file, line_no FROM job_log_lines
+        UNION ALL SELECT file, line_no FROM host_addresses)
     GROUP BY file
 ), rejected AS (
     SELECT file, count(DISTINCT line_no) AS n FROM rejects WHERE line_no IS NOT NULL GROUP BY file

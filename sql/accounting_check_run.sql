@@ -10,7 +10,9 @@ WITH run_files AS (
         UNION ALL SELECT file, line_no FROM benchmark_results WHERE file IN (SELECT path FROM run_files)
         UNION ALL SELECT file, line_no FROM telemetry WHERE file IN (SELECT path FROM run_files)
         UNION ALL SELECT file, line_no FROM tickets WHERE file IN (SELECT path FROM run_files)
-        UNION ALL SELECT file, line_no FROM topology WHERE file IN (SELECT path FROM run_files))
+        UNION ALL SELECT file, line_no FROM topology WHERE file IN (SELECT path FROM run_files)
+        UNION ALL SELECT file, line_no FROM job_log_lines WHERE file IN (SELECT path FROM run_files)
+        UNION ALL SELECT file, line_no FROM host_addresses WHERE file IN (SELECT path FROM run_files))
     GROUP BY file
 ), rejected AS (
     SELECT file, count(DISTINCT line_no) AS n FROM rejects

@@ -5,24 +5,62 @@
 -- symptoms (NCCL timeouts, resets: blamed on their 1-2 hosts, or on the host
 -- they cluster on, else on no host: network or configuration); info events
 -- are kept, never blamed.
+-- Job-log events (job_id set) count only for their own job, anywhere from the
+-- instance's start to its window's end. Among them, two kinds of evidence name
+-- the host ahead of clustering: transport errors naming a peer (the host most
+-- reporters name; a pair that names each other is a link, host NULL) and
+-- PyTorch's watchdog positions (the 1-2 hosts whose ranks enqueued the least
+-- work lag behind the others: the rest wait for them).
 -- A FAILED instance with nothing to blame is `user`, NODE_FAIL `unattributed`,
 -- OUT_OF_MEMORY `oom`.
 CREATE OR REPLACE TABLE failure_attribution AS
 WITH targets AS (
-    SELECT job_id, instance, state, end_time, nodes FROM jobs
+    SELECT job_id, instance, state, start_time, end_time, nodes FROM jobs
     WHERE end_time IS NOT NULL
       AND state IN ('FAILED', 'NODE_FAIL', 'OUT_OF_MEMORY', 'TIMEOUT', 'CANCELLED', 'REQUEUED')
 ), job_hosts AS (
-    SELECT job_id, instance, state, end_time, unnest(nodes) AS host FROM targets
+    SELECT job_id, instance, state, start_time, end_time, unnest(nodes) AS host FROM targets
 ), hits AS (
     SELECT h.job_id, h.instance, h.state, h.end_time, c.host, c.event_time, c.source, c.kind, c.code, c.device,
-           c.message, c.rule, c.cause, c.domain, c.severity, c.priority, c.distributed, c.file, c.line_no,
+           c.message, c.rule, c.cause, c.domain, c.severity, c.priority, c.distributed, c.file, c.line_no, c.peer,
+           c.job_id IS NOT NULL AS from_job_log,
            CASE WHEN c.severity = 'critical' AND NOT c.distributed THEN 1
                 WHEN c.severity = 'warning' AND NOT c.distributed THEN 2
                 WHEN c.distributed AND c.severity <> 'info' THEN 3 ELSE 9 END AS tier
     FROM job_hosts h JOIN classified_events c
       ON c.host = h.host
-     AND c.event_time BETWEEN h.end_time - to_seconds($before_s) AND h.end_time + to_seconds($after_s)
+     AND CASE WHEN c.job_id IS NULL
+              THEN c.event_time BETWEEN h.end_time - to_seconds($before_s) AND h.end_time + to_seconds($after_s)
+              ELSE c.job_id = h.job_id
+               AND c.event_time BETWEEN coalesce(h.start_time, h.end_time) - INTERVAL 1 MINUTE
+                                    AND h.end_time + to_seconds($after_s) END
+), named AS (
+    -- transport errors: how many distinct reporters name each peer that is one of the job's hosts
+    SELECT h.job_id, h.instance, h.peer AS named, count(DISTINCT h.host) AS reporters,
+           list(DISTINCT h.host) AS by_hosts
+    FROM hits h JOIN job_hosts j ON j.job_id = h.job_id AND j.instance = h.instance AND j.host = h.peer
+    WHERE h.tier = 3 AND h.peer IS NOT NULL AND h.peer <> h.host
+    GROUP BY ALL
+), named_top AS (
+    SELECT *, max(reporters) OVER (PARTITION BY job_id, instance) AS top FROM named
+), named_verdict AS (
+    -- the host most reporters name; two hosts tied at the top that name each other: their link
+    SELECT job_id, instance, CASE WHEN count(*) = 1 THEN any_value(named) END AS suspect,
+           CASE WHEN count(*) = 2
+                 AND list_contains(list(by_hosts ORDER BY named)[1], list(named ORDER BY named)[2])
+                 AND list_contains(list(by_hosts ORDER BY named)[2], list(named ORDER BY named)[1])
+                THEN list(named ORDER BY named) END AS link_hosts,
+           any_value(top) AS n
+    FROM named_top WHERE reporters = top GROUP BY job_id, instance
+), lagging AS (
+    -- watchdog positions: the last work each host's ranks enqueued; the hosts behind the rest
+    SELECT job_id, instance, host, min(TRY_CAST(code AS BIGINT)) AS enqueued FROM hits
+    WHERE kind = 'watchdog_position' AND from_job_log GROUP BY ALL
+), lag_verdict AS (
+    SELECT job_id, instance, min(host) FILTER (WHERE enqueued = lo) AS suspect, lo AS behind, max(enqueued) AS ahead
+    FROM (SELECT *, min(enqueued) OVER (PARTITION BY job_id, instance) AS lo FROM lagging)
+    GROUP BY job_id, instance, lo
+    HAVING lo < max(enqueued) AND count(*) FILTER (WHERE enqueued = lo) <= 2
 ), weighed AS (
     -- distributed symptoms: how many hosts report them, and how strongly each host stands out
     SELECT *, count(*) FILTER (WHERE tier = 3) OVER (PARTITION BY job_id, instance, host) AS host_weight,
@@ -33,24 +71,44 @@ WITH targets AS (
     SELECT *, row_number() OVER (
         PARTITION BY job_id, instance
         -- the event's file and line last: ties (same host, time and rule) are broken the same way every run
-        ORDER BY tier, CASE WHEN tier = 3 THEN -host_weight END, priority DESC, event_time, host, rule, file, line_no
+        -- distributed symptoms: the most specific kind decides the cause (a transport error over a
+        -- timeout), the host comes from the verdicts below or from clustering
+        ORDER BY tier, CASE WHEN tier = 3 THEN -priority END, CASE WHEN tier = 3 THEN -host_weight END,
+                 priority DESC, event_time, host, rule, file, line_no
     ) AS pick,
         -- Aegis: on 1-2 hosts blame them; on many, blame the host the errors cluster on
         -- (at least 1.5x its fair share); otherwise suspect the network or configuration
         tier = 3 AND dist_hosts > 2 AND host_weight < 1.5 * dist_events / dist_hosts AS unclustered
     FROM weighed
+), decided AS (
+    SELECT r.*, n.suspect AS named_host, n.link_hosts, n.n AS named_by, g.suspect AS lag_host, g.behind, g.ahead
+    FROM ranked r
+    LEFT JOIN named_verdict n ON r.pick = 1 AND r.tier = 3 AND n.job_id = r.job_id AND n.instance = r.instance
+    LEFT JOIN lag_verdict g ON r.pick = 1 AND r.tier = 3 AND g.job_id = r.job_id AND g.instance = r.instance
 ), explained AS (
     SELECT job_id, instance, state, end_time, cause, domain,
-           CASE WHEN pick = 1 AND unclustered THEN NULL ELSE host END AS host, event_time, source, kind, code, device,
-           message, CASE WHEN pick = 1 AND unclustered THEN rule || ' (no clustering host: network or configuration)'
-                         ELSE rule END AS rule,
+           CASE WHEN pick = 1 AND tier = 3 AND named_host IS NOT NULL THEN named_host
+                WHEN pick = 1 AND tier = 3 AND link_hosts IS NOT NULL THEN NULL
+                WHEN pick = 1 AND tier = 3 AND lag_host IS NOT NULL THEN lag_host
+                WHEN pick = 1 AND unclustered THEN NULL ELSE host END AS host,
+           CASE WHEN pick = 1 AND tier = 3 AND named_host IS NULL AND link_hosts IS NOT NULL
+                THEN array_to_string(link_hosts, '<->') END AS link,
+           event_time, source, kind, code, device, message,
+           CASE WHEN pick = 1 AND tier = 3 AND named_host IS NOT NULL
+                    THEN rule || ' (named by ' || named_by || ' peer' || CASE WHEN named_by > 1 THEN 's' ELSE '' END || ')'
+                WHEN pick = 1 AND tier = 3 AND link_hosts IS NOT NULL
+                    THEN rule || ' (link: the two hosts name each other)'
+                WHEN pick = 1 AND tier = 3 AND lag_host IS NOT NULL
+                    THEN rule || ' (lagging: enqueued work ' || behind || ', the others ' || ahead || ')'
+                WHEN pick = 1 AND unclustered THEN rule || ' (no clustering host: network or configuration)'
+                ELSE rule END AS rule,
            severity, (pick = 1 AND tier < 9) AS is_primary
-    FROM ranked
+    FROM decided
 ), defaults AS (
     SELECT t.job_id, t.instance, t.state, t.end_time,
            CASE t.state WHEN 'NODE_FAIL' THEN 'unattributed' WHEN 'OUT_OF_MEMORY' THEN 'oom' ELSE 'user' END AS cause,
            CASE t.state WHEN 'NODE_FAIL' THEN 'infrastructure' ELSE 'user' END AS domain,
-           NULL::VARCHAR AS host, NULL::TIMESTAMP AS event_time, NULL::VARCHAR AS source, NULL::VARCHAR AS kind,
+           NULL::VARCHAR AS host, NULL::VARCHAR AS link, NULL::TIMESTAMP AS event_time, NULL::VARCHAR AS source, NULL::VARCHAR AS kind,
            NULL::VARCHAR AS code, NULL::VARCHAR AS device, NULL::VARCHAR AS message, 'no-event' AS rule,
            NULL::VARCHAR AS severity, TRUE AS is_primary
     FROM targets t

@@ -6,4 +6,6 @@ DELETE FROM benchmark_results WHERE file = $file;
 DELETE FROM telemetry WHERE file = $file;
 DELETE FROM tickets WHERE file = $file;
 DELETE FROM topology WHERE file = $file;
+DELETE FROM job_log_lines WHERE file = $file;
+DELETE FROM host_addresses WHERE file = $file;
 DELETE FROM rejects WHERE file = $file;

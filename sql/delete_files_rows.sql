@@ -6,4 +6,6 @@ DELETE FROM benchmark_results WHERE file IN (SELECT path FROM staged_files);
 DELETE FROM telemetry WHERE file IN (SELECT path FROM staged_files);
 DELETE FROM tickets WHERE file IN (SELECT path FROM staged_files);
 DELETE FROM topology WHERE file IN (SELECT path FROM staged_files);
+DELETE FROM job_log_lines WHERE file IN (SELECT path FROM staged_files);
+DELETE FROM host_addresses WHERE file IN (SELECT path FROM staged_files);
 DELETE FROM rejects WHERE file IN (SELECT path FROM staged_files);

@@ -71,3 +71,24 @@ CREATE TABLE IF NOT EXISTS topology (
     switch VARCHAR, port VARCHAR, port_key VARCHAR, host VARCHAR, hca VARCHAR,  -- port_key: normalised port name
     file VARCHAR, line_no BIGINT
 );
+-- Added with job logs: the host's address on the fabric (IPoIB), which NCCL names its peers by.
+ALTER TABLE topology ADD COLUMN IF NOT EXISTS ip VARCHAR;
+-- /etc/hosts-style files in topology/: address -> host (every name on the line that is a host).
+CREATE TABLE IF NOT EXISTS host_addresses (ip VARCHAR, host VARCHAR, file VARCHAR, line_no BIGINT);
+-- joblogs/: the lines of jobs' own output that matter (analysis/parsers/joblogs.py); the rest is skipped.
+CREATE TABLE IF NOT EXISTS job_log_lines (
+    job_id VARCHAR,            -- from the file name or folder (slurm-<jobid>.out)
+    log_time TIMESTAMP,        -- UTC, when the line carries a time (NULL: most NCCL lines)
+    host VARCHAR,              -- named by the line (NCCL/pdsh prefix, srun/slurmstepd), else NULL
+    task INTEGER,              -- srun --label task id
+    rank INTEGER,              -- [Rank N], [rankN]:, NCCL init rank, or the label
+    kind VARCHAR,              -- watchdog_timeout, watchdog_position, peer_error, nccl_error, cuda_error, exception,
+                               -- srun_exit, step_cancelled, nccl_init, rank_map, progress, nccl_warn
+    code VARCHAR,              -- collective, error status, NCCL error name, exception class, exit code, iteration
+    peer VARCHAR,              -- address or name of the peer a transport error names
+    seq BIGINT, enqueued BIGINT, timeout_ms BIGINT,  -- watchdog: work sequence numbers and timeout
+    message VARCHAR, file VARCHAR, line_no BIGINT
+);
+-- Added with job logs: the job a node event comes from (job logs), and the peer it names.
+ALTER TABLE node_events ADD COLUMN IF NOT EXISTS job_id VARCHAR;
+ALTER TABLE node_events ADD COLUMN IF NOT EXISTS peer VARCHAR;

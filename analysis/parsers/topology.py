@@ -3,13 +3,19 @@
 Header-led CSV (any column order/case): switch, port, host, hca. The port is
 kept exactly as written ('Eth1/7', '1/1/7', 'swp7', '7') beside ``port_key``,
 the same normalisation switch events get, which the engine joins on. hca is optional (NULL when
-the map does not name the host adapter). A row without switch, port or host
-cannot place a link and is rejected.
+the map does not name the host adapter); so is ip, the host's fabric (IPoIB)
+address that NCCL names peers by. A row without switch, port or host cannot
+place a link and is rejected.
+
+A file in /etc/hosts format (``address name [aliases...]``, ``#`` comments)
+goes to ``host_addresses`` instead, one row per name: NCCL's peer addresses
+are mapped to hosts through it (list the IPoIB address with the Slurm node name).
 """
 from __future__ import annotations
 
 import polars as pl
 
+from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult
 from analysis.parsers.csvlines import records_table, rejects_frame
 from analysis.parsers.switch import normalize_port
@@ -19,12 +25,17 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "port": ("switch_port", "switchport", "port_name", "interface", "sw_port"),
     "host": ("node", "hostname", "node_name", "server"),
     "hca": ("hca_port", "host_port", "device", "ca", "nic", "adapter"),
+    "ip": ("ipoib", "ib_ip", "address", "ip_address", "addr"),
 }
 REQUIRED = ("switch", "port", "host")
-COLUMNS = ["switch", "port", "host", "hca", "line_no"]
+COLUMNS = ["switch", "port", "host", "hca", "ip", "line_no"]
+HOSTS_LINE = r"^\s*([0-9]{1,3}(?:\.[0-9]{1,3}){3}|[0-9A-Fa-f]*:[0-9A-Fa-f:.%\w]*)\s+(\S.*?)\s*(?:#.*)?$"
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+    first = lines.filter(~pl.col("text").str.contains(r"^\s*(#|$)")).head(1)
+    if first.height and first["text"].str.contains(HOSTS_LINE)[0]:
+        return _hosts_file(lines)
     table = records_table(lines, ALIASES, REQUIRED, "topology (cabling map)")
     missing = [pl.when(pl.col(c).is_null()).then(pl.lit(c)) for c in REQUIRED]
     rows = table.rows.with_columns(
@@ -37,3 +48,18 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         tables={"topology": good},
         rejects=rejects_frame(table.rejects, rows.filter(pl.col("reason").is_not_null())),
         skipped=table.skipped, merged=table.merged, format="topology-csv")
+
+
+def _hosts_file(lines: pl.DataFrame) -> ParseResult:
+    """/etc/hosts: blank and comment lines skipped, a line without address and name rejected."""
+    blank = pl.col("text").str.contains(r"^\s*(#|$)")
+    body = lines.filter(~blank)
+    parts = body.with_columns(m=pl.col("text").str.extract_groups(HOSTS_LINE))
+    good = parts.filter(pl.col("m").struct.field("1").is_not_null())
+    bad = parts.filter(pl.col("m").struct.field("1").is_null())
+    rows = good.select("line_no", ip=pl.col("m").struct.field("1"),
+                       host=pl.col("m").struct.field("2").str.replace_all(r"\s+", " ").str.split(" ")).explode("host")
+    rows = rows.filter(pl.col("host") != "").select("ip", "host", "line_no")
+    return ParseResult(tables={"host_addresses": rows},
+                       rejects=make_rejects(bad["line_no"], bad["text"], ["not an 'address name' line"] * bad.height),
+                       skipped=lines.height - body.height, format="hosts")

@@ -22,8 +22,9 @@ class Cluster:
     port: list[str]  # switch port per node
     lemon: dict[int, str]  # node index -> defective component
 
-    def topology_rows(self) -> list[tuple[str, str, str, str]]:
-        return [(self.leaf[i], self.port[i], h, "mlx5_0") for i, h in enumerate(self.hosts)]
+    def topology_rows(self) -> list[tuple[str, str, str, str, str]]:
+        from analysis.simulate.joblogs import ip_of
+        return [(self.leaf[i], self.port[i], h, "mlx5_0", ip_of(i)) for i, h in enumerate(self.hosts)]
 
 
 def build_cluster(cfg: SimConfig, rng: np.random.Generator) -> Cluster:

@@ -45,6 +45,7 @@ class SimConfig:
     telemetry_healthy_jobs: int | None = None  # completed jobs (what normal looks like); None: 3x telemetry_jobs
     malformed_lines: bool = True
     health_check_added_day: int = field(default=-1)  # -1: halfway through
+    cause_mix: tuple[tuple[str, float], ...] = ()  # (cause id, weight) of non-lemon faults; empty: faults.CAUSES
 
     @property
     def node_days(self) -> float:

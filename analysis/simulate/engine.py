@@ -215,9 +215,11 @@ class Engine:
         loop_job = self.jobs.get(crash_job) if crash_job is not None else None
         if crash_job is not None and (loop_job is None or node not in loop_job.nodes):
             return
-        cause = F.BY_ID[loop_job.crash_cause] if loop_job else F.pick_cause(self.rng, LEMON_CAUSE.get(lemon))
+        cause = F.BY_ID[loop_job.crash_cause] if loop_job else F.pick_cause(self.rng, LEMON_CAUSE.get(lemon), self.cfg.cause_mix)
         host = self.cl.hosts[node]
-        self.rec.fault_logs(node, now, cause)
+        # only jobs spanning nodes talk over the fabric: a fault seen only in job logs needs them all to
+        multi = bool(self.node_jobs[node]) and all(self.jobs[j].nnodes > 1 for j in self.node_jobs[node])
+        self.rec.fault_logs(node, now, cause, multi)
         victims = [self.jobs[j] for j in sorted(self.node_jobs[node])]
         # a crash loop goes on until its last round, when the node is finally drained
         drained = loop_job.crash_left <= 1 if loop_job else self.rng.random() < cause.drain

@@ -37,9 +37,14 @@ BY_ID = {c.id: c for c in CAUSES}
 WEIGHTS = np.array([c.weight for c in CAUSES]) / sum(c.weight for c in CAUSES)
 
 
-def pick_cause(rng: np.random.Generator, lemon_cause: str | None) -> Cause:
+def pick_cause(rng: np.random.Generator, lemon_cause: str | None, mix: tuple[tuple[str, float], ...] = ()) -> Cause:
+    """A fault's cause: mostly a lemon's own; else by the shares in CAUSES, or in ``mix`` (cause id, weight)
+    when the configuration sets one (a fabric-heavy cluster, say)."""
     if lemon_cause and rng.random() < 0.7:
         return BY_ID[lemon_cause]
+    if mix:
+        w = np.array([dict(mix).get(c.id, 0.0) for c in CAUSES])
+        return CAUSES[int(rng.choice(len(CAUSES), p=w / w.sum()))]
     return CAUSES[int(rng.choice(len(CAUSES), p=WEIGHTS))]
 
 

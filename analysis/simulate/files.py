@@ -13,6 +13,7 @@ import polars as pl
 from analysis.simulate.benchmarks import write_benchmarks
 from analysis.simulate.cluster import Cluster
 from analysis.simulate.config import SimConfig
+from analysis.simulate.joblogs import JobLogWriter, write_counters
 from analysis.simulate.recorder import Recorder
 from analysis.simulate.telemetry import TelemetryJob, write_telemetry
 from analysis.simulate.writers import iso
@@ -30,7 +31,7 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
     ts = lambda t: iso(cfg.start, t)  # noqa: E731
     horizon = cfg.days * 86400
     (out / "goodput.yaml").write_text("# written by goodput simulate\ntz: UTC\n")
-    _csv(out / "topology" / "cabling.csv", ["switch", "port", "host", "hca"], cluster.topology_rows())
+    _csv(out / "topology" / "cabling.csv", ["switch", "port", "host", "hca", "ip"], cluster.topology_rows())
     (out / "slurm_events").mkdir(exist_ok=True)
     with (out / "slurm_events" / "sacctmgr-events.txt").open("w") as f:
         f.write("NodeName|TimeStart|TimeEnd|State|Reason|User\n")
@@ -48,6 +49,7 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
     healthy_rng = np.random.default_rng([cfg.seed, 7])
     healthy = _healthy_telemetry_jobs(cfg, rec, {j.job_id for j in faulty})
     tele_truth = pl.concat([tele_truth, write_telemetry(out, healthy, healthy_rng)])
+    log_lines = _job_logs(cfg, cluster, rec, out)
     malformed = _malformed(rec, out) if cfg.malformed_lines else []
     truth = out / "truth"
     _csv(truth / "job_instances.csv", ["job_id", "instance", "state", "cause", "cause_host", "fault_time", "start",
@@ -62,10 +64,22 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
          [("gpu_count", 0), ("gpu_row_remap", cfg.health_check_added_day if cfg.health_check_added_day >= 0 else cfg.days // 2)])
     bench_truth.write_csv(truth / "benchmarks.csv")
     tele_truth.write_csv(truth / "telemetry_faults.csv")
+    _csv(truth / "job_logs.csv", ["job_id", "instance", "variant", "culprit_host", "state"],
+         [(c.job_id, c.instance, c.variant, c.culprit or "", c.state) for c in rec.log_cases])
     states = Counter(row[2] for row in rec.instances)
     return {"job_instances": len(rec.instances), "states": dict(states), "faults": len(rec.faults),
             "lemons": len(cluster.lemon), "decoys": len(rec.decoys), "malformed_lines": len(malformed),
-            "drains": len(rec.drains), "tickets": len(rec.tickets)}
+            "drains": len(rec.drains), "tickets": len(rec.tickets), "job_logs": len(rec.log_cases),
+            "job_log_lines": log_lines}
+
+
+def _job_logs(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path) -> int:
+    """joblogs/ (one file per job id, instances appended in order) and network/ port counters, each from
+    a random stream of its own."""
+    writer = JobLogWriter(out, cfg.start, cluster.hosts, np.random.default_rng([cfg.seed, 13]))
+    lines = sum(writer.write(c) for c in sorted(rec.log_cases, key=lambda c: (c.job_id, c.instance)))
+    write_counters(out, cluster.hosts, cfg.days, cfg.start, rec.link_bursts, np.random.default_rng([cfg.seed, 17]))
+    return lines
 
 
 def _telemetry_jobs(cfg: SimConfig, rec: Recorder, rng: np.random.Generator) -> list[TelemetryJob]:

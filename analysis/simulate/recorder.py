@@ -8,6 +8,7 @@ import numpy as np
 
 from analysis.simulate import faults as F
 from analysis.simulate.cluster import GPU_BUS, Cluster
+from analysis.simulate.joblogs import Case
 from analysis.simulate.config import SimConfig
 from analysis.simulate.workload import Job, submit_line
 from analysis.simulate.writers import (SACCT_COLUMNS, DailyLog, elapsed, health_line, hostlist, iso,
@@ -32,6 +33,11 @@ class Recorder:
         self.excluded: dict[str, list[str]] = {}
         self.telemetry_candidates: list[tuple] = []
         self.healthy_candidates: list[tuple] = []  # completed multi-node jobs: telemetry of normal running
+        # job logs: what each fault looks like in the job's own output, from a stream of its own
+        self.joblog_rng = np.random.default_rng([cfg.seed, 11])
+        self.log_variant: dict[tuple[str, float], str] = {}  # (host, fault time) -> hang | fabric | link
+        self.link_bursts: dict[str, list[float]] = {}  # host -> times of silent link faults (port counters)
+        self.log_cases: list[Case] = []
 
     # -- Slurm accounting --------------------------------------------------------
     def _ts(self, t: float) -> str:
@@ -67,22 +73,52 @@ class Recorder:
                                self._ts(fault_time) if fault_time is not None else "", self._ts(job.start) if started else "",
                                self._ts(end) if end is not None and started else "", job.gpus, job.nnodes,
                                self._ts(job.eligible), preempted_by or ""))
+        self._log_case(job, end, state, cause, cause_host, fault_time, hosts)
         if cause_host and job.nnodes >= 4 and fault_time is not None and end is not None:
             self.telemetry_candidates.append((job.job_id, list(hosts), job.start, end, cause_host, fault_time))
         elif state == "COMPLETED" and job.nnodes >= 4 and end is not None and started:
             self.healthy_candidates.append((job.job_id, list(hosts), job.start, end))
 
+    def _log_case(self, job: Job, end: float | None, state: str, cause: str, cause_host: str | None,
+                  fault_time: float | None, hosts: list[str]) -> None:
+        """Which instances leave a job log, and what it shows (analysis/simulate/joblogs.py)."""
+        if end is None or job.start < 0:
+            return
+        variant = None
+        if fault_time is not None and cause_host and state in ("FAILED", "NODE_FAIL"):
+            variant = self.log_variant.get((cause_host, fault_time))
+            if variant is None and cause == "gpu_memory" and self.joblog_rng.random() < 0.5:
+                variant = "ecc"
+        elif state == "FAILED" and cause == "user" and self.joblog_rng.random() < 0.3:
+            variant = "user"
+        elif state == "COMPLETED" and job.nnodes > 1 and self.joblog_rng.random() < 0.1:
+            variant = "ok"
+        if variant:
+            culprit = cause_host if variant in ("hang", "link", "ecc") else None
+            # ranks follow Slurm's node list order (block distribution), not the order nodes were picked
+            self.log_cases.append(Case(job.job_id, job.instance, sorted(hosts), job.per_node, job.start, end, state,
+                                       variant, culprit))
+
     # -- kernel, switch and health logs --------------------------------------------
-    def fault_logs(self, node: int, now: float, cause: F.Cause) -> None:
+    def fault_logs(self, node: int, now: float, cause: F.Cause, multi: bool = False) -> None:
         host = self.cl.hosts[node]
         pid = int(self.rng.integers(1000, 4_000_000))
+        # A silent link fault (half of the link faults under multi-node jobs only) leaves no kernel or
+        # switch line: only job logs and port counters show it. Its lines are still drawn, so the main
+        # random stream (and everything else the simulator writes) stays as it was.
+        silent = cause.id == "infiniband_link" and multi and self.joblog_rng.random() < 0.5
+        if silent:
+            self.log_variant[(host, now)] = "link"
+            self.link_bursts.setdefault(host, []).append(now)
+        elif cause.id == "nccl_timeout":
+            self.log_variant[(host, now)] = "fabric" if multi and self.joblog_rng.random() < 0.35 else "hang"
         # lines dated past the horizon had not been collected when the period ended: not written
         for offset, msg in F.kernel_lines(cause.id, self.rng, pid):
-            if now + offset < self.cfg.horizon_s:
+            if now + offset < self.cfg.horizon_s and not silent:
                 self.kernel.add(now + offset, journal_line(self.t0, now + offset, host, msg))
         if cause.id == "infiniband_link":
             for offset, state in F.switch_flap(self.rng):
-                if now + offset < self.cfg.horizon_s:
+                if now + offset < self.cfg.horizon_s and not silent:
                     self.switch.add(now + offset, switch_line(self.t0, now + offset, self.cl.leaf[node], self.cl.port[node], state))
         self.faults.append((host, self._ts(now), cause.id, cause.hardware, bool(self.cl.lemon.get(node))))
 

@@ -1,0 +1,1 @@
+INSERT INTO host_addresses BY NAME SELECT * FROM staged_rows;
