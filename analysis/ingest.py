@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 from analysis import sql, warehouse
 from analysis.accounting import AccountingError, account, all_rejects
 from analysis.hosts import MAX_HOSTS, host_from_path
-from analysis.lines import (MAX_FILE_BYTES, MAX_LINE_BYTES, FileTooLarge, LineFile, RawFile, empty_rejects,
-                            first_line, make_rejects, read_lines, read_raw)
+from analysis.lines import (MAX_FILE_BYTES, MAX_LINE_BYTES, FileTooLarge, LineFile, LineStream, RawFile,
+                            empty_rejects, first_line, hash_only, make_rejects, read_lines, read_raw)
 from analysis.model import IngestOptions, ParseContext, ParseResult, UnrecognisedFormat
 from analysis.options import CONFIG_NAMES, load_options  # noqa: F401 - re-exported
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 SOURCES: dict[str, str] = {
     "topology": "topology", "slurm": "sacct", "slurm_events": "slurm_events", "kernel": "kernel",
     "switch": "switch", "health": "health", "benchmarks": "benchmarks", "telemetry": "telemetry",
-    "network": "telemetry",  # fabric port counters: long-format samples like telemetry (analysis/network)
+    "network": "network",  # fabric port counters: long CSV/Parquet like telemetry, perfquery, ibqueryerrors
     "tickets": "tickets", "joblogs": "joblogs",
 }
 SIDECAR_SUFFIXES = (".boottime",)  # read by parsers next to their log, not data files
@@ -94,8 +94,20 @@ def _parse(path: Path, source: str, ctx: ParseContext, raw: RawFile) -> tuple[Pa
         result = module.parse_parquet(raw.data, ctx)
         frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
         return result, LineFile(path, raw.sha256, path.stat().st_size, frame, empty_rejects(), n, raw.problems)
+    if _streamed(path, source):  # parsed chunk by chunk: a multi-gigabyte log in bounded memory
+        stream = LineStream(path, opts.max_line_bytes, opts.max_file_bytes)
+        result = module.parse_stream(stream.frames(), ctx)
+        if stream.sha256 != raw.sha256:
+            raise UnrecognisedFormat("the file changed while it was read; it is read again on the next run")
+        frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
+        return result, LineFile(path, raw.sha256, path.stat().st_size, frame, stream.rejects, stream.n_lines,
+                                stream.problems)
     lines = read_lines(path, raw, opts.max_line_bytes, opts.max_file_bytes)
     return module.parse(lines.lines, ctx), lines
+
+
+def _streamed(path: Path, source: str) -> bool:
+    return hasattr(parser_for(source), "parse_stream") and not _is_parquet(path)
 
 
 def _is_parquet(path: Path) -> bool:
@@ -164,7 +176,8 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
     if known and _unchanged_stat(previous.row(0, named=True), stat, ident.fingerprint):
         return Prepared(FileOutcome(key, source, "unchanged"))
     try:
-        raw = read_raw(path, options.max_line_bytes, options.max_file_bytes, cap_lines=not _is_parquet(path))
+        raw = (hash_only(path, options.max_file_bytes) if _streamed(path, source) else
+               read_raw(path, options.max_line_bytes, options.max_file_bytes, cap_lines=not _is_parquet(path)))
     except OSError as exc:
         return _problem(ident, path, "error", f"cannot read file: {exc.strerror or exc}")
     except FileTooLarge as exc:

@@ -197,6 +197,78 @@ def read_raw(path: Path, max_line_bytes: int = MAX_LINE_BYTES, max_file_bytes: i
     return RawFile(data, digest.hexdigest(), problems, capper.long)
 
 
+def hash_only(path: Path, max_file_bytes: int = MAX_FILE_BYTES) -> RawFile:
+    """A file's sha256 (of its decompressed content) in one streaming pass, nothing kept: for sources
+    read as a stream (LineStream), whose identity is needed before they are parsed."""
+    problems: list[str] = []
+    digest, total = hashlib.sha256(), 0
+    for chunk in _decompressed(Path(path), problems):
+        total += len(chunk)
+        if total > max_file_bytes:
+            raise FileTooLarge(f"more than {max_file_bytes:,} bytes once decompressed (max_file_bytes)")
+        digest.update(chunk)
+    return RawFile(b"", digest.hexdigest(), problems, [])
+
+
+class LineStream:
+    """A file read as consecutive ``(line_no, text)`` frames of about ``chunk_bytes`` each, with the
+    same rules as read_lines (gzip, over-long lines rejected, U+FFFD for bad bytes, CRLF), so a
+    multi-gigabyte log is parsed in bounded memory. After ``frames()`` is exhausted: sha256,
+    n_lines, rejects and problems describe the whole file."""
+
+    def __init__(self, path: Path, max_line_bytes: int = MAX_LINE_BYTES, max_file_bytes: int = MAX_FILE_BYTES,
+                 chunk_bytes: int = 64 * 1024 * 1024):
+        self.path, self.max_line, self.max_file, self.chunk_bytes = Path(path), max_line_bytes, max_file_bytes, chunk_bytes
+        self.sha256: str | None = None
+        self.n_lines = 0
+        self.problems: list[str] = []
+        self.rejects = empty_rejects()
+
+    def frames(self):
+        digest, capper, total, pending = hashlib.sha256(), _LineCapper(self.max_line), 0, 0
+        bad_utf8 = False
+        for chunk in _decompressed(self.path, self.problems):
+            total += len(chunk)
+            if total > self.max_file:
+                raise FileTooLarge(f"more than {self.max_file:,} bytes once decompressed (max_file_bytes)")
+            digest.update(chunk)
+            before = len(capper.out)
+            capper.feed(chunk)
+            pending += sum(len(b) for b in capper.out[before:])
+            if pending >= self.chunk_bytes:
+                data = b"".join(capper.out)
+                capper.out.clear()
+                pending = 0
+                bad_utf8 |= not _is_utf8(data)
+                yield self._frame(data, capper, last=False)
+        data = capper.finish()
+        self.sha256 = digest.hexdigest()
+        if data:
+            bad_utf8 |= not _is_utf8(data)
+            yield self._frame(data, capper, last=True)
+        if bad_utf8:
+            self.problems.append("invalid UTF-8 bytes replaced by U+FFFD")
+
+    def _frame(self, data: bytes, capper: _LineCapper, last: bool) -> pl.DataFrame:
+        frame = _split_lines(data).with_columns(pl.col("line_no") + self.n_lines)
+        if b"\x00" in data:
+            frame = frame.with_columns(pl.col("text").str.strip_chars_start("\x00"))
+        lo, hi = self.n_lines + 1, self.n_lines + frame.height
+        self.n_lines = hi
+        long = [(no, text, n) for no, text, n in capper.long if lo <= no <= hi]
+        nos = [no for no, _, _ in long]
+        texts = [text for _, text, _ in long]
+        reasons = [f"line of {n:,} bytes exceeds the {self.max_line:,}-byte limit (max_line_bytes)" for _, _, n in long]
+        if last and any(p.startswith("truncated gzip") for p in self.problems) and not data.endswith(b"\n"):
+            nos.append(hi)
+            texts.append(frame["text"][-1])
+            reasons.append("line cut off where the gzip stream is truncated")
+        if nos:
+            self.rejects = pl.concat([self.rejects, make_rejects(nos, texts, reasons)])
+            frame = frame.filter(~pl.col("line_no").is_in(nos))
+        return frame
+
+
 def _is_utf8(data: bytes) -> bool:
     try:
         data.decode("utf-8")

@@ -11,6 +11,13 @@ def _t(value) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value is not None else "-"
 
 
+def _where(e: dict, full: bool = False) -> str:
+    """file:line of an event: the log line an operator can open (goodput's own events have no line)."""
+    if not e.get("file") or str(e["file"]).startswith("goodput:"):
+        return str(e.get("file") or "-")
+    return f"{e['file'] if full else str(e['file']).rsplit('/', 1)[-1]}:{e['line_no']}"
+
+
 def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
     lines = [f"job {instances[0].job_id}: {len(instances)} instance(s)"]
     for inst in instances:
@@ -23,8 +30,11 @@ def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
             lines.append(f"  primary cause: {p['cause']} ({p['domain']}): no infrastructure event in the window"
                          f" (rule no-event)")
         else:
-            lines.append(f"  primary cause: {p['cause']} ({p['domain']}) on {p['host']}, rule {p['rule']},"
+            where = (p["host"] or (f"the link {p['link']}" if p.get("link") else "no host (network or configuration)"))
+            lines.append(f"  primary cause: {p['cause']} ({p['domain']}) on {where}, rule {p['rule']},"
                          f" {p['severity']} event at {_t(p['event_time'])}")
+            if p.get("file"):
+                lines.append(f"  deciding line: {_where(p, full=True)}: {(p['message'] or '')[:160]}")
         if inst.end_time is not None:
             lo = inst.end_time - timedelta(seconds=taxonomy.before_s)
             hi = inst.end_time + timedelta(seconds=taxonomy.after_s)
@@ -32,7 +42,7 @@ def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
         for e in inst.events.head(40).iter_rows(named=True):
             what = " ".join(str(x) for x in (e["source"], e["kind"], e["code"]) if x)
             lines.append(f"    {e['host']}  {_t(e['event_time'])}  {what:32.32}  {e['rule']:24.24} {e['cause']:20.20}"
-                         f" {e['severity']:8} {(e['message'] or '')[:90]}")
+                         f" {e['severity']:8} {_where(e):28.28} {(e['message'] or '')[:90]}")
         if inst.events.height > 40:
             lines.append(f"    ... {inst.events.height - 40} more")
     return "\n".join(lines)

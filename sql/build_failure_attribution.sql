@@ -67,24 +67,28 @@ WITH targets AS (
               count(DISTINCT host) FILTER (WHERE tier = 3) OVER (PARTITION BY job_id, instance) AS dist_hosts,
               count(*) FILTER (WHERE tier = 3) OVER (PARTITION BY job_id, instance) AS dist_events
     FROM hits
+), verdicts AS (
+    SELECT w.*, n.suspect AS named_host, n.link_hosts, n.n AS named_by, g.suspect AS lag_host, g.behind, g.ahead
+    FROM weighed w
+    LEFT JOIN named_verdict n ON w.tier = 3 AND n.job_id = w.job_id AND n.instance = w.instance
+    LEFT JOIN lag_verdict g ON w.tier = 3 AND g.job_id = w.job_id AND g.instance = w.instance
 ), ranked AS (
     SELECT *, row_number() OVER (
         PARTITION BY job_id, instance
         -- the event's file and line last: ties (same host, time and rule) are broken the same way every run
         -- distributed symptoms: the most specific kind decides the cause (a transport error over a
         -- timeout), the host comes from the verdicts below or from clustering
-        ORDER BY tier, CASE WHEN tier = 3 THEN -priority END, CASE WHEN tier = 3 THEN -host_weight END,
+        -- (a line naming the suspect, or from it, is the one shown as deciding)
+        ORDER BY tier, CASE WHEN tier = 3 THEN -priority END,
+                 CASE WHEN tier = 3 THEN NOT coalesce(peer = named_host OR list_contains(link_hosts, peer)
+                                                      OR host = lag_host, FALSE) END,
+                 CASE WHEN tier = 3 THEN -host_weight END,
                  priority DESC, event_time, host, rule, file, line_no
     ) AS pick,
         -- Aegis: on 1-2 hosts blame them; on many, blame the host the errors cluster on
         -- (at least 1.5x its fair share); otherwise suspect the network or configuration
         tier = 3 AND dist_hosts > 2 AND host_weight < 1.5 * dist_events / dist_hosts AS unclustered
-    FROM weighed
-), decided AS (
-    SELECT r.*, n.suspect AS named_host, n.link_hosts, n.n AS named_by, g.suspect AS lag_host, g.behind, g.ahead
-    FROM ranked r
-    LEFT JOIN named_verdict n ON r.pick = 1 AND r.tier = 3 AND n.job_id = r.job_id AND n.instance = r.instance
-    LEFT JOIN lag_verdict g ON r.pick = 1 AND r.tier = 3 AND g.job_id = r.job_id AND g.instance = r.instance
+    FROM verdicts
 ), explained AS (
     SELECT job_id, instance, state, end_time, cause, domain,
            CASE WHEN pick = 1 AND tier = 3 AND named_host IS NOT NULL THEN named_host
@@ -102,15 +106,15 @@ WITH targets AS (
                     THEN rule || ' (lagging: enqueued work ' || behind || ', the others ' || ahead || ')'
                 WHEN pick = 1 AND unclustered THEN rule || ' (no clustering host: network or configuration)'
                 ELSE rule END AS rule,
-           severity, (pick = 1 AND tier < 9) AS is_primary
-    FROM decided
+           severity, file, line_no, (pick = 1 AND tier < 9) AS is_primary
+    FROM ranked
 ), defaults AS (
     SELECT t.job_id, t.instance, t.state, t.end_time,
            CASE t.state WHEN 'NODE_FAIL' THEN 'unattributed' WHEN 'OUT_OF_MEMORY' THEN 'oom' ELSE 'user' END AS cause,
            CASE t.state WHEN 'NODE_FAIL' THEN 'infrastructure' ELSE 'user' END AS domain,
            NULL::VARCHAR AS host, NULL::VARCHAR AS link, NULL::TIMESTAMP AS event_time, NULL::VARCHAR AS source, NULL::VARCHAR AS kind,
            NULL::VARCHAR AS code, NULL::VARCHAR AS device, NULL::VARCHAR AS message, 'no-event' AS rule,
-           NULL::VARCHAR AS severity, TRUE AS is_primary
+           NULL::VARCHAR AS severity, NULL::VARCHAR AS file, NULL::BIGINT AS line_no, TRUE AS is_primary
     FROM targets t
     WHERE t.state IN ('FAILED', 'NODE_FAIL', 'OUT_OF_MEMORY')
       AND NOT EXISTS (SELECT 1 FROM explained x WHERE x.job_id = t.job_id AND x.instance = t.instance AND x.is_primary)

@@ -29,11 +29,12 @@ WITH capacity AS (
       ON j.start_time < d.day + INTERVAL 1 DAY AND j.until > d.day
     GROUP BY d.day
 ), lost AS (
+    -- rounded to a microsecond-GPU-hour: a float sum depends on the order rows arrive in, the answer must not
     SELECT date_trunc('day', end_time) AS day,
-           sum(lost_gpu_hours) FILTER (WHERE cause NOT LIKE 'preempted%') AS failures,
-           sum(lost_gpu_hours) FILTER (WHERE infra) AS infra_failures,
-           sum(lost_gpu_hours) FILTER (WHERE cause LIKE 'preempted%') AS preemptions,
-           sum(lost_gpu_hours) FILTER (WHERE cause = 'preempted_second_order') AS second_order
+           round(sum(lost_gpu_hours) FILTER (WHERE cause NOT LIKE 'preempted%'), 6) AS failures,
+           round(sum(lost_gpu_hours) FILTER (WHERE infra), 6) AS infra_failures,
+           round(sum(lost_gpu_hours) FILTER (WHERE cause LIKE 'preempted%'), 6) AS preemptions,
+           round(sum(lost_gpu_hours) FILTER (WHERE cause = 'preempted_second_order'), 6) AS second_order
     FROM goodput_losses GROUP BY ALL
 )
 SELECT d.day, c.gpu_hours AS capacity_gpu_hours, coalesce(s.gpu_hours, 0) AS scheduled_gpu_hours,

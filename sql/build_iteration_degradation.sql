@@ -11,6 +11,7 @@ WITH series AS (
 ), with_mean AS (
     SELECT *, avg(value) OVER (PARTITION BY origin, file, host, series) AS mean_t FROM series
 )
-SELECT origin, file, host, series, count(*) AS samples, avg(value) AS mean_step,
-       sum(greatest(value - $slack * mean_t, 0)) / nullif(sum(value), 0) AS p_deg
+-- rounded to 12 significant digits: a float sum depends on the order rows arrive in, the answer must not
+SELECT origin, file, host, series, count(*) AS samples, round(avg(value), 9) AS mean_step,
+       round(sum(greatest(value - $slack * mean_t, 0)) / nullif(sum(value), 0), 12) AS p_deg
 FROM with_mean GROUP BY ALL ORDER BY p_deg DESC NULLS LAST;

@@ -7,4 +7,5 @@ WITH spans AS (
 )
 SELECT s.job_id, s.instance, t.time, t.host, t.metric, t.value
 FROM spans s JOIN telemetry t ON t.host = s.host AND t.time >= s.telemetry_from AND t.time <= s.telemetry_to
+WHERE NOT (starts_with(t.metric, 'node_infiniband_') AND contains(t.metric, '_total'))  -- port counters: analysis/network
 ORDER BY s.job_id, s.instance, t.time

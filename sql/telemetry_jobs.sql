@@ -7,6 +7,8 @@ WITH cand AS (
 ), per_host AS (
     SELECT c.job_id, c.instance, c.host, count(DISTINCT t.time) AS n, min(t.time) AS t_min, max(t.time) AS t_max
     FROM cand c JOIN telemetry t ON t.host = c.host AND t.time >= c.start_time AND t.time < c.end_time
+    -- cumulative port counters (network/) are differenced elsewhere (analysis/network), not compared as gauges
+    WHERE NOT (starts_with(t.metric, 'node_infiniband_') AND contains(t.metric, '_total'))
     GROUP BY ALL
 )
 SELECT j.job_id, j.instance, j.state, j.start_time, j.end_time, list_sort(j.nodes) AS hosts,

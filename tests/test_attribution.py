@@ -96,7 +96,7 @@ def test_aegis_order_on_distributed_symptoms(tmp_path):
     t2, t3, t4, t5 = (t1 + timedelta(hours=h) for h in (1, 2, 3, 4))
     hosts = [f"gpu{i:04d}" for i in range(1, 9)]
     con.execute("CREATE OR REPLACE TABLE jobs AS SELECT *, len(nodes) AS n_nodes, 8 * len(nodes) AS n_gpus, "
-                "3600 AS elapsed_s, 'u' AS user_name, 'train' AS job_name FROM (VALUES "
+                "3600 AS elapsed_s, 'u' AS user_name, 'train' AS job_name, NULL::TIMESTAMP AS start_time FROM (VALUES "
                 "('1', 0, 'FAILED', ?::TIMESTAMP, ?::VARCHAR[]), ('2', 0, 'FAILED', ?::TIMESTAMP, ?::VARCHAR[]), "
                 "('3', 0, 'FAILED', ?::TIMESTAMP, ?::VARCHAR[]), ('4', 0, 'FAILED', ?::TIMESTAMP, ?::VARCHAR[]), "
                 "('5', 0, 'FAILED', ?::TIMESTAMP, ?::VARCHAR[])) t(job_id, instance, state, end_time, nodes)",

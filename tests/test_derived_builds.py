@@ -40,7 +40,7 @@ matched AS (
     SELECT *, row_number() OVER (PARTITION BY file, line_no, host ORDER BY priority DESC, rule_id) AS pick
     FROM counted WHERE count_n IS NULL OR seen >= count_n
 )
-SELECT event_time, host, source, kind, code, event_severity, message, device, reporter, file, line_no,
+SELECT event_time, host, source, kind, code, event_severity, message, device, reporter, file, line_no, job_id, peer,
        rule_id AS rule, cause, domain, rule_severity AS severity, transient, priority, distributed
 FROM ranked WHERE pick = 1
 """

@@ -81,3 +81,29 @@ def test_counters_under_network_are_ingested_differenced_and_become_node_events(
     rules = load(None)
     assert {"port-link-downed", "port-errors"} <= set(rules.rules["rule_id"].to_list())
     con.close()
+
+
+def test_perfquery_and_ibqueryerrors_text_become_counter_readings(tmp_path):
+    """Both infiniband-diags outputs land as node_infiniband_* readings (every line accounted), and a
+    perfquery rise between two readings becomes a port event on the host."""
+    import shutil
+    from pathlib import Path
+
+    from analysis import warehouse
+    from analysis.ingest import ingest_directory
+    from analysis.network import run as network_run
+
+    fixtures = Path(__file__).parent / "fixtures" / "network"
+    shutil.copytree(fixtures, tmp_path / "src" / "network", ignore=shutil.ignore_patterns("*.md"))
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    outcomes = {Path(o.path).name: o for o in ingest_directory(con, tmp_path / "src").outcomes}
+    pq, iq = outcomes["perfquery.txt"], outcomes["ibqueryerrors-2024-03-05.txt"]
+    assert (pq.status, pq.rows, pq.rejects) == ("ok", 9, 0) and (iq.status, iq.rows) == ("ok", 3)
+    got = con.sql("SELECT host, metric, value, time FROM telemetry ORDER BY line_no, metric").fetchall()
+    assert ("gpu0007", 'node_infiniband_port_data_transmitted_bytes_total{device="",port="1"}', 2724 * 4.0,
+            datetime(2024, 3, 4, 6, 0, 1)) in got  # data counts 4-byte words
+    assert ("leaf-p1-r01", 'node_infiniband_link_downed_total{device="",port="7"}', 4.0,
+            datetime(2024, 3, 5)) in got  # a switch's description; the time from the file name
+    network_run.run(con)
+    events = con.sql("SELECT host, code, severity FROM node_events WHERE source = 'network' ORDER BY code").fetchall()
+    assert events == [("gpu0007", "port_receive_errors", "warning"), ("gpu0007", "symbol_error", "critical")]

@@ -27,7 +27,11 @@ digit, so ``ValueError: ...`` is not one), torchrun (``[default3]:``), PyTorch's
   nccl_warn         any other NCCL WARN line (mostly harmless: kept, classified info)
 
 Every other line is skipped on purpose (counted): a job log is mostly the
-program's own chatter. Times: a leading ``[YYYY-MM-DD hh:mm:ss,ms]`` or ISO
+program's own chatter. A job log can be gigabytes (NCCL_DEBUG=INFO on
+thousands of ranks): lines are first screened with literal substring tests
+(Aho-Corasick, no regex), NCCL INFO lines other than init lines are dropped
+there, and each kind's fields are extracted on that kind's lines only. The
+engine feeds the file in chunks (``parse_stream``), so memory stays bounded. Times: a leading ``[YYYY-MM-DD hh:mm:ss,ms]`` or ISO
 stamp, PyTorch/glog ``E1125 09:40:16.123`` (no year: taken from the file's
 modification time) and slurmstepd's ``CANCELLED AT``; naive stamps are in
 ctx.options.tz. Lines without one get their time from the file's neighbours
@@ -36,11 +40,13 @@ when the events are built (analysis/joblogs.py).
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 import polars as pl
 
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.parsers.csvlines import parse_time_any
+from analysis.timeutil import local_to_utc
 
 COLUMNS = {"job_id": pl.Utf8, "log_time": pl.Datetime("us"), "host": pl.Utf8, "task": pl.Int64, "rank": pl.Int64,
            "kind": pl.Utf8, "code": pl.Utf8, "peer": pl.Utf8, "seq": pl.Int64, "enqueued": pl.Int64,
@@ -50,34 +56,25 @@ _NAME_PATTERNS = [r"^slurm-(\d+(?:_\d+)?)\.", r"^(\d+(?:_\d+)?)\.(?:out|err|log|
                   r"[-_.](\d+(?:_\d+)?)\.(?:out|err|log|txt)(?:\.gz)?$"]
 _FOLDER = re.compile(r"^(?:slurm-|job-?)?(\d+(?:_\d+)?)$")
 
-# prefixes, outermost first; each is optional
-LABEL = r"^\s*(?P<task>\d+): "
-HOST_PREFIX = r"^(?P<phost>[A-Za-z0-9][A-Za-z0-9.-]*\d[A-Za-z0-9.-]*): "
-TORCHRUN = r"^\[default(?P<lrank>\d+)\]:"
-RANK_PREFIX = r"^\[rank(?P<prank>\d+)\]:"
+# a line worth a closer look holds one of these (literal, case-sensitive)
+TOKENS = ["NCCL", "Watchdog", "watchdog", "peer", "nranks", "global_rank_mapping", "srun: error", "slurmstepd",
+          "CUDA", "CUBLAS_STATUS", "CUDNN_STATUS", "ECC", "iteration", "Error", "Exception", "Interrupt", "Exit",
+          "Failure"]
+# the prefixes launchers stack, outermost first, each optional: srun --label, pdsh/DeepSpeed host
+# (must hold a digit: "ValueError: " is not a host), torchrun's [defaultN]:, PyTorch's [rankN]:
+# (matched as one short prefix, then its parts read from it: a capture over the whole line costs 4x)
+PREFIXES = (r"^(?:\s*\d+: )?(?:[A-Za-z0-9][A-Za-z0-9.-]*\d[A-Za-z0-9.-]*: )?(?:\[default\d+\]:)?\s*(?:\[rank\d+\]:)?")
+PREFIX_PARTS = (r"^(?:\s*(?P<label>\d+): )?(?:(?P<phost>[A-Za-z0-9][A-Za-z0-9.-]*\d[A-Za-z0-9.-]*): )?"
+                r"(?:\[default\d+\]:)?\s*(?:\[rank(?P<prank>\d+)\]:)?$")
 NCCL = (r"^(?P<nhost>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:[\w./-]+:\d+ )?"
         r"NCCL (?P<level>INFO|WARN|TRACE|ABORT) ?(?P<nmsg>.*)$")
-
 TIME_BRACKET = r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[.,](\d+))?\]"
+TIME_BRACKET_TEXT = r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]"
 TIME_ISO = r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s"
 TIME_GLOG = r"^\[?[EWIF](\d\d)(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)"
-
-# (kind, pattern over the message left after the prefixes); the first that matches wins
-KINDS: list[tuple[str, str]] = [
-    ("watchdog_timeout", r"Watchdog caught collective operation timeout"),
-    ("watchdog_position", r"(?:Timeout at NCCL work|detected by watchdog at work): -?\d+, last enqueued NCCL work: -?\d+"),
-    ("peer_error", r"(?i)got completion from peer|closed by remote peer|connection (?:reset|closed) by peer [\w.:%\[\]-]+<\d+>"),
-    ("nccl_init", r"\brank \d+ nranks \d+ cudaDev \d+"),
-    ("rank_map", r"global_rank_mapping=.*\{"),
-    ("step_cancelled", r"^slurmstepd(?:-\S+)?: error: \*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT"),
-    ("srun_exit", r"^srun: error: \S+: tasks? [\d,\-]+: "),
-    ("nccl_error", r"\bncclRemoteError\b|\bncclSystemError\b|\bncclInternalError\b|\bncclUnhandledCudaError\b|"
-                   r"\bncclInvalidUsage\b|DistBackendError|NCCL error|NCCL communicator was aborted"),
-    ("cuda_error", r"CUDA error: |CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|uncorrectable ECC error"),
-    ("progress", r"(?:^|\] )\s*iteration\s+\d+/\s*\d+ \|"),
-    ("exception", r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s.*|:?$)"),
-]
-NCCL_ERROR_CODE = r"\b(ncclRemoteError|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclInvalidUsage)\b"
+NCCL_ERRORS = ["ncclRemoteError", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError", "ncclInvalidUsage"]
+EXCEPTION = r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s.*|:?$)"
+PROGRESS = r"(?:^|\] )\s*iteration\s+\d+/\s*\d+ \|"
 
 
 def job_id_for(path) -> str | None:
@@ -91,109 +88,198 @@ def job_id_for(path) -> str | None:
     return m.group(1) if m else None
 
 
-def _empty() -> pl.DataFrame:
-    return pl.DataFrame(schema=COLUMNS)
-
-
-def _year(rest: pl.Series, fallback: int) -> int:
-    """glog stamps carry no year: the year of the file's dated lines, else of its modification time."""
-    years = rest.str.extract(r"^\[?(\d{4})-\d\d-\d\d[ T]\d\d:", 1).drop_nulls()
-    return int(years.max()) if years.len() else fallback
-
-
-def _times(rest: pl.Expr, year: int, tz: str) -> pl.Expr:
-    bracket = rest.str.extract_groups(TIME_BRACKET)
-    stamp = pl.concat_str([bracket.struct.field("1"), pl.lit("."), bracket.struct.field("2").fill_null("0")])
-    glog = rest.str.extract_groups(TIME_GLOG)
-    glog_text = pl.format("{}-{}-{}T{}", pl.lit(str(year)), glog.struct.field("1"), glog.struct.field("2"),
-                          glog.struct.field("3"))
-    cancelled = rest.str.extract(r"CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
-    text = pl.coalesce([pl.when(bracket.struct.field("1").is_not_null()).then(stamp),
-                        rest.str.extract(TIME_ISO), pl.when(glog.struct.field("1").is_not_null()).then(glog_text),
-                        cancelled])
-    return parse_time_any(text, tz)
-
-
-def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+def _job_id(ctx: ParseContext) -> str:
     job_id = job_id_for(ctx.path)
     if job_id is None:
         raise UnrecognisedFormat(
             "cannot tell which job this log belongs to: name it slurm-<jobid>.out, slurm-<jobid>_<task>.out, "
             "<jobid>.err, or put it in a folder named by the job id (joblogs/<jobid>/...)")
-    body = lines.filter(pl.col("text").str.contains(
-        r"NCCL|Watchdog|watchdog|peer|rank|srun|slurmstepd|CUDA|CUBLAS|CUDNN|ECC|iteration|Error|Exception|"
-        r"Interrupt|Exit|Failure"))
-    parsed = _classify(body, ctx)
-    kept = parsed.filter(pl.col("kind").is_not_null())
-    rank_rows = _rank_map_rows(kept.filter(pl.col("kind") == "rank_map"))
-    rows = pl.concat([kept.filter(pl.col("kind") != "rank_map").with_columns(job_id=pl.lit(job_id)).select(
-        [pl.col(c).cast(t) for c, t in COLUMNS.items()]), rank_rows], how="vertical_relaxed")
-    rows = rows.with_columns(job_id=pl.lit(job_id)).select(list(COLUMNS)).sort("line_no", "rank", nulls_last=True)
-    # a line that is in no table is skipped on purpose (the program's own output)
-    stored = rows["line_no"].n_unique() if rows.height else 0
-    return ParseResult(tables={"job_log_lines": rows}, skipped=lines.height - stored, format="job-log")
+    return job_id
 
 
-def _classify(body: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
-    text = pl.col("text").str.strip_suffix("\r")
-    frame = body.with_columns(rest=text).with_columns(label=pl.col("rest").str.extract(LABEL, 1).cast(pl.Int64))
-    frame = frame.with_columns(rest=pl.col("rest").str.replace(LABEL, ""))
-    frame = frame.with_columns(phost=pl.col("rest").str.extract(HOST_PREFIX, 1))
-    frame = frame.with_columns(rest=pl.col("rest").str.replace(HOST_PREFIX, ""))
-    frame = frame.with_columns(rest=pl.col("rest").str.replace(TORCHRUN, "").str.strip_chars_start())
-    frame = frame.with_columns(prank=pl.col("rest").str.extract(RANK_PREFIX, 1).cast(pl.Int64),
-                               rest=pl.col("rest").str.replace(RANK_PREFIX, ""))
-    year = _year(frame["rest"], ctx.mtime.year)
-    nccl = pl.col("rest").str.extract_groups(NCCL)
-    frame = frame.with_columns(nhost=nccl.struct.field("nhost"), level=nccl.struct.field("level"),
-                               msg=pl.coalesce([nccl.struct.field("nmsg"), pl.col("rest")]))
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+    return parse_stream([lines], ctx)
+
+
+def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResult:
+    """The file's (line_no, text) frames in order, one at a time: only the rows kept stay in memory."""
+    job_id = _job_id(ctx)
+    parts, skipped, year = [], 0, None
+    for lines in chunks:
+        kept = _screen(lines)
+        if year is None and kept.height:  # glog stamps carry no year: the year of the file's dated lines
+            year = _year(kept["text"])
+        rows = _rows(kept, ctx, year or ctx.mtime.year).with_columns(job_id=pl.lit(job_id))
+        skipped += lines.height - (rows["line_no"].n_unique() if rows.height else 0)
+        parts.append(rows.select([pl.col(c).cast(t) for c, t in COLUMNS.items()]))
+    rows = pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame(schema=COLUMNS)
+    return ParseResult(tables={"job_log_lines": rows}, skipped=skipped, format="job-log")
+
+
+def _year(text: pl.Series) -> int | None:
+    years = text.str.extract(r"\[?(\d{4})-\d\d-\d\d[ T]\d\d:", 1).drop_nulls()
+    return int(years.max()) if years.len() else None
+
+
+def _screen(lines: pl.DataFrame) -> pl.DataFrame:
+    """Lines that may matter, by literal substrings only; NCCL INFO lines other than init lines go."""
+    t = pl.col("text")
+    info = t.str.contains(" NCCL INFO ", literal=True) & ~t.str.contains(" nranks ", literal=True)
+    return lines.filter(t.str.contains_any(TOKENS) & ~info)
+
+
+def _kinds(msg: pl.Expr, level: pl.Expr) -> pl.Expr:
+    """The kind of each line by literal tests, first match wins; progress? and exception? are
+    candidates confirmed by their regex on their own rows."""
+    has = lambda s: msg.str.contains(s, literal=True)  # noqa: E731
+    rules = [
+        ("watchdog_timeout", has("Watchdog caught collective operation timeout")),
+        ("watchdog_position", has("last enqueued NCCL work:")),
+        ("peer_error", msg.str.contains_any(["ompletion from peer", "closed by remote peer", "reset by peer "])),
+        ("nccl_init", has(" nranks ") & has(" cudaDev ")),
+        ("rank_map", has("global_rank_mapping=")),
+        ("step_cancelled", msg.str.starts_with("slurmstepd") & has(" CANCELLED AT ")),
+        ("srun_exit", msg.str.starts_with("srun: error: ") & has(": task")),
+        ("nccl_error", msg.str.contains_any([*NCCL_ERRORS, "DistBackendError", "NCCL error",
+                                             "NCCL communicator was aborted"])),
+        ("cuda_error", msg.str.contains_any(["CUDA error: ", "CUBLAS_STATUS_", "CUDNN_STATUS_",
+                                             "uncorrectable ECC error"])),
+        ("progress?", has("iteration ")),
+        ("exception?", msg.str.contains_any(["Error", "Exception", "Interrupt", "Exit", "Failure"])),
+        ("nccl_warn", level == "WARN"),
+    ]
     kind = pl.lit(None, pl.Utf8)
-    for name, pattern in reversed(KINDS):
-        kind = pl.when(pl.col("msg").str.contains(pattern)).then(pl.lit(name)).otherwise(kind)
-    kind = pl.when(kind.is_null() & (pl.col("level") == "WARN")).then(pl.lit("nccl_warn")).otherwise(kind)
-    frame = frame.with_columns(kind=kind)
+    for name, test in reversed(rules):
+        kind = pl.when(test).then(pl.lit(name)).otherwise(kind)
+    return kind
+
+
+def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> pl.DataFrame:
+    text = pl.col("text").str.strip_suffix("\r")
+    frame = kept.with_columns(prefix=text.str.extract(PREFIXES, 0))
+    p = pl.col("prefix").str.extract_groups(PREFIX_PARTS)
+    frame = frame.with_columns(label=p.struct.field("label").cast(pl.Int64), phost=p.struct.field("phost"),
+                               prank=p.struct.field("prank").cast(pl.Int64),
+                               rest=text.str.slice(pl.col("prefix").str.len_chars()))
+    n = pl.col("rest").str.extract_groups(NCCL)
+    frame = frame.with_columns(nhost=n.struct.field("nhost"), level=n.struct.field("level"),
+                               msg=pl.coalesce([n.struct.field("nmsg"), pl.col("rest")]))
+    frame = frame.with_columns(kind=_kinds(pl.col("msg"), pl.col("level"))).filter(pl.col("kind").is_not_null())
+    out = [_FIELDS.get(kind, _plain)(part.with_columns(kind=pl.lit(kind.rstrip("?"))), ctx, year)
+           for (kind,), part in frame.partition_by("kind", as_dict=True, maintain_order=True).items()]
+    out = [o for o in out if o.height]
+    return pl.concat(out, how="diagonal_relaxed").sort("line_no", "rank", nulls_last=True) if out else pl.DataFrame(
+        schema=COLUMNS)
+
+
+def _times(rest: pl.Expr, year: int, tz: str) -> pl.Expr:
+    """A line's own time, each shape read with its fixed format: [YYYY-MM-DD hh:mm:ss(,ms)], ISO with a
+    zone, glog's E1206 18:44:12.715 (``year`` given), slurmstepd's CANCELLED AT."""
+    fixed = lambda text, fmt: text.str.to_datetime(fmt, strict=False, time_unit="us")  # noqa: E731
+    bracket = rest.str.extract(TIME_BRACKET_TEXT, 1).str.replace(",", ".", literal=True).str.replace(" ", "T")
+    glog = rest.str.extract_groups(TIME_GLOG)
+    glog_text = pl.format("{}-{}-{}T{}", pl.lit(str(year)), glog.struct.field("1"), glog.struct.field("2"),
+                          glog.struct.field("3"))
+    cancelled = rest.str.extract(r"CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)", 1)
+    naive = pl.coalesce([fixed(bracket, "%Y-%m-%dT%H:%M:%S%.f"), fixed(glog_text, "%Y-%m-%dT%H:%M:%S%.f"),
+                         fixed(cancelled, "%Y-%m-%dT%H:%M:%S")])
+    return pl.coalesce([parse_time_any(rest.str.extract(TIME_ISO, 1), tz), local_to_utc(naive, tz)])
+
+
+def _base(part: pl.DataFrame, ctx: ParseContext, year: int, **fields: pl.Expr) -> pl.DataFrame:
+    """The columns every kind has; ``fields`` add or override the kind's own."""
     m = pl.col("msg")
-    timeout = m.str.extract_groups(r"SeqNum=(\d+), OpType=(\w+).*?Timeout\(ms\)=(\d+)\)")
-    position = m.str.extract_groups(r"work: (-?\d+), last enqueued NCCL work: (-?\d+)")
-    srun = m.str.extract_groups(r"^srun: error: (\S+): tasks? ([\d,\-]+): (.*)$")
-    cancelled = m.str.extract_groups(r"\*\*\* (?:JOB|STEP) \S+ ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))?(?: \*\*\*|$)")
-    k = pl.col("kind")
-    rank = pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1).cast(pl.Int64),
-                        pl.when(k == "nccl_init").then(m.str.extract(r"\brank (\d+) nranks", 1).cast(pl.Int64)),
-                        pl.col("prank"), pl.col("label")])
-    peer = pl.coalesce([m.str.extract(r"(?i)from peer ([^\s<]+)<\d+>", 1),
-                        m.str.extract(r"(?i)remote peer ([^\s<]+)<\d+>", 1),
-                        m.str.extract(r"(?i)by peer ([^\s<]+)<\d+>", 1)])
-    code = (pl.when(k == "watchdog_timeout").then(timeout.struct.field("2"))
-            .when(k == "peer_error").then(m.str.extract(r"with (?:error |status=)(\d+)", 1))
-            .when(k == "nccl_error").then(pl.coalesce([m.str.extract(NCCL_ERROR_CODE, 1), pl.lit("nccl_error")]))
-            .when(k == "cuda_error").then(pl.coalesce([m.str.extract(r"(CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+)", 1),
-                                                       m.str.extract(r"CUDA error: ([^.\n]{1,80})", 1),
-                                                       pl.lit("uncorrectable ECC error")]))
-            .when(k == "exception").then(m.str.extract(r"([A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure))", 1))
-            .when(k == "srun_exit").then(srun.struct.field("3").str.extract(r"exit code (\d+)", 1)
-                                         .fill_null(srun.struct.field("3").str.slice(0, 40)))
-            .when(k == "step_cancelled").then(cancelled.struct.field("2").fill_null("CANCELLED"))
-            .when(k == "nccl_init").then(m.str.extract(r"nranks (\d+)", 1))
-            .when(k == "progress").then(m.str.extract(r"iteration\s+(\d+)", 1)))
-    host = pl.coalesce([pl.when(k == "srun_exit").then(srun.struct.field("1")),
-                        pl.when(k == "step_cancelled").then(cancelled.struct.field("1")),
-                        pl.col("nhost"), pl.col("phost")])
-    seq = pl.coalesce([timeout.struct.field("1"), position.struct.field("1")]).cast(pl.Int64)
-    frame = frame.with_columns(
-        log_time=_times(pl.col("rest"), year, ctx.options.tz), host=host, task=pl.col("label"), rank=rank,
-        code=code, peer=peer, seq=seq, enqueued=position.struct.field("2").cast(pl.Int64),
-        timeout_ms=timeout.struct.field("3").cast(pl.Int64),
-        message=pl.col("msg").str.slice(0, 2000))
-    return frame
+    # NCCL's own lines carry no time: most rows of a big log are skipped here
+    dated = part["rest"].str.contains(r"^\s*(?:\[|[EWIF]\d{4} |\d{4}-|slurmstepd)").any()
+    cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), year, ctx.options.tz) if dated
+            else pl.lit(None, pl.Datetime("us")),
+            "host": pl.coalesce([pl.col("nhost"), pl.col("phost")]), "task": pl.col("label"),
+            "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1).cast(pl.Int64),
+                                 pl.col("prank"), pl.col("label")]),
+            "code": pl.lit(None, pl.Utf8), "peer": pl.lit(None, pl.Utf8), "seq": pl.lit(None, pl.Int64),
+            "enqueued": pl.lit(None, pl.Int64), "timeout_ms": pl.lit(None, pl.Int64), "message": m.str.slice(0, 2000)}
+    cols.update(fields)
+    return part.with_columns(**cols).select("kind", "line_no", *cols)
 
 
-def _rank_map_rows(frame: pl.DataFrame) -> pl.DataFrame:
-    """DeepSpeed's ``global_rank_mapping=defaultdict(<class 'list'>, {'h1': [0, 1], 'h2': [2, 3]})``."""
-    out = []
-    for row in frame.iter_rows(named=True):  # one line per node at job start: a handful per file
-        for host, ranks in re.findall(r"'([^']+)': \[([\d, ]*)\]", row["msg"] or ""):
-            for r in ranks.replace(" ", "").split(","):
-                if r:
-                    out.append({**{c: row.get(c) for c in COLUMNS}, "host": host, "rank": int(r), "code": None})
-    return pl.DataFrame(out, schema=COLUMNS) if out else _empty()
+def _plain(part, ctx, year):
+    return _base(part, ctx, year)
+
+
+def _watchdog_timeout(part, ctx, year):
+    t = pl.col("msg").str.extract_groups(r"SeqNum=(\d+), OpType=(\w+).*?Timeout\(ms\)=(\d+)\)")
+    return _base(part, ctx, year, code=t.struct.field("2"), seq=t.struct.field("1").cast(pl.Int64),
+                 timeout_ms=t.struct.field("3").cast(pl.Int64))
+
+
+def _watchdog_position(part, ctx, year):
+    w = pl.col("msg").str.extract_groups(r"work: (-?\d+), last enqueued NCCL work: (-?\d+)")
+    return _base(part, ctx, year, seq=w.struct.field("1").cast(pl.Int64), enqueued=w.struct.field("2").cast(pl.Int64))
+
+
+def _peer_error(part, ctx, year):
+    m = pl.col("msg")
+    return _base(part, ctx, year, code=m.str.extract(r"with (?:error |status=)(\d+)", 1),
+                 peer=m.str.extract(r"(?i)(?:from|remote|by) peer ([^\s<]+)<\d+>", 1))
+
+
+def _nccl_init(part, ctx, year):
+    m = pl.col("msg")
+    return _base(part, ctx, year, rank=m.str.extract(r"\brank (\d+) nranks", 1).cast(pl.Int64),
+                 code=m.str.extract(r"nranks (\d+)", 1))
+
+
+def _step_cancelled(part, ctx, year):
+    c = pl.col("msg").str.extract_groups(r"\*\*\* (?:JOB|STEP) \S+ ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z ]*[A-Z]))?")
+    return _base(part, ctx, year, host=c.struct.field("1"), code=c.struct.field("2").fill_null("CANCELLED"))
+
+
+def _srun_exit(part, ctx, year):
+    s = pl.col("msg").str.extract_groups(r"^srun: error: (\S+): tasks? ([\d,\-]+): (.*)$")
+    what = s.struct.field("3")
+    return _base(part, ctx, year, host=s.struct.field("1"),
+                 code=what.str.extract(r"exit code (\d+)", 1).fill_null(what.str.slice(0, 40)))
+
+
+def _nccl_error(part, ctx, year):
+    code = pl.col("msg").str.extract("(" + "|".join(NCCL_ERRORS) + ")", 1).fill_null("nccl_error")
+    return _base(part, ctx, year, code=code)
+
+
+def _cuda_error(part, ctx, year):
+    m = pl.col("msg")
+    return _base(part, ctx, year, code=pl.coalesce([m.str.extract(r"(CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+)", 1),
+                                                    m.str.extract(r"CUDA error: ([^.\n]{1,80})", 1),
+                                                    pl.lit("uncorrectable ECC error")]))
+
+
+def _progress(part, ctx, year):
+    """Megatron's iteration lines: many (one per step), so the time is read with one fixed format."""
+    part = part.filter(pl.col("msg").str.contains(PROGRESS))
+    stamp = pl.col("rest").str.strip_chars_start().str.extract(TIME_BRACKET, 1)
+    t = local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us"), ctx.options.tz)
+    return _base(part, ctx, year, log_time=t, code=pl.col("msg").str.extract(r"iteration\s+(\d+)", 1),
+                 message=pl.col("msg").str.slice(0, 200))
+
+
+def _exception(part, ctx, year):
+    part = part.filter(pl.col("msg").str.contains(EXCEPTION))
+    code = pl.col("msg").str.extract(r"([A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure))", 1)
+    return _base(part, ctx, year, code=code)
+
+
+def _rank_map(part, ctx, year):
+    """DeepSpeed's ``global_rank_mapping=defaultdict(<class 'list'>, {'h1': [0, 1], 'h2': [2, 3]})``: one row per rank."""
+    base = _base(part, ctx, year)
+    pairs = pl.col("message").str.extract_all(r"'[^']+': \[[\d, ]*\]")
+    rows = base.with_columns(pair=pairs).explode("pair").filter(pl.col("pair").is_not_null())
+    rows = rows.with_columns(host=pl.col("pair").str.extract(r"'([^']+)'", 1),
+                             rank=pl.col("pair").str.extract(r"\[([\d, ]*)\]", 1).str.split(", "))
+    return rows.explode("rank").filter(pl.col("rank") != "").with_columns(
+        rank=pl.col("rank").cast(pl.Int64)).drop("pair")
+
+
+_FIELDS = {"watchdog_timeout": _watchdog_timeout, "watchdog_position": _watchdog_position,
+           "peer_error": _peer_error, "nccl_init": _nccl_init, "step_cancelled": _step_cancelled,
+           "srun_exit": _srun_exit, "nccl_error": _nccl_error, "cuda_error": _cuda_error,
+           "progress?": _progress, "exception?": _exception, "rank_map": _rank_map}
