@@ -23,7 +23,7 @@ WITH known AS (
     SELECT k.incident_id, e.event_time, e.cause, e.severity, e.transient, e.priority, e.file, e.line_no
     FROM known k JOIN classified_events e
       ON e.host = k.host AND e.event_time >= k.first_event AND e.event_time <= k.last_event AND e.event_time < $as_of
-    WHERE e.severity IN ('critical', 'warning') AND e.source <> 'slurm' AND e.domain <> 'user'
+    WHERE e.severity IN ('critical', 'warning') AND e.source <> 'slurm' AND e.domain <> 'user' AND NOT e.distributed
 ), agg AS (
     SELECT incident_id, max(event_time) AS last_event, count(*) AS events,
            first(cause ORDER BY priority DESC, event_time, file, line_no) AS cause,

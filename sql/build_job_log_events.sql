@@ -1,6 +1,6 @@
 -- Job-log lines as node events (source app): each line placed on a host, a time
 -- and one of its job's instances. Replaces the job-log events of the last run.
---   time: the line's own; else the last stamped line above it in the file, else
+--   time: the line's own (when within a day of the job's life); else the last stamped line above it in the file, else
 --         the next one below; else the end of the job's last instance.
 --   host: the one the line names (NCCL/pdsh prefix, srun, slurmstepd), short
 --         name if the job's node list has it; else its rank through NCCL's init
@@ -10,13 +10,20 @@
 --   peer: a transport error's peer address through topology.ip and
 --         host_addresses (/etc/hosts), or the name itself when it is a node.
 CREATE OR REPLACE TEMP TABLE staged_job_log_events AS
-WITH timed AS (
+WITH spans AS (
+    SELECT job_id, min(start_time) - INTERVAL 1 DAY AS lo, max(coalesce(end_time, start_time)) + INTERVAL 1 DAY AS hi
+    FROM jobs WHERE start_time IS NOT NULL GROUP BY job_id
+), trusted AS (
+    -- a time outside the job's life is a misread stamp (a glog line's guessed year): use the neighbours'
+    SELECT l.* REPLACE (CASE WHEN l.log_time BETWEEN s.lo AND s.hi THEN l.log_time END AS log_time)
+    FROM job_log_lines l LEFT JOIN spans s USING (job_id)
+), timed AS (
     SELECT *, coalesce(log_time,
         last_value(log_time IGNORE NULLS) OVER (PARTITION BY file ORDER BY line_no
             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
         first_value(log_time IGNORE NULLS) OVER (PARTITION BY file ORDER BY line_no
             ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)) AS t_fill
-    FROM job_log_lines
+    FROM trusted
 ), placed AS (
     -- the instance: the last one that had started by the line's time (no time: the last one)
     SELECT t.*, j.instance, j.nodes, j.end_time AS instance_end

@@ -1,4 +1,4 @@
--- node_incidents: critical and warning events on a node, grouped into one
+-- node_incidents: critical and warning host-side events on a node, grouped into one
 -- incident while they follow each other within $gap_s; with the drain that
 -- took the node out (a DRAIN/DOWN period starting within 6 h), when it came
 -- back, and the repair ticket opened for it (within 2 days).
@@ -6,6 +6,9 @@ CREATE OR REPLACE TABLE node_incidents AS
 WITH ev AS (
     SELECT * FROM classified_events
     WHERE severity IN ('critical', 'warning') AND source <> 'slurm' AND domain <> 'user'  -- OOMs and segfaults are the job's
+      -- a collective's symptom (a timeout, a transport error) is reported on every host of the job:
+      -- not an incident of the host that printed it (attribution decides whose it is)
+      AND NOT distributed
 ), gaps AS (
     SELECT *, CASE WHEN lag(event_time) OVER w IS NULL
                      OR event_time > lag(event_time) OVER w + to_seconds($gap_s) THEN 1 ELSE 0 END AS new_incident

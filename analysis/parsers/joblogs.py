@@ -107,8 +107,8 @@ def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResu
     parts, skipped, year = [], 0, None
     for lines in chunks:
         kept = _screen(lines)
-        if year is None and kept.height:  # glog stamps carry no year: the year of the file's dated lines
-            year = _year(kept["text"])
+        if year is None:  # glog stamps carry no year: the year of the file's dated lines, any of them
+            year = _year(lines["text"])
         rows = _rows(kept, ctx, year or ctx.mtime.year).with_columns(job_id=pl.lit(job_id))
         skipped += lines.height - (rows["line_no"].n_unique() if rows.height else 0)
         parts.append(rows.select([pl.col(c).cast(t) for c, t in COLUMNS.items()]))
@@ -117,7 +117,8 @@ def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResu
 
 
 def _year(text: pl.Series) -> int | None:
-    years = text.str.extract(r"\[?(\d{4})-\d\d-\d\d[ T]\d\d:", 1).drop_nulls()
+    years = text.filter(text.str.contains("-", literal=True)).str.extract(
+        r"(?:^|[\[\s])((?:19|20)\d\d)-[01]\d-[0-3]\d[ T]\d\d:", 1).drop_nulls()
     return int(years.max()) if years.len() else None
 
 
