@@ -3,13 +3,14 @@ attribution (peers named, links, lagging ranks), `goodput why`, and precision/re
 simulated cluster whose faults are mostly on the fabric."""
 import json
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from analysis import warehouse
+from analysis import metrics, warehouse
 from analysis.chain import build_all
 from analysis.ingest import ingest_directory
 from analysis.parsers import joblogs
@@ -17,6 +18,7 @@ from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
 from pipelines.cli import main
+from reports.render import render_report
 from tests.conftest import parse_file
 
 FIX = Path(__file__).parent / "fixtures" / "joblogs"
@@ -172,7 +174,7 @@ def test_simulated_fabric_failures_are_attributed_to_the_right_cause_and_host(tm
     assert sum(o.lines for o in outcomes) == written  # every line the simulator wrote was read
     assert con.sql("SELECT count(*) FROM ingested_files WHERE source = 'joblogs' AND "
                    "lines <> row_lines + rejects + skipped + merged").fetchall()[0][0] == 0
-    build_all(con, load())
+    build_all(con, load(), metrics.MetricsConfig())
     m = _sim_truth(tmp_path / "src", con)
     fabric = ["nccl_timeout", "infiniband_link"]
     scope = m.filter(pl.col("cause").is_in(fabric) & ~pl.col("kernel") & pl.col("state").is_in(["FAILED", "NODE_FAIL"]))
@@ -187,4 +189,18 @@ def test_simulated_fabric_failures_are_attributed_to_the_right_cause_and_host(tm
     assert users.height >= 10 and (users["pred"] == "user").all()
     warned = con.sql("SELECT DISTINCT job_id FROM node_events WHERE kind = 'nccl_warn'").pl()["job_id"]
     assert m.filter(pl.col("job_id").is_in(warned.to_list()) & (pl.col("cause") == "user"))["pred"].drop_nulls().eq("user").all()
+    # the report's failure-rate-by-cause breakdown counts them where the simulator put them
+    shown = dict(con.sql("SELECT cause, sum(failures) FROM failure_rate_over_time GROUP BY cause").fetchall())
+    for cause in fabric:
+        # (plus REQUEUED instances a health check caught first: an infrastructure failure too, shown by the check)
+        ended = pl.col("state").is_in(["FAILED", "NODE_FAIL"]) | ((pl.col("state") == "REQUEUED") & pl.col("right"))
+        put = m.filter((pl.col("cause") == cause) & ended).height
+        assert put >= 10 and 0.95 * put <= shown[cause] <= put / 0.95, (cause, put, shown)
+    html = render_report(con, (cfg.start + timedelta(days=cfg.days - 1)).date(), tmp_path / "out").read_text()
+    line = next(x for x in html.splitlines() if x.lstrip().startswith('"failure_rate": '))
+    spec = json.loads(line.split(": ", 1)[1].rstrip(","))
+    causes = {v.get("cause") for d in [spec, *spec.get("layer", [])] for v in d.get("data", {}).get("values", [])}
+    if not causes:  # data sets at the top level of the spec
+        causes = {v.get("cause") for values in spec.get("datasets", {}).values() for v in values}
+    assert set(fabric) <= causes, causes
     con.close()
