@@ -196,6 +196,12 @@ def test_simulated_fabric_failures_are_attributed_to_the_right_cause_and_host(tm
         ended = pl.col("state").is_in(["FAILED", "NODE_FAIL"]) | ((pl.col("state") == "REQUEUED") & pl.col("right"))
         put = m.filter((pl.col("cause") == cause) & ended).height
         assert put >= 10 and 0.95 * put <= shown[cause] <= put / 0.95, (cause, put, shown)
+    # C4: detection measured from the job logs (last progress line -> first watchdog timeout or error)
+    logged = con.sql("SELECT sum(detection_from_logs), sum(reinit_from_logs) FROM run_downtime").fetchall()[0]
+    assert logged[0] >= 20 and logged[1] >= 10, logged
+    hung = con.sql("SELECT detection_s / interruptions FROM run_downtime WHERE detection_from_logs = interruptions "
+                   "AND interruptions > 0").pl().to_series()
+    assert hung.len() >= 1 and hung.max() >= 600  # a hang is noticed after the watchdog's timeout (600 s), not at once
     html = render_report(con, (cfg.start + timedelta(days=cfg.days - 1)).date(), tmp_path / "out").read_text()
     line = next(x for x in html.splitlines() if x.lstrip().startswith('"failure_rate": '))
     spec = json.loads(line.split(": ", 1)[1].rstrip(","))
