@@ -163,7 +163,7 @@ def _sim_truth(root: Path, con) -> pl.DataFrame:
 
 
 def test_simulated_fabric_failures_are_attributed_to_the_right_cause_and_host(tmp_path):
-    cfg = preset("small", nodes=128, days=14, seed=3, failure_rate=150.0, telemetry_jobs=0, lemon_share=0.0,
+    cfg = preset("small", nodes=128, days=14, seed=1, failure_rate=150.0, telemetry_jobs=0, lemon_share=0.0,
                  size_probs=(0.2, 0.1, 0.1, 0.1, 0.15, 0.15, 0.1, 0.1, 0.0, 0.0, 0.0),
                  cause_mix=(("nccl_timeout", 0.4), ("infiniband_link", 0.4), ("gpu_memory", 0.2)))
     simulate(cfg, tmp_path / "src")

@@ -40,6 +40,7 @@ when the events are built (analysis/joblogs.py).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Iterable
 
 import polars as pl
@@ -155,22 +156,39 @@ def _kinds(msg: pl.Expr, level: pl.Expr) -> pl.Expr:
     return kind
 
 
+@dataclass(frozen=True)
+class _Read:
+    """How one group of rows is read: the zone of naive stamps, glog's year, whether any row is dated."""
+    tz: str
+    year: int
+    dated: bool
+
+
+DATED = r"^\s*(?:\[|[EWIF]\d{4} |\d{4}-|slurmstepd)"
+
+
 def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> pl.DataFrame:
+    """Prefixes and kind, then each (kind, dated) group's fields in one lazy plan: a small file costs a
+    few collects, not several per kind (a cluster writes thousands of job logs a day)."""
     text = pl.col("text").str.strip_suffix("\r")
-    frame = kept.with_columns(prefix=text.str.extract(PREFIXES, 0))
     p = pl.col("prefix").str.extract_groups(PREFIX_PARTS)
-    frame = frame.with_columns(label=p.struct.field("label").cast(pl.Int64), phost=p.struct.field("phost"),
-                               prank=p.struct.field("prank").cast(pl.Int64),
-                               rest=text.str.slice(pl.col("prefix").str.len_chars()))
     n = pl.col("rest").str.extract_groups(NCCL)
-    frame = frame.with_columns(nhost=n.struct.field("nhost"), level=n.struct.field("level"),
-                               msg=pl.coalesce([n.struct.field("nmsg"), pl.col("rest")]))
-    frame = frame.with_columns(kind=_kinds(pl.col("msg"), pl.col("level"))).filter(pl.col("kind").is_not_null())
-    out = [_FIELDS.get(kind, _plain)(part.with_columns(kind=pl.lit(kind.rstrip("?"))), ctx, year)
-           for (kind,), part in frame.partition_by("kind", as_dict=True, maintain_order=True).items()]
-    out = [o for o in out if o.height]
-    return pl.concat(out, how="diagonal_relaxed").sort("line_no", "rank", nulls_last=True) if out else pl.DataFrame(
-        schema=COLUMNS)
+    frame = (kept.lazy().with_columns(prefix=text.str.extract(PREFIXES, 0))
+             .with_columns(label=p.struct.field("label").cast(pl.Int64), phost=p.struct.field("phost"),
+                           prank=p.struct.field("prank").cast(pl.Int64),
+                           rest=text.str.slice(pl.col("prefix").str.len_chars()))
+             .with_columns(nhost=n.struct.field("nhost"), level=n.struct.field("level"),
+                           msg=pl.coalesce([n.struct.field("nmsg"), pl.col("rest")]))
+             .with_columns(kind=_kinds(pl.col("msg"), pl.col("level"))).filter(pl.col("kind").is_not_null())
+             .with_columns(dated=pl.col("rest").str.contains(DATED)).collect())
+    # (partitioned eagerly: polars 2.1 panics on some of these plans behind a lazy filter)
+    groups = frame.partition_by("kind", "dated", as_dict=True, maintain_order=True)
+    out = [_FIELDS.get(kind, _plain)(part.lazy().with_columns(kind=pl.lit(kind.rstrip("?"))),
+                                     _Read(ctx.options.tz, year, dated))
+           for (kind, dated), part in groups.items()]
+    if not out:
+        return pl.DataFrame(schema=COLUMNS)
+    return pl.concat(out, how="diagonal_relaxed").sort("line_no", "rank", nulls_last=True).collect()
 
 
 def _times(rest: pl.Expr, year: int, tz: str) -> pl.Expr:
@@ -187,12 +205,11 @@ def _times(rest: pl.Expr, year: int, tz: str) -> pl.Expr:
     return pl.coalesce([parse_time_any(rest.str.extract(TIME_ISO, 1), tz), local_to_utc(naive, tz)])
 
 
-def _base(part: pl.DataFrame, ctx: ParseContext, year: int, **fields: pl.Expr) -> pl.DataFrame:
+def _base(part: pl.LazyFrame, r: _Read, **fields: pl.Expr) -> pl.LazyFrame:
     """The columns every kind has; ``fields`` add or override the kind's own."""
     m = pl.col("msg")
-    # NCCL's own lines carry no time: most rows of a big log are skipped here
-    dated = part["rest"].str.contains(r"^\s*(?:\[|[EWIF]\d{4} |\d{4}-|slurmstepd)").any()
-    cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), year, ctx.options.tz) if dated
+    # NCCL's own lines carry no time: most rows of a big log never go through the time parsers
+    cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), r.year, r.tz) if r.dated
             else pl.lit(None, pl.Datetime("us")),
             "host": pl.coalesce([pl.col("nhost"), pl.col("phost")]), "task": pl.col("label"),
             "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1).cast(pl.Int64),
@@ -203,75 +220,75 @@ def _base(part: pl.DataFrame, ctx: ParseContext, year: int, **fields: pl.Expr) -
     return part.with_columns(**cols).select("kind", "line_no", *cols)
 
 
-def _plain(part, ctx, year):
-    return _base(part, ctx, year)
+def _plain(part, r):
+    return _base(part, r)
 
 
-def _watchdog_timeout(part, ctx, year):
+def _watchdog_timeout(part, r):
     t = pl.col("msg").str.extract_groups(r"SeqNum=(\d+), OpType=(\w+).*?Timeout\(ms\)=(\d+)\)")
-    return _base(part, ctx, year, code=t.struct.field("2"), seq=t.struct.field("1").cast(pl.Int64),
+    return _base(part, r, code=t.struct.field("2"), seq=t.struct.field("1").cast(pl.Int64),
                  timeout_ms=t.struct.field("3").cast(pl.Int64))
 
 
-def _watchdog_position(part, ctx, year):
+def _watchdog_position(part, r):
     w = pl.col("msg").str.extract_groups(r"work: (-?\d+), last enqueued NCCL work: (-?\d+)")
-    return _base(part, ctx, year, seq=w.struct.field("1").cast(pl.Int64), enqueued=w.struct.field("2").cast(pl.Int64))
+    return _base(part, r, seq=w.struct.field("1").cast(pl.Int64), enqueued=w.struct.field("2").cast(pl.Int64))
 
 
-def _peer_error(part, ctx, year):
+def _peer_error(part, r):
     m = pl.col("msg")
-    return _base(part, ctx, year, code=m.str.extract(r"with (?:error |status=)(\d+)", 1),
+    return _base(part, r, code=m.str.extract(r"with (?:error |status=)(\d+)", 1),
                  peer=m.str.extract(r"(?i)(?:from|remote|by) peer ([^\s<]+)<\d+>", 1))
 
 
-def _nccl_init(part, ctx, year):
+def _nccl_init(part, r):
     m = pl.col("msg")
-    return _base(part, ctx, year, rank=m.str.extract(r"\brank (\d+) nranks", 1).cast(pl.Int64),
+    return _base(part, r, rank=m.str.extract(r"\brank (\d+) nranks", 1).cast(pl.Int64),
                  code=m.str.extract(r"nranks (\d+)", 1))
 
 
-def _step_cancelled(part, ctx, year):
+def _step_cancelled(part, r):
     c = pl.col("msg").str.extract_groups(r"\*\*\* (?:JOB|STEP) \S+ ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z ]*[A-Z]))?")
-    return _base(part, ctx, year, host=c.struct.field("1"), code=c.struct.field("2").fill_null("CANCELLED"))
+    return _base(part, r, host=c.struct.field("1"), code=c.struct.field("2").fill_null("CANCELLED"))
 
 
-def _srun_exit(part, ctx, year):
+def _srun_exit(part, r):
     s = pl.col("msg").str.extract_groups(r"^srun: error: (\S+): tasks? ([\d,\-]+): (.*)$")
     what = s.struct.field("3")
-    return _base(part, ctx, year, host=s.struct.field("1"),
+    return _base(part, r, host=s.struct.field("1"),
                  code=what.str.extract(r"exit code (\d+)", 1).fill_null(what.str.slice(0, 40)))
 
 
-def _nccl_error(part, ctx, year):
+def _nccl_error(part, r):
     code = pl.col("msg").str.extract("(" + "|".join(NCCL_ERRORS) + ")", 1).fill_null("nccl_error")
-    return _base(part, ctx, year, code=code)
+    return _base(part, r, code=code)
 
 
-def _cuda_error(part, ctx, year):
+def _cuda_error(part, r):
     m = pl.col("msg")
-    return _base(part, ctx, year, code=pl.coalesce([m.str.extract(r"(CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+)", 1),
+    return _base(part, r, code=pl.coalesce([m.str.extract(r"(CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+)", 1),
                                                     m.str.extract(r"CUDA error: ([^.\n]{1,80})", 1),
                                                     pl.lit("uncorrectable ECC error")]))
 
 
-def _progress(part, ctx, year):
+def _progress(part, r):
     """Megatron's iteration lines: many (one per step), so the time is read with one fixed format."""
     part = part.filter(pl.col("msg").str.contains(PROGRESS))
     stamp = pl.col("rest").str.strip_chars_start().str.extract(TIME_BRACKET, 1)
-    t = local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us"), ctx.options.tz)
-    return _base(part, ctx, year, log_time=t, code=pl.col("msg").str.extract(r"iteration\s+(\d+)", 1),
+    t = local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us"), r.tz)
+    return _base(part, r, log_time=t, code=pl.col("msg").str.extract(r"iteration\s+(\d+)", 1),
                  message=pl.col("msg").str.slice(0, 200))
 
 
-def _exception(part, ctx, year):
+def _exception(part, r):
     part = part.filter(pl.col("msg").str.contains(EXCEPTION))
     code = pl.col("msg").str.extract(r"([A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure))", 1)
-    return _base(part, ctx, year, code=code)
+    return _base(part, r, code=code)
 
 
-def _rank_map(part, ctx, year):
+def _rank_map(part, r):
     """DeepSpeed's ``global_rank_mapping=defaultdict(<class 'list'>, {'h1': [0, 1], 'h2': [2, 3]})``: one row per rank."""
-    base = _base(part, ctx, year)
+    base = _base(part, r)
     pairs = pl.col("message").str.extract_all(r"'[^']+': \[[\d, ]*\]")
     rows = base.with_columns(pair=pairs).explode("pair").filter(pl.col("pair").is_not_null())
     rows = rows.with_columns(host=pl.col("pair").str.extract(r"'([^']+)'", 1),
