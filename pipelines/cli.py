@@ -1,6 +1,7 @@
 """The `goodput` command line."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -20,6 +21,7 @@ def _db_option(f):
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="goodput", message="goodput %(version)s")
 def main() -> None:
     """goodput: why GPU jobs fail, which nodes are lemons, how much training time the fleet loses."""
 
@@ -194,8 +196,9 @@ def _text(value) -> str:
 @_db_option
 @click.option("--rules", "rules", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Taxonomy override file (for the attribution window) [default: $GOODPUT_RULES].")
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON (times in UTC, ISO 8601).")
 @click.argument("job_id")
-def why(db: Path | None, rules: Path | None, job_id: str) -> None:
+def why(db: Path | None, rules: Path | None, as_json: bool, job_id: str) -> None:
     """Explain why JOB_ID failed: every instance, the events near its end, the primary cause and its rule."""
     import duckdb
 
@@ -220,6 +223,10 @@ def why(db: Path | None, rules: Path | None, job_id: str) -> None:
         con.close()
     if not instances:
         raise click.ClickException(f"no job {job_id} in the warehouse (array tasks are 123_4, het components 123+1)")
+    if as_json:
+        from pipelines.explain import as_json as why_json
+        click.echo(why_json(instances, taxonomy))
+        return
     click.echo(render(instances, taxonomy))
 
 
@@ -288,7 +295,9 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
               help="Print the checkpoint interval needed for --target ETTR by failure rate and job size (Meta Fig. 10).")
 @click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
               help="Target expected ETTR for --sweep.")
-def ettr(gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_days, monte_carlo, do_sweep, target):
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
+def ettr(gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_days, monte_carlo, do_sweep, target,
+         as_json):
     """Expected ETTR and job MTTF for a training run (Meta eq. 1), optionally checked by Monte Carlo."""
     from analysis import ettr as E
 
@@ -297,6 +306,9 @@ def ettr(gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_day
         import polars as pl
 
         rows = E.sweep(target, [1.0, 2.34, 4.0, 6.5, 10.0], [1024, 4096, 16384, 65536, 131072], u0)
+        if as_json:
+            click.echo(json.dumps({"target_ettr": target, "restart_min": restart_min, "sweep": rows}, indent=2))
+            return
         table = pl.DataFrame(rows).pivot(on="gpus", index="failures_per_1000_node_days", values="checkpoint_minutes")
         table = table.with_columns(pl.exclude("failures_per_1000_node_days").cast(pl.Utf8).fill_null("unreachable"))
         click.echo(f"checkpoint interval (minutes) for expected ETTR {target} with {restart_min:g}-minute restarts"
@@ -307,13 +319,23 @@ def ettr(gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_day
     nodes, r = gpus / E.GPUS_PER_NODE, failure_rate / 1000
     runtime_h = runtime_days * 24 if runtime_days else None
     value = E.expected_ettr(nodes, r, u0, dt, q, runtime_h)
+    mc = E.monte_carlo_ettr(nodes, r, u0, dt, q, runtime_h or 24 * 7) if monte_carlo else None
+    if as_json:
+        out = {"gpus": gpus, "nodes": nodes, "failures_per_1000_node_days": failure_rate,
+               "checkpoint_min": checkpoint_min, "restart_min": restart_min, "queue_min": queue_min,
+               "runtime_days": runtime_days, "job_mttf_hours": E.job_mttf_hours(nodes, r), "expected_ettr": value,
+               "closed_form_valid": E.closed_form_valid(nodes, r, u0, dt)}
+        if mc is not None:
+            out["monte_carlo"] = {"mean": mc.mean, "ci_low": mc.ci_low, "ci_high": mc.ci_high, "trials": mc.trials,
+                                  "runtime_days": (runtime_h or 168) / 24, "mean_failures": mc.mean_failures}
+        click.echo(json.dumps(out, indent=2))
+        return
     click.echo(f"job: {gpus} GPUs ({nodes:g} nodes), r = {failure_rate:g} per 1,000 node-days, "
                f"checkpoint {checkpoint_min:g} min, restart {restart_min:g} min, queue {queue_min:g} min")
     click.echo(f"job MTTF:       {E.job_mttf_hours(nodes, r):.3f} h")
     click.echo(f"expected ETTR:  {value:.4f}" + ("" if E.closed_form_valid(nodes, r, u0, dt) else
                "   (outside the closed form's range: u0 + Δt/2 is not small against the MTTF)"))
-    if monte_carlo:
-        mc = E.monte_carlo_ettr(nodes, r, u0, dt, q, runtime_h or 24 * 7)
+    if mc is not None:
         click.echo(f"Monte Carlo:    {mc.mean:.4f}  (95% CI {mc.ci_low:.4f}-{mc.ci_high:.4f}, {mc.trials} runs of "
                    f"{(runtime_h or 168) / 24:g} days, {mc.mean_failures:.1f} failures per run)")
 
@@ -324,12 +346,14 @@ def _setup_logging(quiet: bool) -> None:
 
 
 def _register_model_commands() -> None:
+    from pipelines.cli_check import check_command
     from pipelines.cli_criteria import criteria_command
     from pipelines.cli_models import export_command, models_command
 
     main.add_command(models_command)
     main.add_command(export_command)
     main.add_command(criteria_command)
+    main.add_command(check_command)
 
 
 _register_model_commands()

@@ -19,7 +19,7 @@ def _where(e: dict, full: bool = False) -> str:
 
 
 def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
-    lines = [f"job {instances[0].job_id}: {len(instances)} instance(s)"]
+    lines = [f"job {instances[0].job_id}: {len(instances)} instance(s), times in UTC"]
     for inst in instances:
         nodes = ", ".join(inst.nodes[:8]) + (f" ... ({len(inst.nodes)} nodes)" if len(inst.nodes) > 8 else "")
         lines.append(f"\ninstance {inst.instance}: {inst.state}  {_t(inst.start_time)} -> {_t(inst.end_time)}  on {nodes or '-'}")
@@ -46,3 +46,25 @@ def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
         if inst.events.height > 40:
             lines.append(f"    ... {inst.events.height - 40} more")
     return "\n".join(lines)
+
+
+def as_json(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
+    """`goodput why --json`: the same facts as the text, every time in UTC (ISO 8601)."""
+    import json
+
+    def iso(v):
+        return v.isoformat() if v is not None else None
+
+    out = {"job_id": instances[0].job_id, "times": "UTC", "instances": []}
+    for inst in instances:
+        p = inst.primary
+        lo = inst.end_time - timedelta(seconds=taxonomy.before_s) if inst.end_time is not None else None
+        hi = inst.end_time + timedelta(seconds=taxonomy.after_s) if inst.end_time is not None else None
+        out["instances"].append({
+            "instance": inst.instance, "state": inst.state, "start_time": iso(inst.start_time),
+            "end_time": iso(inst.end_time), "nodes": inst.nodes,
+            "primary": None if p is None else {**{k: p[k] for k in p if k != "event_time"},
+                                               "event_time": iso(p["event_time"])},
+            "window": [iso(lo), iso(hi)],
+            "events": [{**e, "event_time": iso(e["event_time"])} for e in inst.events.iter_rows(named=True)]})
+    return json.dumps(out, indent=2, default=str)

@@ -1,0 +1,104 @@
+"""`goodput check`: read a source directory exactly as `goodput run` would, into a throwaway warehouse,
+and say per folder what was found: formats detected, lines, rows, rejects with their reasons, sample
+rows, and hosts that match no Slurm node. Nothing is written to the real warehouse."""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from analysis import sql, warehouse
+from analysis.ingest import SOURCES, ingest_directory
+from analysis.model import IngestOptions
+
+# the table each source's rows land in (sample rows come from it)
+TABLE = {"topology": "topology", "slurm": "sacct_records", "slurm_events": "node_state_periods", "kernel": "node_events",
+         "switch": "node_events", "health": "node_events", "benchmarks": "benchmark_results", "telemetry": "telemetry",
+         "network": "telemetry", "tickets": "tickets", "joblogs": "job_log_lines"}
+HOST_SOURCES = ("kernel", "switch", "health", "benchmarks", "telemetry", "network", "tickets", "topology", "slurm_events")
+MAX_REJECT_SHARE = 0.01  # a folder rejecting more than 1% of its lines is a warning
+
+
+@dataclass
+class FolderCheck:
+    folder: str
+    verdict: str  # ok | warning | failed
+    files: int
+    lines: int
+    rows: int
+    rejects: int
+    formats: list[str]
+    problems: list[str] = field(default_factory=list)  # one line each: what is wrong and where
+    reject_reasons: list[dict] = field(default_factory=list)  # reason, lines, example (file:line: raw)
+    sample: list[dict] = field(default_factory=list)
+    unmatched_hosts: list[str] = field(default_factory=list)
+
+
+def check_directory(source_dir: Path, options: IngestOptions | None = None, sample_rows: int = 3) -> list[FolderCheck]:
+    source_dir = Path(source_dir)
+    with tempfile.TemporaryDirectory(prefix="goodput-check-") as tmp:
+        con = warehouse.connect(Path(tmp) / "check.duckdb")
+        try:
+            summary = ingest_directory(con, source_dir, options)
+            return _folders(con, summary.outcomes, source_dir, sample_rows)
+        finally:
+            con.close()
+
+
+def _folders(con, outcomes, source_dir: Path, sample_rows: int) -> list[FolderCheck]:
+    files = sql.query(con, "check_files")
+    slurm_hosts = set(sql.query(con, "check_slurm_hosts")["host"].to_list())
+    out = []
+    unknown = [o for o in outcomes if o.source is None]
+    if unknown:
+        out.append(FolderCheck("(other)", "failed", len(unknown), 0, 0, 0, [],
+                               [f"{_rel(o.path, source_dir)}: {o.message}" for o in unknown]))
+    for source in SOURCES:
+        mine = files.filter(pl.col("source") == source)
+        if mine.height == 0:
+            continue
+        bad = mine.filter(~pl.col("status").is_in(["ok", "unchanged", "duplicate"]))
+        problems = [f"{_rel(r['path'], source_dir)}: {r['status']}: {r['message']}" for r in bad.iter_rows(named=True)]
+        lines, rows, rejects = (int(mine[c].fill_null(0).sum()) for c in ("lines", "rows", "rejects"))
+        prefix = str(source_dir.resolve()) + "/"
+        reasons = [{**r, "example": r["example"].replace(prefix, "")}
+                   for r in sql.query(con, "check_reject_reasons", {"source": source}).iter_rows(named=True)]
+        events = TABLE[source] == "node_events"
+        where = {"kind_source": source} if events else {"table": TABLE[source]}
+        unmatched = []
+        if slurm_hosts and source in HOST_SOURCES:
+            hosts = sql.query(con, "check_event_hosts" if events else "check_hosts", where)["host"].to_list()
+            unmatched = sorted(set(hosts) - slurm_hosts)[:20]
+        sample = sql.query(con, "check_sample_events" if events else "check_sample_counters" if source == "network"
+                           else "check_sample_rows", {**where, "n": sample_rows} if source != "network" else {"n": sample_rows})
+        verdict = ("failed" if problems or rows == 0 else
+                   "warning" if rejects > MAX_REJECT_SHARE * max(lines, 1) or unmatched else "ok")
+        out.append(FolderCheck(source, verdict, mine.height, lines, rows, rejects,
+                               sorted(set(mine["format"].drop_nulls().to_list())), problems, reasons,
+                               [{k: (str(v) if v is not None else None) for k, v in r.items()}
+                                for r in sample.iter_rows(named=True)], unmatched))
+    return out
+
+
+def _rel(path: str, source_dir: Path) -> str:
+    try:
+        return str(Path(path).relative_to(source_dir.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def as_text(checks: list[FolderCheck]) -> str:
+    lines = []
+    for c in checks:
+        lines.append(f"{c.folder + '/':14} {c.verdict.upper():8} {c.files} file(s), {c.lines:,} lines -> {c.rows:,} rows, "
+                     f"{c.rejects:,} rejected" + (f"; format {', '.join(c.formats)}" if c.formats else ""))
+        lines += [f"    problem: {p}" for p in c.problems]
+        lines += [f"    rejected {r['lines']:,}x: {r['reason']}  e.g. {r['example']}" for r in c.reject_reasons]
+        if c.unmatched_hosts:
+            lines.append(f"    hosts that ran no Slurm job: {', '.join(c.unmatched_hosts)} "
+                         "(a naming mismatch? Slurm's node names are what every source must use)")
+        for row in c.sample[:2]:
+            lines.append("    e.g. " + ", ".join(f"{k}={v}" for k, v in row.items() if v is not None)[:200])
+    return "\n".join(lines)

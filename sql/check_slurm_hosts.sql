@@ -1,0 +1,1 @@
+SELECT DISTINCT unnest(nodes) AS host FROM sacct_records

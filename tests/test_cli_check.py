@@ -1,0 +1,109 @@
+"""`goodput check` verdicts per folder, and the JSON outputs of `why` and `ettr` against their text."""
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analysis import warehouse
+from analysis.chain import build_all
+from analysis.ingest import ingest_directory
+from analysis.taxonomy import load
+from pipelines.cli import main
+
+DEMO = Path(__file__).parent / "fixtures" / "demo_source"
+# one broken file per source, each broken the way such files break
+BROKEN = {
+    "topology": ("cabling-old.csv", "switch,port,host\nleaf01,swp1,\n,swp2,gpu002\n"),
+    "slurm": ("sacct-2024-03-02.txt", "JobID|JobIDRaw|State|Start|End|NodeList\n77|77|FAILED|yesterday|2024-03-02T01:00:00|gpu001\n"),
+    "slurm_events": ("events-2024-03-02.txt", "NodeName|TimeStart|TimeEnd|State|Reason|User\ngpu001|not a time|Unknown|DRAIN|x|root(0)\n"),
+    "kernel": ("gpu002.log", "\x00\x01binary junk after a crash\n"),
+    "switch": ("leaf02.log", "<<< log relay restarted >>>\n"),
+    "health": ("health-2024-03-02.jsonl", '{"time": "2024-03-0\n'),
+    "benchmarks": ("results-broken.jsonl", "{not json\n"),
+    "telemetry": ("dcgm-broken.csv", "when,what\n1,2\n"),
+    "tickets": ("tickets-old.csv", "host,opened\ngpu001,never\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def half_broken(tmp_path_factory):
+    src = tmp_path_factory.mktemp("check") / "src"
+    shutil.copytree(DEMO, src)
+    for folder, (name, text) in BROKEN.items():
+        (src / folder / name).write_text(text)
+    return src
+
+
+def test_check_gives_a_verdict_per_folder_and_writes_nothing(half_broken, tmp_path, monkeypatch):
+    monkeypatch.setenv("GOODPUT_DB", str(tmp_path / "never.duckdb"))
+    clean = CliRunner().invoke(main, ["check", "--source", str(DEMO), "--json"])
+    assert clean.exit_code == 0, clean.output
+    assert {c["folder"]: c["verdict"] for c in json.loads(clean.output)} == {f: "ok" for f in [*BROKEN, "benchmarks"]}
+    out = CliRunner().invoke(main, ["check", "--source", str(half_broken), "--json"])
+    assert out.exit_code == 1  # a folder failed
+    verdicts = {c["folder"]: c for c in json.loads(out.output)}
+    assert set(verdicts) == set(BROKEN)
+    for folder, (name, _) in BROKEN.items():
+        c = verdicts[folder]
+        assert c["verdict"] in ("warning", "failed"), (folder, c)
+        said = " ".join(c["problems"]) + " ".join(r["example"] for r in c["reject_reasons"])
+        assert name in said, (folder, c)  # the broken file is named, with its line or the reason it was refused
+        assert c["rows"] > 0 and c["sample"]  # the good file still parsed, and rows are shown
+    assert verdicts["kernel"]["verdict"] == "failed"  # no parser reads it
+    assert any("TimeStart" in r["reason"] for r in verdicts["slurm_events"]["reject_reasons"])
+    assert not (tmp_path / "never.duckdb").exists()
+    text = CliRunner().invoke(main, ["check", "--source", str(half_broken)]).output
+    assert re.search(r"^kernel/\s+FAILED", text, re.M) and re.search(r"^topology/\s+(WARNING|FAILED)", text, re.M)
+
+
+def test_check_names_hosts_slurm_does_not_know(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(DEMO, src)
+    (src / "kernel" / "gpu001.dmesg").unlink()
+    (src / "kernel" / "node-9.example.org.log").write_text(
+        "2024-03-01T02:10:44+0000 node-9.example.org kernel: NVRM: Xid (PCI:0000:29:00): 79, pid=1, name=python, "
+        "GPU has fallen off the bus.\n")
+    out = json.loads(CliRunner().invoke(main, ["check", "--source", str(src), "--json"]).output)
+    kernel = next(c for c in out if c["folder"] == "kernel")
+    assert kernel["verdict"] == "warning" and kernel["unmatched_hosts"] == ["node-9"]  # the domain is dropped
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("why") / "w.duckdb"
+    con = warehouse.connect(db)
+    ingest_directory(con, DEMO)
+    build_all(con, load())
+    con.close()
+    return db
+
+
+def test_why_json_carries_what_the_text_says(demo_db):
+    text = CliRunner().invoke(main, ["why", "1002", "--db", str(demo_db)]).output
+    data = json.loads(CliRunner().invoke(main, ["why", "1002", "--db", str(demo_db), "--json"]).output)
+    assert data["times"] == "UTC" and "times in UTC" in text
+    inst = data["instances"][0]
+    p = inst["primary"]
+    assert f"primary cause: {p['cause']} ({p['domain']}) on {p['host']}, rule {p['rule']}" in text
+    assert p["event_time"].replace("T", " ")[:19] in text
+    assert f"events on its nodes in [{inst['window'][0].replace('T', ' ')}" in text
+    assert f": {len(inst['events'])}" in text and all(e["host"] in text for e in inst["events"])
+
+
+@pytest.mark.parametrize("args", [["--gpus", "4096"], ["--gpus", "131072", "--failure-rate", "2.34", "--checkpoint-min", "30"]])
+def test_ettr_json_carries_what_the_text_says(args):
+    text = CliRunner().invoke(main, ["ettr", *args]).output
+    data = json.loads(CliRunner().invoke(main, ["ettr", *args, "--json"]).output)
+    assert f"job MTTF:       {data['job_mttf_hours']:.3f} h" in text
+    assert f"expected ETTR:  {data['expected_ettr']:.4f}" in text
+    assert ("outside the closed form's range" in text) == (not data["closed_form_valid"])
+    sweep = json.loads(CliRunner().invoke(main, ["ettr", "--sweep", "--json"]).output)
+    assert sweep["target_ettr"] == 0.9 and len(sweep["sweep"]) == 25
+
+
+def test_version():
+    out = CliRunner().invoke(main, ["--version"]).output
+    assert re.match(r"goodput \d+\.\d+\.\d+", out)
