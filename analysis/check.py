@@ -7,10 +7,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import Callable
+
+import duckdb
 import polars as pl
 
 from analysis import sql, warehouse
 from analysis.ingest import SOURCES, ingest_directory
+from analysis.jobs import build_jobs
 from analysis.model import IngestOptions
 
 # the table each source's rows land in (sample rows come from it)
@@ -36,13 +40,18 @@ class FolderCheck:
     unmatched_hosts: list[str] = field(default_factory=list)
 
 
-def check_directory(source_dir: Path, options: IngestOptions | None = None, sample_rows: int = 3) -> list[FolderCheck]:
+def check_directory(source_dir: Path, options: IngestOptions | None = None, sample_rows: int = 3,
+                    warnings: Callable[[duckdb.DuckDBPyConnection], list[str]] | None = None
+                    ) -> tuple[list[FolderCheck], list[str]]:
+    """Per-folder verdicts, and ``warnings(con)`` over the throwaway warehouse (the run's own coverage
+    warnings: step-only sacct dumps, hosts taken from file names that no job names)."""
     source_dir = Path(source_dir)
     with tempfile.TemporaryDirectory(prefix="goodput-check-") as tmp:
         con = warehouse.connect(Path(tmp) / "check.duckdb")
         try:
             summary = ingest_directory(con, source_dir, options)
-            return _folders(con, summary.outcomes, source_dir, sample_rows)
+            build_jobs(con)
+            return _folders(con, summary.outcomes, source_dir, sample_rows), (warnings(con) if warnings else [])
         finally:
             con.close()
 
@@ -61,6 +70,9 @@ def _folders(con, outcomes, source_dir: Path, sample_rows: int) -> list[FolderCh
             continue
         bad = mine.filter(~pl.col("status").is_in(["ok", "unchanged", "duplicate"]))
         problems = [f"{_rel(r['path'], source_dir)}: {r['status']}: {r['message']}" for r in bad.iter_rows(named=True)]
+        # every line rejected: `goodput run` stops on such a file (check not_all_rejected), so it fails here too
+        problems += [f"{_rel(r['path'], source_dir)}: every line rejected ({r['rejects']:,} of {r['lines']:,}): {r['reason']}"
+                     for r in sql.query(con, "source_all_rejected", {"source": source}).iter_rows(named=True)]
         lines, rows, rejects = (int(mine[c].fill_null(0).sum()) for c in ("lines", "rows", "rejects"))
         prefix = str(source_dir.resolve()) + "/"
         reasons = [{**r, "example": r["example"].replace(prefix, "")}

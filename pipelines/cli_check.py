@@ -18,16 +18,22 @@ def check_command(source: Path, as_json: bool, sample_rows: int) -> None:
     detected, lines read, rows parsed (with samples), rejects with their reasons, hosts that ran no Slurm
     job. A folder is OK, WARNING (over 1% of its lines rejected, or hosts Slurm does not know) or FAILED
     (a file no parser reads, or no rows at all). Exit status 1 when a folder failed."""
+    from datetime import datetime
+
     from analysis.check import as_text, check_directory
     from analysis.options import OptionsError
+    from pipelines import diagnose
 
     try:
-        checks = check_directory(source, sample_rows=sample_rows)
+        checks, warnings = check_directory(source, sample_rows=sample_rows,
+                                           warnings=lambda con: diagnose.coverage(con, source, datetime(1970, 1, 1))[0])
     except (FileNotFoundError, OptionsError) as exc:
         raise click.ClickException(str(exc).splitlines()[0]) from None
     if as_json:
-        click.echo(json.dumps([asdict(c) for c in checks], indent=2))
+        click.echo(json.dumps({"folders": [asdict(c) for c in checks], "warnings": warnings}, indent=2))
     else:
         click.echo(as_text(checks) if checks else f"nothing to read under {source}")
+        for w in warnings:
+            click.echo(f"WARNING: {w}")
     if any(c.verdict == "failed" for c in checks):
         raise SystemExit(1)

@@ -41,10 +41,10 @@ def test_check_gives_a_verdict_per_folder_and_writes_nothing(half_broken, tmp_pa
     monkeypatch.setenv("GOODPUT_DB", str(tmp_path / "never.duckdb"))
     clean = CliRunner().invoke(main, ["check", "--source", str(DEMO), "--json"])
     assert clean.exit_code == 0, clean.output
-    assert {c["folder"]: c["verdict"] for c in json.loads(clean.output)} == {f: "ok" for f in [*BROKEN, "benchmarks"]}
+    assert {c["folder"]: c["verdict"] for c in json.loads(clean.output)["folders"]} == {f: "ok" for f in [*BROKEN, "benchmarks"]}
     out = CliRunner().invoke(main, ["check", "--source", str(half_broken), "--json"])
     assert out.exit_code == 1  # a folder failed
-    verdicts = {c["folder"]: c for c in json.loads(out.output)}
+    verdicts = {c["folder"]: c for c in json.loads(out.output)["folders"]}
     assert set(verdicts) == set(BROKEN)
     for folder, (name, _) in BROKEN.items():
         c = verdicts[folder]
@@ -66,7 +66,7 @@ def test_check_names_hosts_slurm_does_not_know(tmp_path):
     (src / "kernel" / "node-9.example.org.log").write_text(
         "2024-03-01T02:10:44+0000 node-9.example.org kernel: NVRM: Xid (PCI:0000:29:00): 79, pid=1, name=python, "
         "GPU has fallen off the bus.\n")
-    out = json.loads(CliRunner().invoke(main, ["check", "--source", str(src), "--json"]).output)
+    out = json.loads(CliRunner().invoke(main, ["check", "--source", str(src), "--json"]).output)["folders"]
     kernel = next(c for c in out if c["folder"] == "kernel")
     assert kernel["verdict"] == "warning" and kernel["unmatched_hosts"] == ["node-9"]  # the domain is dropped
 
