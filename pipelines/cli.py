@@ -73,6 +73,16 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
         sys.exit(1)
 
 
+def _me() -> str:
+    """How this command was started, for hints the user can paste (`.venv/bin/goodput`, not a bare name
+    that is not on PATH outside the venv)."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "goodput" and argv0.exists():
+        rel = os.path.relpath(argv0)
+        return rel if "/" in rel and not rel.startswith("../..") else str(argv0)
+    return "goodput"
+
+
 def _warn(message: str) -> None:
     click.echo(f"WARNING: {message}", err=True)
 
@@ -141,14 +151,15 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
         result = run_pipeline(source, db, out, warn=_warn, models=models)
     except SourceError as exc:
         raise click.ClickException(_one_line(exc)) from None
-    click.echo(f"\nTry: goodput sql --db {db} \"SELECT cause, count(*) FROM job_failure_causes GROUP BY ALL\"")
+    me = _me()
+    click.echo(f"\nTry: {me} sql --db {db} \"SELECT cause, count(*) FROM job_failure_causes GROUP BY ALL\"")
     con = warehouse.connect(db, read_only=True)
     try:
         example = con.execute(sql.load("demo_example_failure")).fetchall()
     finally:
         con.close()
     if example:
-        click.echo(f"     goodput why --db {db} {example[0][0]}    # a job a {example[0][1]} failure killed")
+        click.echo(f"     {me} why --db {db} {example[0][0]}    # a job a {example[0][1]} failure killed")
     click.echo(result.report())  # ends with the report's path
     if not result.success:
         sys.exit(1)

@@ -18,8 +18,15 @@ def _where(e: dict, full: bool = False) -> str:
     return f"{e['file'] if full else str(e['file']).rsplit('/', 1)[-1]}:{e['line_no']}"
 
 
+def _cut(text, n: int) -> str:
+    """At most n characters, an ellipsis where text was cut."""
+    text = "" if text is None else str(text)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
     lines = [f"job {instances[0].job_id}: {len(instances)} instance(s), times in UTC"]
+    blamed_before = None
     for inst in instances:
         nodes = ", ".join(inst.nodes[:8]) + (f" ... ({len(inst.nodes)} nodes)" if len(inst.nodes) > 8 else "")
         lines.append(f"\ninstance {inst.instance}: {inst.state}  {_t(inst.start_time)} -> {_t(inst.end_time)}  on {nodes or '-'}")
@@ -34,15 +41,21 @@ def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
             lines.append(f"  primary cause: {p['cause']} ({p['domain']}) on {where}, rule {p['rule']},"
                          f" {p['severity']} event at {_t(p['event_time'])}")
             if p.get("file"):
-                lines.append(f"  deciding line: {_where(p, full=True)}: {(p['message'] or '')[:160]}")
+                lines.append(f"  deciding line: {_where(p, full=True)}: {_cut(p['message'], 160)}")
+            xid = taxonomy.xids.get(int(p["code"])) if p.get("kind") == "xid" and str(p.get("code")).isdigit() else None
+            if xid and xid.get("resolution"):
+                lines.append(f"  XID {p['code']} ({xid.get('name', '')}): NVIDIA's resolution: {xid['resolution']}")
+        if blamed_before and blamed_before in inst.nodes:
+            lines.append(f"  note: this instance ran on {blamed_before} again, the node blamed for the instance before")
+        blamed_before = p["host"] if p and p.get("host") else None
         if inst.end_time is not None:
             lo = inst.end_time - timedelta(seconds=taxonomy.before_s)
             hi = inst.end_time + timedelta(seconds=taxonomy.after_s)
             lines.append(f"  events on its nodes in [{_t(lo)}, {_t(hi)}]: {inst.events.height}")
         for e in inst.events.head(40).iter_rows(named=True):
             what = " ".join(str(x) for x in (e["source"], e["kind"], e["code"]) if x)
-            lines.append(f"    {e['host']}  {_t(e['event_time'])}  {what:32.32}  {e['rule']:24.24} {e['cause']:20.20}"
-                         f" {e['severity']:8} {_where(e):28.28} {(e['message'] or '')[:90]}")
+            lines.append(f"    {e['host']}  {_t(e['event_time'])}  {_cut(what, 32):32}  {_cut(e['rule'], 40):40} "
+                         f"{_cut(e['cause'], 20):20} {e['severity']:8} {_cut(_where(e), 28):28} {_cut(e['message'], 90)}")
         if inst.events.height > 40:
             lines.append(f"    ... {inst.events.height - 40} more")
     return "\n".join(lines)

@@ -140,11 +140,20 @@ def test_goodput_why_explains_a_simulated_failure(attributed):
     con, root = attributed
     job_id, instance, cause, host = con.execute(
         "SELECT job_id, instance, cause, host FROM job_failure_causes WHERE cause = 'gpu_unavailable' LIMIT 1").fetchall()[0]
+    # a crash loop: an instance that landed again on the node blamed for the one before
+    loop = con.execute("""
+        SELECT b.job_id, b.instance, a.host FROM job_failure_causes a JOIN jobs b
+          ON b.job_id = a.job_id AND b.instance = a.instance + 1 AND list_contains(b.nodes, a.host)
+        ORDER BY b.job_id, b.instance LIMIT 1""").fetchall()[0]
     con.close()  # the CLI opens the file read-only, which DuckDB refuses beside a writer in one process
     result = CliRunner().invoke(main, ["why", "--db", str(root / "w.duckdb"), job_id])
     assert result.exit_code == 0, result.output
     assert f"instance {instance}:" in result.output
     assert f"primary cause: gpu_unavailable (hardware) on {host}, rule xid-79" in result.output
     assert "GPU has fallen off the bus" in result.output
+    assert "XID 79 (GPU has fallen off the bus): NVIDIA's resolution: Drain" in result.output
+    looped = CliRunner().invoke(main, ["why", "--db", str(root / "w.duckdb"), loop[0]]).output
+    block = looped.split(f"instance {loop[1]}:", 1)[1].split("\ninstance ", 1)[0]
+    assert f"note: this instance ran on {loop[2]} again, the node blamed for the instance before" in block
     missing = CliRunner().invoke(main, ["why", "--db", str(root / "w.duckdb"), "424242"])
     assert missing.exit_code != 0 and "no job 424242" in missing.output
