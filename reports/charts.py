@@ -73,6 +73,28 @@ def goodput_trend(daily: pl.DataFrame) -> dict:
     return _spec(chart.properties(height=180), goodput=points)
 
 
+CAPACITY_PARTS = (("productive", "productive work"), ("infrastructure", "lost to infrastructure failures"),
+                  ("second_order", "lost to second-order preemptions"), ("user_failures", "lost to user failures"),
+                  ("preemptions", "lost to preemptions"), ("idle", "idle"))
+
+
+def capacity_split(split: pl.DataFrame) -> dict:
+    """Each day's capacity as stacked shares that add up to 100%."""
+    points, label = _per_period(split, ["capacity", *[c for c, _ in CAPACITY_PARTS]])
+    names = dict(CAPACITY_PARTS)
+    long = points.unpivot(index=["day", "capacity"], on=list(names), variable_name="part", value_name="gpu_hours")
+    long = long.with_columns(share=pl.col("gpu_hours") / pl.col("capacity"),
+                             part=pl.col("part").replace_strict(names), order=pl.col("part").replace_strict(
+                                 {c: i for i, (c, _) in enumerate(CAPACITY_PARTS)}, return_dtype=pl.Int32))
+    chart = alt.Chart(_data("capacity")).mark_area().encode(
+        x=alt.X("day:T", title=None if label == "day" else f"{label} (mean of its days)"),
+        y=alt.Y("share:Q", stack="normalize", axis=alt.Axis(format="%"), title="share of GPU capacity"),
+        color=alt.Color("part:N", title=None, sort=[n for _, n in CAPACITY_PARTS]), order="order:Q",
+        tooltip=[alt.Tooltip("day:T", title=label), "part:N", alt.Tooltip("share:Q", format=".1%"),
+                 alt.Tooltip("gpu_hours:Q", format=",.0f", title="GPU-hours")])
+    return _spec(chart.properties(height=220), capacity=long.drop("capacity"))
+
+
 def failure_rate_over_time(rates: pl.DataFrame, checks: pl.DataFrame) -> dict:
     points, label = _per_period(rates, ["rate"], by=("cause",))
     lines = alt.Chart(_data("rates")).mark_line().encode(

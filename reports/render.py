@@ -68,6 +68,7 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
     q_h = runs["queue_hours_per_start"].median() if runs.height else 0.0
     run_h = runs["productive_hours"].median() if runs.height else None
     loss, co = q("loss_by_size", day=day), q("cooccurrence", day=day)
+    split = q("capacity_split", day=day)
     return {
         "day": day, "head": head, "u0_min": u0_h * 60, "dt_min": dt_h * 60, "target": charts.TARGET_ETTR,
         "run_min_gpus": RUN_MIN_GPUS, "run_min_hours": RUN_MIN_HOURS, "q_min": (q_h or 0) * 60,
@@ -78,10 +79,12 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
         "runs": runs.height, "runs_mean_ettr": runs["ettr"].mean() if runs.height else None,
         "loss": loss.to_dicts(), "crash_loops": q("crash_loops", day=day).to_dicts(),
         "top_nodes": q("top_nodes").to_dicts(), "largest_failures": q("largest_failures", day=day).to_dicts(), "data_quality": q("data_quality").to_dicts(),
+        "capacity": _capacity_totals(split),
         "cooccurrence_pairs": co.filter(co["cause_a"] != co["cause_b"]).sort("failures_with_both", descending=True).head(5).to_dicts(),
         "charts": {
             "status": charts.status_breakdown(status),
             "goodput": charts.goodput_trend(daily),
+            "capacity": charts.capacity_split(split),
             "failure_rate": charts.failure_rate_over_time(rates, checks),
             "mttf": charts.mttf_by_size(mttf, projection),
             "ettr": charts.ettr_by_size(runs, r, u0_h, dt_h, q_h or 0.0, run_h),
@@ -90,6 +93,17 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
             "cooccurrence": charts.cooccurrence(co),
         },
     }
+
+
+def _capacity_totals(split: pl.DataFrame) -> dict | None:
+    """The whole period's capacity split, shares of all capacity; what reliability can win back."""
+    if split.height == 0 or not split["capacity"].sum():
+        return None
+    total = split["capacity"].sum()
+    shares = {c: split[c].sum() / total for c, _ in charts.CAPACITY_PARTS}
+    return {"days": split.height, "gpu_hours": total, **shares,
+            "win_back": shares["infrastructure"] + shares["second_order"],
+            "parts": [{"key": c, "name": n, "share": shares[c]} for c, n in charts.CAPACITY_PARTS]}
 
 
 def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:

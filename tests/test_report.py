@@ -19,7 +19,7 @@ from reports import charts
 from reports.render import render_report
 
 REPO = Path(__file__).resolve().parents[1]
-CHARTS = ("goodput", "status", "failure_rate", "mttf", "ettr", "sweep", "loss", "cooccurrence", "risk")
+CHARTS = ("capacity", "goodput", "status", "failure_rate", "mttf", "ettr", "sweep", "loss", "cooccurrence", "risk")
 EVIL = "<script>alert(1)</script>"
 
 
@@ -94,6 +94,10 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     parser = _ChartDivs()
     parser.feed(dom.stdout)
     assert parser.drawn == set(CHARTS), f"not drawn: {set(CHARTS) - parser.drawn}"
+    # the capacity split, as the browser shows it, adds up to 100%
+    shares = [float(x) for x in re.findall(r'data-share="([^"]+)"', dom.stdout)]
+    assert len(shares) == 6 and sum(shares) == pytest.approx(1.0, abs=1e-6)
+    _capacity_adds_up(report.read_text())
     shot = REPO / "out" / "report-screenshot.png"
     shot.parent.mkdir(exist_ok=True)
     subprocess.run([*flags, "--window-size=1100,7000", f"--screenshot={shot}", report.as_uri()],
@@ -193,3 +197,42 @@ def test_report_shows_validation_criteria_and_drifting_machines(report):
     assert "were learned from 48 nodes" in crit and "gemm-flops" in crit and "margin: Alg. 2" in crit
     tele = html[html.index("Machines that drifted"):html.index("<h2>Data quality")]
     assert "confirmed in the last 30 days" in tele and "DCGM_FI_" in tele and "minder" in tele
+
+
+def _capacity_adds_up(html: str) -> None:
+    """Every day's capacity split sums to 100% in the chart's data, and the headline's numbers are the
+    table's (a caption cannot say what its chart does not show)."""
+    spec = embedded_specs(html)["capacity"]
+    per_day = pl.DataFrame(spec["datasets"]["capacity"]).group_by("day").agg(pl.col("share").sum())
+    assert per_day.height >= 1 and (per_day["share"] - 1).abs().max() < 2e-3, per_day.sort("share")
+    headline = re.search(r'<p class="headline" id="headline">(.*?)</p>', html, flags=re.S).group(1)
+    cells = dict(re.findall(r'<td class="n" data-share="([^"]+)">([^<]+)</td>', html))
+    shown = {float(k): v for k, v in cells.items()}
+    infra, second = (next(v for k, v in shown.items() if abs(k - x) < 1e-12) for x in _shares(html, ("infrastructure", "second_order")))
+    win_back = re.search(r"win back <b>([^<]+)</b>", headline).group(1)
+    assert f"{infra} lost to infrastructure failures" in headline and f"{second} to the preemptions" in headline
+    as_number = lambda t: float(t.rstrip("%"))  # noqa: E731
+    assert abs(as_number(win_back) - as_number(infra) - as_number(second)) <= 0.11  # rounding of the three
+
+
+def _shares(html: str, keys: tuple[str, ...]) -> list[float]:
+    order = ["productive", "infrastructure", "second_order", "user_failures", "preemptions", "idle"]
+    values = [float(x) for x in re.findall(r'data-share="([^"]+)"', html)]
+    return [values[order.index(k)] for k in keys]
+
+
+def test_capacity_split_on_the_hand_made_sample(tmp_path):
+    from analysis import metrics, warehouse
+    from analysis.chain import build_all
+    from analysis.ingest import ingest_directory
+    from analysis.taxonomy import load
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    ingest_directory(con, REPO / "tests" / "fixtures" / "demo_source")
+    build_all(con, load(), metrics.MetricsConfig())
+    html = render_report(con, date(2024, 3, 1), tmp_path / "out").read_text()
+    con.close()
+    _capacity_adds_up(html)
+
+
+def test_capacity_split_on_the_simulated_report(report):
+    _capacity_adds_up(report.read_text())
