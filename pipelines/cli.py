@@ -168,9 +168,11 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
 @main.command("sql")
 @_db_option
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
-@click.option("--max-rows", default=50, show_default=True, help="Rows shown in table mode.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of records (every row).")
+@click.option("--vertical", "-x", is_flag=True, help="One 'column: value' block per row (wide rows).")
+@click.option("--max-rows", default=50, show_default=True, help="Rows shown in table and vertical mode.")
 @click.argument("query")
-def sql_command(db: Path | None, as_csv: bool, max_rows: int, query: str) -> None:
+def sql_command(db: Path | None, as_csv: bool, as_json: bool, vertical: bool, max_rows: int, query: str) -> None:
     """Run one ad-hoc read-only QUERY against the warehouse.
 
     Queries only (SELECT, WITH, SHOW, DESCRIBE, SUMMARIZE, EXPLAIN); statements
@@ -188,13 +190,32 @@ def sql_command(db: Path | None, as_csv: bool, max_rows: int, query: str) -> Non
     # huge decimals) still print.
     frame = pl.DataFrame({c: [None if r[i] is None else _text(r[i]) for r in rows] for i, c in enumerate(columns)},
                          schema={c: pl.Utf8 for c in columns})
+    if as_json:  # typed values where JSON has them, text for the rest (dates, decimals, intervals)
+        click.echo(json.dumps([{c: _json_value(r[i]) for i, c in enumerate(columns)} for r in rows], indent=1))
+        return
     if as_csv:
         click.echo(frame.write_csv().rstrip("\n"))
+        return
+    if vertical:
+        width = max((len(c) for c in columns), default=0)
+        for n, row in enumerate(frame.head(max_rows).iter_rows(named=True), start=1):
+            click.echo(f"-[ row {n} ]" + "-" * max(0, width - 4))
+            for c in columns:
+                click.echo(f"{c:<{width}} | {'NULL' if row[c] is None else row[c]}")
+        click.echo(f"({frame.height} rows{'' if frame.height <= max_rows else f', {max_rows} shown'})")
         return
     with pl.Config(tbl_rows=max_rows, tbl_cols=-1, tbl_width_chars=200, fmt_str_lengths=60,
                    tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
         click.echo(frame)
     click.echo(f"({frame.height} rows)")
+
+
+def _json_value(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    return _text(value)
 
 
 def _text(value) -> str:
@@ -307,16 +328,25 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
 @click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
               help="Target expected ETTR for --sweep.")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
-def ettr(gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_days, monte_carlo, do_sweep, target,
-         as_json):
+@click.option("--from-db", is_flag=True,
+              help="Use the failure rate the warehouse measured (cluster_failure_rate) instead of --failure-rate.")
+@_db_option
+@click.pass_context
+def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_days, monte_carlo, do_sweep, target,
+         as_json, from_db, db):
     """Expected ETTR and job MTTF for a training run (Meta eq. 1), optionally checked by Monte Carlo."""
     from analysis import ettr as E
 
+    if from_db:
+        failure_rate = _measured_rate(db or warehouse.default_db_path())
     u0, dt, q = restart_min / 60, checkpoint_min / 60, queue_min / 60
     if do_sweep:
         import polars as pl
 
-        rows = E.sweep(target, [1.0, 2.34, 4.0, 6.5, 10.0], [1024, 4096, 16384, 65536, 131072], u0)
+        given = lambda name: ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT  # noqa: E731
+        rates = sorted({1.0, 2.34, 4.0, 6.5, 10.0} | ({round(failure_rate, 3)} if from_db or given("failure_rate") else set()))
+        sizes = sorted({1024, 4096, 16384, 65536, 131072} | ({gpus} if given("gpus") else set()))
+        rows = E.sweep(target, rates, sizes, u0)
         if as_json:
             click.echo(json.dumps({"target_ettr": target, "restart_min": restart_min, "sweep": rows}, indent=2))
             return
@@ -349,6 +379,25 @@ def ettr(gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_day
     if mc is not None:
         click.echo(f"Monte Carlo:    {mc.mean:.4f}  (95% CI {mc.ci_low:.4f}-{mc.ci_high:.4f}, {mc.trials} runs of "
                    f"{(runtime_h or 168) / 24:g} days, {mc.mean_failures:.1f} failures per run)")
+
+
+def _measured_rate(db: Path) -> float:
+    """The warehouse's measured failures per 1,000 node-days (`goodput run` builds cluster_failure_rate)."""
+    import duckdb
+
+    try:
+        con = warehouse.connect(db, read_only=True)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        row = con.execute("SELECT r_per_1000_node_days FROM cluster_failure_rate").fetchall()
+    except duckdb.Error:
+        raise click.ClickException(f"{db} has no measured failure rate yet: run `goodput run` first") from None
+    finally:
+        con.close()
+    if not row or row[0][0] is None:
+        raise click.ClickException(f"{db} measured no failure rate (no runtime in its jobs)")
+    return float(row[0][0])
 
 
 def _setup_logging(quiet: bool) -> None:

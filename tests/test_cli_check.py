@@ -107,3 +107,28 @@ def test_ettr_json_carries_what_the_text_says(args):
 def test_version():
     out = CliRunner().invoke(main, ["--version"]).output
     assert re.match(r"goodput \d+\.\d+\.\d+", out)
+
+
+def test_sql_json_and_vertical(demo_db):
+    q = "SELECT job_id, instance, cause, host FROM failure_attribution WHERE is_primary ORDER BY job_id"
+    records = json.loads(CliRunner().invoke(main, ["sql", "--db", str(demo_db), "--json", q]).output)
+    assert records[0] == {"job_id": "1001", "instance": 0, "cause": "gpu_unavailable", "host": "gpu003"}
+    vertical = CliRunner().invoke(main, ["sql", "--db", str(demo_db), "-x", q]).output
+    assert "-[ row 1 ]" in vertical and re.search(r"^cause\s+\| gpu_unavailable$", vertical, re.M)
+    assert f"({len(records)} rows)" in vertical
+
+
+def test_ettr_sweep_takes_the_given_size_and_the_measured_rate(tmp_path):
+    from analysis import metrics
+    db = tmp_path / "w.duckdb"
+    con = warehouse.connect(db)
+    ingest_directory(con, DEMO)
+    build_all(con, load(), metrics.MetricsConfig())
+    measured = con.execute("SELECT r_per_1000_node_days FROM cluster_failure_rate").fetchall()[0][0]
+    con.close()
+    rows = json.loads(CliRunner().invoke(main, ["ettr", "--sweep", "--json", "--gpus", "2048", "--failure-rate", "3"]).output)["sweep"]
+    assert {r["gpus"] for r in rows} >= {2048, 1024} and 3.0 in {r["failures_per_1000_node_days"] for r in rows}
+    one = json.loads(CliRunner().invoke(main, ["ettr", "--json", "--from-db", "--db", str(db)]).output)
+    assert one["failures_per_1000_node_days"] == pytest.approx(measured)
+    missing = CliRunner().invoke(main, ["ettr", "--from-db", "--db", str(tmp_path / "none.duckdb")])
+    assert missing.exit_code != 0 and "goodput run" in missing.output
