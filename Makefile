@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The demo's runs are recorded in data/dagster, which `make dev` opens: the asset catalog shows them.
+DAGSTER_HOME := $(CURDIR)/data/dagster
+
 demo: $(STAMP)
-	$(BIN)/goodput demo
+	DAGSTER_HOME=$(DAGSTER_HOME) $(BIN)/goodput demo
 
 # The report's browser test needs Debian's chromium; without it that one test is skipped.
 chromium:
@@ -28,8 +31,13 @@ chromium:
 test: $(STAMP) chromium
 	$(BIN)/python -m pytest -n 2 tests
 
+# Dagster's UI on the warehouse and source `make demo` built (when it has run), with its run history.
 dev: $(STAMP)
-	$(BIN)/dagster dev
+	@mkdir -p $(DAGSTER_HOME)
+	DAGSTER_HOME=$(DAGSTER_HOME) \
+	  GOODPUT_DB=$${GOODPUT_DB:-$$(test -f data/demo.duckdb && echo data/demo.duckdb || echo data/warehouse.duckdb)} \
+	  GOODPUT_SOURCE=$${GOODPUT_SOURCE:-$$(test -d out/demo/source && echo out/demo/source || echo tests/fixtures/demo_source)} \
+	  $(BIN)/dagster dev
 
 bench: $(STAMP)
 	$(BIN)/python bench/ingest.py

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -134,7 +135,17 @@ def _materialize(assets: list, resources: dict, partition_key: str | None = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # dagster beta/deprecation notices are not the user's concern
         return materialize(assets, resources=resources, partition_key=partition_key, raise_on_error=False,
-                           instance=DagsterInstance.ephemeral(), run_config=QUIET_DAGSTER)
+                           instance=_instance(), run_config=QUIET_DAGSTER)
+
+
+def _instance() -> DagsterInstance:
+    """$DAGSTER_HOME's instance when it is set (`make demo` sets data/dagster, so `make dev` shows the
+    demo's materialisations in the asset catalog); an in-memory one otherwise (tests, one-off runs)."""
+    home = os.environ.get("DAGSTER_HOME")
+    if home:
+        Path(home).mkdir(parents=True, exist_ok=True)
+        return DagsterInstance.get()
+    return DagsterInstance.ephemeral()
 
 
 def _step_failures(run) -> tuple[list[str], list[str]]:

@@ -106,6 +106,19 @@ def _capacity_totals(split: pl.DataFrame) -> dict | None:
             "parts": [{"key": c, "name": n, "share": shares[c]} for c, n in charts.CAPACITY_PARTS]}
 
 
+def headline(con: duckdb.DuckDBPyConnection, day: date) -> dict:
+    """The report's headline numbers, for the report asset's metadata (Dagster's catalog shows them)."""
+    head = sql.query(con, "report_headline", {"day": day}).row(0, named=True)
+    split = _capacity_totals(sql.query(con, "report_capacity_split", {"day": day})) or {}
+    out = {"goodput_7d": head["goodput_7d"], "median_ettr_largest_runs": head["ettr_largest"],
+           "infra_lost_gpu_hours": head["infra_lost_gpu_hours"], "failures_per_1000_node_days": head["r_per_1000_node_days"],
+           "costliest_cause": head["worst_cause"], "nodes_out_of_service": head["nodes_out_of_service"],
+           "capacity_productive": split.get("productive"), "capacity_idle": split.get("idle"),
+           "reliability_can_win_back": split.get("win_back")}
+    return {k: (float(v) if isinstance(v, (int, float)) or hasattr(v, "__float__") and not isinstance(v, str) else v)
+            for k, v in out.items() if v is not None}
+
+
 def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:
     """Lemons, risk, evaluation and actions of the last `goodput models`; None before it ever ran."""
     present = set(sql.query(con, "report_node_models")["table_name"].to_list())

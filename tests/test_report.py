@@ -230,8 +230,14 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
     ingest_directory(con, REPO / "tests" / "fixtures" / "demo_source")
     build_all(con, load(), metrics.MetricsConfig())
     html = render_report(con, date(2024, 3, 1), tmp_path / "out").read_text()
+    from reports.render import headline
+    numbers = headline(con, date(2024, 3, 1))  # the report asset's metadata in Dagster's catalog
     con.close()
     _capacity_adds_up(html)
+    infra, second = _shares(html, ("infrastructure", "second_order"))
+    assert numbers["reliability_can_win_back"] == pytest.approx(infra + second)
+    assert {"goodput_7d", "capacity_productive", "capacity_idle", "failures_per_1000_node_days"} <= set(numbers)
+    assert all(isinstance(v, (float, str)) for v in numbers.values())
 
 
 def test_capacity_split_on_the_simulated_report(report):
