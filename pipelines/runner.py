@@ -144,6 +144,7 @@ def _instance() -> DagsterInstance:
     home = os.environ.get("DAGSTER_HOME")
     if home:
         Path(home).mkdir(parents=True, exist_ok=True)
+        (Path(home) / "dagster.yaml").touch()  # defaults: sqlite storage in DAGSTER_HOME (and no warning about it)
         return DagsterInstance.get()
     return DagsterInstance.ephemeral()
 
