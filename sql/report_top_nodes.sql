@@ -1,4 +1,20 @@
-SELECT t.host, t.failures_blamed, t.gpu_hours_of_failed_jobs, t.incidents, t.drains,
+-- The nodes that cost the most: GPU-hours of work lost in the infrastructure failures blamed on them (up to
+-- $day), then incidents; with their state at the end of $day (drained or down, and why) and their causes.
+WITH lost AS (
+    SELECT a.host, sum(l.lost_gpu_hours) AS lost_gpu_hours FROM goodput_losses l
+    JOIN job_failure_causes a USING (job_id, instance)
+    WHERE a.host IS NOT NULL AND l.infra AND l.end_time < $day::TIMESTAMP + INTERVAL 1 DAY GROUP BY a.host
+), state AS (
+    SELECT host, arg_max(state || coalesce(': ' || reason, ''), time_start) AS state FROM node_state_periods
+    WHERE time_start <= $day::TIMESTAMP + INTERVAL 1 DAY
+      AND (time_end IS NULL OR time_end > $day::TIMESTAMP + INTERVAL 1 DAY)
+      AND (state LIKE '%DRAIN%' OR state LIKE 'DOWN%')
+    GROUP BY host
+)
+SELECT t.host, coalesce(l.lost_gpu_hours, 0) AS lost_gpu_hours, t.failures_blamed, t.incidents, t.drains,
+       coalesce(s.state, 'in service') AS state_now,
        (SELECT string_agg(DISTINCT cause, ', ' ORDER BY cause) FROM job_failure_causes f
         WHERE f.host = t.host AND f.infra_failure) AS causes
-FROM top_offending_nodes t WHERE t.failures_blamed > 0 OR t.incidents > 0 LIMIT 15
+FROM top_offending_nodes t LEFT JOIN lost l USING (host) LEFT JOIN state s USING (host)
+WHERE t.failures_blamed > 0 OR t.incidents > 0
+ORDER BY lost_gpu_hours DESC, t.incidents DESC, t.host LIMIT 15

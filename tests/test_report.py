@@ -238,6 +238,14 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
     assert numbers["reliability_can_win_back"] == pytest.approx(infra + second)
     assert {"goodput_7d", "capacity_productive", "capacity_idle", "failures_per_1000_node_days"} <= set(numbers)
     assert all(isinstance(v, (float, str)) for v in numbers.values())
+    # the drained and down nodes are named where they are counted, and the top nodes say their state
+    card = re.search(r'<div class="v">(\d+)</div><div class="k">nodes drained or down.*?</div>', html, re.S)
+    named = re.findall(r'<span title="[^"]*">(\w+) \((DOWN|DRAIN)\)</span>', card.group(0))
+    assert int(card.group(1)) == len(named) == 2 and {h for h, _ in named} == {"gpu003", "gpu005"}
+    rows = re.findall(r"<tr><td>(\w+)</td><td class=\"n\">([\d,]+)</td>(?:<td[^>]*>[^<]*</td>){3}<td>([^<]*)</td>",
+                      re.search(r'<table id="top-nodes">.*?</table>', html, re.S).group(0))
+    lost = [float(r[1].replace(",", "")) for r in rows]
+    assert lost == sorted(lost, reverse=True) and rows[0][0] == "gpu003" and rows[0][2].startswith("DOWN")
 
 
 def test_capacity_split_on_the_simulated_report(report):
