@@ -25,7 +25,7 @@ RULE_KEYS = {"id", "cause", "severity", "transient", "priority", "match", "count
 MATCH_KEYS = {"source", "kind", "code", "severity", "message"}
 COUNT_KEYS = {"n", "window_minutes", "per"}
 XID_KEYS = {"cause", "severity", "transient", "priority"}
-CAUSE_KEYS = {"domain", "description"}
+CAUSE_KEYS = {"domain", "description", "label"}  # label: the readable name reports show
 WINDOW_KEYS = {"before_minutes", "after_minutes"}
 # node_events.source values a rule can name ("app": application/NCCL logs fed in as events;
 # "telemetry": machines goodput's detector confirmed as drifting from their peers;
@@ -52,8 +52,12 @@ class TaxonomyError(ValueError):
 @dataclass
 class Taxonomy:
     rules: pl.DataFrame  # one row per rule (XIDs included), RULE_SCHEMA
-    causes: dict[str, dict]  # cause id -> {domain, description}
+    causes: dict[str, dict]  # cause id -> {domain, description, label}
     xids: dict[int, dict]  # code -> merged XID entry
+
+    def labels(self) -> dict[str, str]:
+        """cause id -> the words a report shows (the id with spaces when the rules give no label)."""
+        return {c: str(spec.get("label") or c.replace("_", " ")) for c, spec in self.causes.items()}
     before_s: int
     after_s: int
 

@@ -74,6 +74,6 @@ def reliability_report(context: AssetExecutionContext, warehouse: Warehouse, rep
     with warehouse.connect() as con:
         path = render_report(con, _day(context), Path(report_settings.out_dir) / "reports",
                              settings.restart_min / 60, settings.checkpoint_min / 60,
-                             (tax.before_s, tax.after_s), taxonomy.crash_loop_min)
+                             (tax.before_s, tax.after_s), taxonomy.crash_loop_min, tax.labels())
         numbers = headline(con, _day(context))
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size, **numbers})

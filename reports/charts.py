@@ -95,13 +95,21 @@ def capacity_split(split: pl.DataFrame) -> dict:
     return _spec(chart.properties(height=220), capacity=long.drop("capacity"))
 
 
-def failure_rate_over_time(rates: pl.DataFrame, checks: pl.DataFrame) -> dict:
+def _labelled(frame: pl.DataFrame, labels: dict[str, str], *cols: str) -> pl.DataFrame:
+    """A `<col>_label` beside each cause id column: legends and axes show words, tooltips keep the id."""
+    return frame.with_columns(*(pl.col(c).replace_strict(labels, default=pl.col(c).str.replace_all("_", " "))
+                                .alias(f"{c}_label") for c in cols))
+
+
+def failure_rate_over_time(rates: pl.DataFrame, checks: pl.DataFrame, labels: dict[str, str] | None = None) -> dict:
     points, label = _per_period(rates, ["rate"], by=("cause",))
+    points = _labelled(points, labels or {}, "cause")
     lines = alt.Chart(_data("rates")).mark_line().encode(
         x=alt.X("day:T", title=None if label == "day" else f"{label} (mean of its days)"),
         y=alt.Y("rate:Q", title="failures per 1,000 node-days (30-day rolling)"),
-        color=alt.Color("cause:N", title="cause"),
-        tooltip=[alt.Tooltip("day:T", title=label), "cause:N", alt.Tooltip("rate:Q", format=".2f")])
+        color=alt.Color("cause_label:N", title="cause"),
+        tooltip=[alt.Tooltip("day:T", title=label), alt.Tooltip("cause_label:N", title="cause"),
+                 alt.Tooltip("cause:N", title="id"), alt.Tooltip("rate:Q", format=".2f")])
     marks = alt.Chart(_data("checks")).mark_rule(strokeDash=[4, 3], color="#555").encode(
         x="first_seen:T", tooltip=["health_check:N", "first_seen:T"])
     labels = marks.mark_text(align="left", dx=3, dy=-110, fontSize=10, color="#555").encode(text="health_check:N")
@@ -189,12 +197,19 @@ def loss_by_size(loss: pl.DataFrame) -> dict:
     return _spec(chart.properties(height=240), loss=loss)
 
 
-def cooccurrence(co: pl.DataFrame) -> dict:
-    chart = alt.Chart(_data("cooccurrence")).mark_rect().encode(
-        x=alt.X("cause_b:N", title="also present"), y=alt.Y("cause_a:N", title="failures showing"),
+def cooccurrence(co: pl.DataFrame, labels: dict[str, str] | None = None) -> dict:
+    """Which causes fire together: shares as colour, the failure counts written in the cells."""
+    base = alt.Chart(_data("cooccurrence")).encode(
+        x=alt.X("cause_b_label:N", title="also present"), y=alt.Y("cause_a_label:N", title="failures showing"))
+    cells = base.mark_rect().encode(
         color=alt.Color("share_of_a:Q", title="share", scale=alt.Scale(scheme="blues", domain=[0, 1])),
-        tooltip=["cause_a:N", "cause_b:N", "failures_with_both:Q", alt.Tooltip("share_of_a:Q", format=".0%")])
-    return _spec(chart.properties(height=alt.Step(22)), cooccurrence=co)
+        tooltip=[alt.Tooltip("cause_a:N", title="cause (id)"), alt.Tooltip("cause_b:N", title="with (id)"),
+                 "failures_with_both:Q", alt.Tooltip("share_of_a:Q", format=".0%")])
+    counts = base.mark_text(fontSize=10).encode(
+        text="failures_with_both:Q",
+        color=alt.condition("datum.share_of_a > 0.5", alt.value("white"), alt.value("#222")))
+    return _spec(alt.layer(cells, counts).properties(height=alt.Step(22)),
+                 cooccurrence=_labelled(co, labels or {}, "cause_a", "cause_b"))
 
 
 def risk_distribution(risk: pl.DataFrame) -> dict:

@@ -15,6 +15,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from analysis import sql
+from analysis.taxonomy import load as load_taxonomy
 from analysis.exports import DRAIN_ACTIONS
 from analysis.hosts import compress_hostlist
 from reports import charts
@@ -45,18 +46,26 @@ def _num(value, digits: int = 0) -> str:
     return "n/a" if value is None or value != value else f"{value:,.{digits}f}"
 
 
-def _env() -> Environment:
+def _env(labels: dict[str, str] | None = None) -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=_pct, num=_num, spec=_json)
+    env.filters.update(pct=_pct, num=_num, spec=_json, cause=lambda c: _cause(c, labels or {}))
     return env
+
+
+def _cause(ids, labels: dict[str, str]) -> Markup:
+    """A cause (or a ', '-joined list of them) in words, its id in a tooltip; escaped (ids come from rule files)."""
+    if not ids:
+        return Markup("")
+    return Markup(", ").join(Markup('<span title="{}">{}</span>').format(c, labels.get(c, c.replace("_", " ")))
+                             for c in str(ids).split(", "))
 
 
 RUN_MIN_GPUS, RUN_MIN_HOURS = 8, 6  # runs plotted against the expected-ETTR curve
 
 
 def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, window: tuple[int, int] = (600, 300),
-           crash_loop_min: int = 5) -> dict:
+           crash_loop_min: int = 5, labels: dict[str, str] | None = None) -> dict:
     """Every number and table the report shows, from sql/report_*.sql."""
     q = lambda name, **p: sql.query(con, f"report_{name}", p or None)  # noqa: E731
     head = q("headline", day=day).row(0, named=True)
@@ -86,12 +95,12 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
             "status": charts.status_breakdown(status),
             "goodput": charts.goodput_trend(daily),
             "capacity": charts.capacity_split(split),
-            "failure_rate": charts.failure_rate_over_time(rates, checks),
+            "failure_rate": charts.failure_rate_over_time(rates, checks, labels or {}),
             "mttf": charts.mttf_by_size(mttf, projection),
             "ettr": charts.ettr_by_size(runs, r, u0_h, dt_h, q_h or 0.0, run_h),
             "sweep": charts.checkpoint_sweep(r * 1000, u0_h),
             "loss": charts.loss_by_size(loss),
-            "cooccurrence": charts.cooccurrence(co),
+            "cooccurrence": charts.cooccurrence(co, labels or {}),
         },
     }
 
@@ -173,15 +182,17 @@ def telemetry_alerts(con: duckdb.DuckDBPyConnection, day: date) -> dict | None:
 
 
 def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
-                  dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5) -> Path:
+                  dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5,
+                  labels: dict[str, str] | None = None) -> Path:
     """Write out_dir/reliability-DAY.html and a copy as latest.html; return the dated path."""
-    context = gather(con, day, u0_h, dt_h, window, crash_loop_min)
+    labels = labels if labels is not None else load_taxonomy().labels()
+    context = gather(con, day, u0_h, dt_h, window, crash_loop_min, labels)
     context["models"] = node_models(con)
     context["criteria"] = benchmark_criteria(con)
     context["telemetry"] = telemetry_alerts(con, day)
     if context["models"] and context["models"]["chart"]:
         context["charts"]["risk"] = context["models"]["chart"]
-    html = _env().get_template("report.html.j2").render(**context, javascript=Markup(_javascript()))
+    html = _env(labels).get_template("report.html.j2").render(**context, javascript=Markup(_javascript()))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"reliability-{day:%Y-%m-%d}.html"
     path.write_text(html)

@@ -160,7 +160,7 @@ def test_a_long_history_keeps_the_page_small(long_history):
     assert set(specs) == set(CHARTS)
     assert sum(len(json.dumps(s)) for s in specs.values()) < 250_000
     for name, spec in specs.items():  # data attached once, by name, never inline per layer
-        used = {layer["data"]["name"] for layer in spec.get("layer", [spec])}
+        used = {layer.get("data", spec.get("data"))["name"] for layer in spec.get("layer", [spec])}  # layers may share the top's
         assert "values" not in json.dumps({k: v for k, v in spec.items() if k != "datasets"}), name
         assert used == set(spec["datasets"]), name
 
@@ -244,6 +244,10 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
     assert int(card.group(1)) == len(named) == 2 and {h for h, _ in named} == {"gpu003", "gpu005"}
     rows = re.findall(r"<tr><td>(\w+)</td><td class=\"n\">([\d,]+)</td>(?:<td[^>]*>[^<]*</td>){3}<td>([^<]*)</td>",
                       re.search(r'<table id="top-nodes">.*?</table>', html, re.S).group(0))
+    # causes in words, the id in a tooltip, in tables and in the charts' legends
+    assert '<span title="gpu_unavailable">GPU lost (off the bus)</span>' in html
+    legend = {v["cause"]: v["cause_label"] for v in embedded_specs(html)["failure_rate"]["datasets"]["rates"]}
+    assert legend.get("infiniband_link") == "InfiniBand link"
     lost = [float(r[1].replace(",", "")) for r in rows]
     assert lost == sorted(lost, reverse=True) and rows[0][0] == "gpu003" and rows[0][2].startswith("DOWN")
 
