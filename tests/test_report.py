@@ -248,6 +248,11 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
     assert '<span title="gpu_unavailable">GPU lost (off the bus)</span>' in html
     legend = {v["cause"]: v["cause_label"] for v in embedded_specs(html)["failure_rate"]["datasets"]["rates"]}
     assert legend.get("infiniband_link") == "InfiniBand link"
+    # per account and partition: the lost GPU-hours are the sum of their parts
+    table = re.search(r'<table id="loss-by-account">.*?</table>', html, re.S).group(0)
+    for cells in re.findall(r"<tr><td>[^<]*</td><td>[^<]*</td>((?:<td class=\"n\">[^<]*</td>){5})</tr>", table):
+        total, *parts = (float(x.replace(",", "")) for x in re.findall(r">([^<]*)<", cells) if x)
+        assert abs(total - sum(parts)) <= 0.25  # each shown to a tenth of a GPU-hour
     lost = [float(r[1].replace(",", "")) for r in rows]
     assert lost == sorted(lost, reverse=True) and rows[0][0] == "gpu003" and rows[0][2].startswith("DOWN")
 
