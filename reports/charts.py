@@ -128,8 +128,21 @@ def mttf_by_size(mttf: pl.DataFrame, projection: pl.DataFrame) -> dict:
     proj = alt.Chart(_data("projection")).mark_line(strokeDash=[5, 3], color="#d62728").encode(
         x=alt.X("gpus:Q", scale=alt.Scale(type="log")), y="projected_mttf_hours:Q",
         tooltip=["gpus:Q", alt.Tooltip("projected_mttf_hours:Q", format=".2f")])
-    return _spec(alt.layer(bars, points, proj).properties(height=280), mttf=measured,
-                 projection=projection.filter(pl.col("projected_mttf_hours").is_not_null()))
+    label = proj.transform_window(rank="rank()", sort=[alt.SortField("gpus", order="descending")]).transform_filter(
+        "datum.rank == 1").mark_text(align="right", dx=-4, dy=-8, fontSize=10, color="#d62728").encode(
+        text=alt.value("projection: 1/N at the fleet's r"))
+    return _spec(alt.layer(bars, points, proj, label).properties(height=280), mttf=measured,
+                 projection=_projection_span(projection.filter(pl.col("projected_mttf_hours").is_not_null()),
+                                             measured["bucket_gpus"].max() if measured.height else None))
+
+
+def _projection_span(projection: pl.DataFrame, largest: int | None, multiple: int = 16) -> pl.DataFrame:
+    """The projection up to a sensible multiple of the largest job measured (the axis follows the data),
+    and at least its first two points."""
+    if largest is None or projection.height <= 2:
+        return projection
+    kept = projection.filter(pl.col("gpus") <= multiple * largest)
+    return kept if kept.height >= 2 else projection.head(2)
 
 
 def run_cells(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

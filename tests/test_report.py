@@ -248,6 +248,12 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
     assert '<span title="gpu_unavailable">GPU lost (off the bus)</span>' in html
     legend = {v["cause"]: v["cause_label"] for v in embedded_specs(html)["failure_rate"]["datasets"]["rates"]}
     assert legend.get("infiniband_link") == "InfiniBand link"
+    # the MTTF projection stops at a multiple of the largest job measured, and says what it is
+    mttf = embedded_specs(html)["mttf"]
+    largest = max(v["bucket_gpus"] for v in mttf["datasets"]["mttf"])
+    projected = [v["gpus"] for v in mttf["datasets"]["projection"]]
+    assert len(projected) == 2 or max(projected) <= 16 * largest, (largest, projected)
+    assert "projection: 1/N" in json.dumps(mttf)
     # per account and partition: the lost GPU-hours are the sum of their parts
     table = re.search(r'<table id="loss-by-account">.*?</table>', html, re.S).group(0)
     for cells in re.findall(r"<tr><td>[^<]*</td><td>[^<]*</td>((?:<td class=\"n\">[^<]*</td>){5})</tr>", table):
