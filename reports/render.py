@@ -91,6 +91,7 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
         "out_of_service": q("out_of_service", day=day).to_dicts(),
         "loss_by_account": q("loss_by_account", day=day).to_dicts(), "largest_failures": q("largest_failures", day=day).to_dicts(), "data_quality": q("data_quality").to_dicts(),
         "capacity": _capacity_totals(split),
+        "rates_drawn": bool(rates.height and rates["rate"].is_not_null().any()),
         "cooccurrence_pairs": co.filter(co["cause_a"] != co["cause_b"]).sort("failures_with_both", descending=True).head(5).to_dicts(),
         "charts": {
             "status": charts.status_breakdown(status),

@@ -165,6 +165,14 @@ def test_a_long_history_keeps_the_page_small(long_history):
         assert used == set(spec["datasets"]), name
 
 
+def test_rolling_rates_are_drawn_once_the_window_has_filled(long_history):
+    con, day, path = long_history
+    html = path.read_text()
+    rates = embedded_specs(html)["failure_rate"]["datasets"]["rates"]
+    drawn = sorted(v["day"] for v in rates if v["rate"] is not None)
+    assert drawn and drawn[0] > min(v["day"] for v in rates) and "not drawn yet" not in html
+
+
 def test_the_ettr_chart_carries_every_run_binned(long_history):
     con, day, path = long_history
     spec = embedded_specs(path.read_text())["ettr"]
@@ -248,6 +256,9 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
     assert '<span title="gpu_unavailable">GPU lost (off the bus)</span>' in html
     legend = {v["cause"]: v["cause_label"] for v in embedded_specs(html)["failure_rate"]["datasets"]["rates"]}
     assert legend.get("infiniband_link") == "InfiniBand link"
+    # a one-day sample: the 30-day rolling rate is not drawn, and the caption says why
+    rates = embedded_specs(html)["failure_rate"]["datasets"]["rates"]
+    assert rates and all(v["rate"] is None for v in rates) and "not drawn yet" in html
     # the MTTF projection stops at a multiple of the largest job measured, and says what it is
     mttf = embedded_specs(html)["mttf"]
     largest = max(v["bucket_gpus"] for v in mttf["datasets"]["mttf"])
