@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,6 +23,7 @@ from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, 
 # Dagster's own console log would print stack traces for every failed or
 # skipped step; the run summary says what failed instead, and the traces of
 # real crashes go to ERRORS_LOG in --out.
+progress_log = logging.getLogger("goodput.progress")
 QUIET_DAGSTER = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 ERRORS_LOG = "goodput-errors.log"
 PROBLEMS_SHOWN = 10
@@ -140,13 +142,43 @@ def _materialize(assets: list, resources: dict, partition_key: str | None = None
 
 def _instance() -> DagsterInstance:
     """$DAGSTER_HOME's instance when it is set (`make demo` sets data/dagster, so `make dev` shows the
-    demo's materialisations in the asset catalog); an in-memory one otherwise (tests, one-off runs)."""
+    demo's materialisations in the asset catalog); an in-memory one otherwise (tests, one-off runs).
+    Either way its steps are reported on stderr as they start and end (`goodput.progress`)."""
     home = os.environ.get("DAGSTER_HOME")
     if home:
         Path(home).mkdir(parents=True, exist_ok=True)
         (Path(home) / "dagster.yaml").touch()  # defaults: sqlite storage in DAGSTER_HOME (and no warning about it)
-        return DagsterInstance.get()
-    return DagsterInstance.ephemeral()
+        instance = DagsterInstance.get()
+    else:
+        instance = DagsterInstance.ephemeral()
+    return _reporting(instance)
+
+
+SLOW_S = 2.0  # a step that took longer says when it finished, and how long it took
+ASSET_STEPS = {k.to_user_string() for a in [*all_assets, *daily_assets] for k in a.keys}
+
+
+def _reporting(instance: DagsterInstance) -> DagsterInstance:
+    """Log each step's start, and the end of the slow ones: a phase of minutes (models, a big ingest)
+    shows what it is doing. Dagster's own console logger stays quiet (QUIET_DAGSTER)."""
+    handle, started = instance.handle_new_event, {}
+
+    def handle_new_event(event, *args, **kwargs):
+        step = getattr(event, "dagster_event", None)
+        kind = step.event_type_value if step is not None else None
+        if kind == "STEP_START":
+            started[step.step_key] = time.perf_counter()
+            if step.step_key in ASSET_STEPS:  # checks are quick and many: only their slow ends are told
+                progress_log.info("  building %s ...", step.step_key)
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE") and step.step_key in started:
+            seconds = time.perf_counter() - started.pop(step.step_key)
+            if seconds >= SLOW_S or kind == "STEP_FAILURE":
+                progress_log.info("  %s %s after %.1f s", step.step_key, "done" if kind == "STEP_SUCCESS" else "FAILED",
+                                  seconds)
+        return handle(event, *args, **kwargs)
+
+    instance.handle_new_event = handle_new_event
+    return instance
 
 
 def _step_failures(run) -> tuple[list[str], list[str]]:
