@@ -45,6 +45,11 @@ RULE_SCHEMA = {
 }
 
 
+def cause_label(cause: str, labels: dict[str, str]) -> str:
+    """The words for a cause: its label, else the id with spaces (a cause no rules file names, e.g. preempted)."""
+    return labels.get(cause) or cause.replace("_", " ")
+
+
 class TaxonomyError(ValueError):
     """A rules file that cannot be used, with the reason and the entry."""
 
@@ -56,8 +61,8 @@ class Taxonomy:
     xids: dict[int, dict]  # code -> merged XID entry
 
     def labels(self) -> dict[str, str]:
-        """cause id -> the words a report shows (the id with spaces when the rules give no label)."""
-        return {c: str(spec.get("label") or c.replace("_", " ")) for c, spec in self.causes.items()}
+        """cause id -> the words a report shows (see cause_label)."""
+        return {c: str(spec.get("label") or cause_label(c, {})) for c, spec in self.causes.items()}
     before_s: int
     after_s: int
 

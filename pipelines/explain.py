@@ -24,6 +24,13 @@ def _cut(text, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _window(inst: InstanceExplanation, taxonomy: Taxonomy) -> tuple:
+    """The attribution window around an instance's end (None, None when it has not ended)."""
+    if inst.end_time is None:
+        return None, None
+    return inst.end_time - timedelta(seconds=taxonomy.before_s), inst.end_time + timedelta(seconds=taxonomy.after_s)
+
+
 def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
     lines = [f"job {instances[0].job_id}: {len(instances)} instance(s), times in UTC"]
     blamed_before = None
@@ -49,8 +56,7 @@ def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
             lines.append(f"  note: this instance ran on {blamed_before} again, the node blamed for the instance before")
         blamed_before = p["host"] if p and p.get("host") else None
         if inst.end_time is not None:
-            lo = inst.end_time - timedelta(seconds=taxonomy.before_s)
-            hi = inst.end_time + timedelta(seconds=taxonomy.after_s)
+            lo, hi = _window(inst, taxonomy)
             lines.append(f"  events on its nodes in [{_t(lo)}, {_t(hi)}]: {inst.events.height}")
         for e in inst.events.head(40).iter_rows(named=True):
             what = " ".join(str(x) for x in (e["source"], e["kind"], e["code"]) if x)
@@ -71,8 +77,7 @@ def as_json(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
     out = {"job_id": instances[0].job_id, "times": "UTC", "instances": []}
     for inst in instances:
         p = inst.primary
-        lo = inst.end_time - timedelta(seconds=taxonomy.before_s) if inst.end_time is not None else None
-        hi = inst.end_time + timedelta(seconds=taxonomy.after_s) if inst.end_time is not None else None
+        lo, hi = _window(inst, taxonomy)
         out["instances"].append({
             "instance": inst.instance, "state": inst.state, "start_time": iso(inst.start_time),
             "end_time": iso(inst.end_time), "nodes": inst.nodes,

@@ -12,6 +12,7 @@ import altair as alt
 import polars as pl
 
 from analysis import ettr as E
+from analysis.taxonomy import cause_label
 
 WIDTH = 620
 TARGET_ETTR = 0.9
@@ -97,8 +98,9 @@ def capacity_split(split: pl.DataFrame) -> dict:
 
 def _labelled(frame: pl.DataFrame, labels: dict[str, str], *cols: str) -> pl.DataFrame:
     """A `<col>_label` beside each cause id column: legends and axes show words, tooltips keep the id."""
-    return frame.with_columns(*(pl.col(c).replace_strict(labels, default=pl.col(c).str.replace_all("_", " "))
-                                .alias(f"{c}_label") for c in cols))
+    words = {v: cause_label(v, labels) for c in cols for v in frame[c].drop_nulls().unique()}
+    return frame.with_columns(*(pl.col(c).replace_strict(words, default=None, return_dtype=pl.Utf8).alias(f"{c}_label")
+                                for c in cols))
 
 
 def failure_rate_over_time(rates: pl.DataFrame, checks: pl.DataFrame, labels: dict[str, str] | None = None) -> dict:

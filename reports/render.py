@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from analysis import sql
-from analysis.taxonomy import load as load_taxonomy
+from analysis.taxonomy import cause_label, load as load_taxonomy
 from analysis.exports import DRAIN_ACTIONS
 from analysis.hosts import compress_hostlist
 from reports import charts
@@ -57,7 +57,7 @@ def _cause(ids, labels: dict[str, str]) -> Markup:
     """A cause (or a ', '-joined list of them) in words, its id in a tooltip; escaped (ids come from rule files)."""
     if not ids:
         return Markup("")
-    return Markup(", ").join(Markup('<span title="{}">{}</span>').format(c, labels.get(c, c.replace("_", " ")))
+    return Markup(", ").join(Markup('<span title="{}">{}</span>').format(c, cause_label(c, labels))
                              for c in str(ids).split(", "))
 
 

@@ -9,6 +9,10 @@
 --         ceil(ranks / nodes)).
 --   peer: a transport error's peer address through topology.ip and
 --         host_addresses (/etc/hosts), or the name itself when it is a node.
+-- A name a line gives (an FQDN, a short name) as the node list's own name, else NULL.
+CREATE OR REPLACE TEMP MACRO node_named(nodes, name) AS
+    CASE WHEN list_contains(nodes, name) THEN name
+         WHEN list_contains(nodes, split_part(name, '.', 1)) THEN split_part(name, '.', 1) END;
 CREATE OR REPLACE TEMP TABLE staged_job_log_events AS
 WITH spans AS (
     SELECT job_id, min(start_time) - INTERVAL 1 DAY AS lo, max(coalesce(end_time, start_time)) + INTERVAL 1 DAY AS hi
@@ -44,10 +48,7 @@ WITH spans AS (
 ), resolved AS (
     SELECT p.*, s.ranks, s.tasks, r.host AS init_host, a.host AS addr_host,
            coalesce(
-               CASE WHEN list_contains(p.nodes, p.host) THEN p.host
-                    WHEN list_contains(p.nodes, split_part(p.host, '.', 1)) THEN split_part(p.host, '.', 1) END,
-               CASE WHEN list_contains(p.nodes, r.host) THEN r.host
-                    WHEN list_contains(p.nodes, split_part(r.host, '.', 1)) THEN split_part(r.host, '.', 1) END,
+               node_named(p.nodes, p.host), node_named(p.nodes, r.host),
                CASE WHEN p.rank IS NOT NULL AND s.ranks > 0
                     THEN p.nodes[(p.rank // greatest(1, ceil(s.ranks / len(p.nodes)))::BIGINT) + 1] END,
                CASE WHEN p.task IS NOT NULL AND s.tasks > 0
@@ -62,11 +63,10 @@ SELECT coalesce(t_fill, instance_end) AS event_time, node AS host, 'app' AS sour
        CASE WHEN kind = 'watchdog_position' THEN enqueued::VARCHAR ELSE code END AS code,
        NULL::VARCHAR AS severity, message, CASE WHEN rank IS NOT NULL THEN 'rank ' || rank END AS device,
        node AS reporter, file, line_no, job_id,
-       coalesce(addr_host, CASE WHEN list_contains(nodes, peer) THEN peer
-                                WHEN list_contains(nodes, split_part(peer, '.', 1)) THEN split_part(peer, '.', 1) END,
-                peer) AS peer
+       coalesce(addr_host, node_named(nodes, peer), peer) AS peer
 FROM resolved
 WHERE kind NOT IN ('nccl_init', 'rank_map', 'progress');
 DELETE FROM node_events WHERE source = 'app' AND job_id IS NOT NULL;
 INSERT INTO node_events BY NAME SELECT * FROM staged_job_log_events;
 DROP TABLE temp.staged_job_log_events;
+DROP MACRO temp.node_named;
