@@ -82,6 +82,29 @@ def monte_carlo_ettr(n_nodes: float, r_per_node_day: float, u0_h: float, dt_h: f
                             float(failures.mean()))
 
 
+NO_PROGRESS = 7.0  # x = N·r·(u0 + Δt) beyond which a segment reaches its next checkpoint with p < e^-7:
+# ETTR is then below about x·e^-x < 1%, and simulating it would take ~e^x restarts per checkpoint
+
+
+def expected_ettr_curve(sizes_gpus: list[int], r_per_node_day: float, u0_h: float, dt_h: float, q_h: float = 0.0,
+                        runtime_h: float | None = None, trials: int = 400, seed: int = 0) -> list[dict]:
+    """Expected ETTR per job size: Meta's eq. 1 where it is valid (u0 + Δt/2 small against the MTTF), the
+    Monte Carlo of the same run beyond it, and 0 where a run could not reach its next checkpoint in
+    practice (below 1%, see NO_PROGRESS). Each point says which it is."""
+    rows = []
+    for g in sizes_gpus:
+        n = g / GPUS_PER_NODE
+        if closed_form_valid(n, r_per_node_day, u0_h, dt_h):
+            value, method = expected_ettr(n, r_per_node_day, u0_h, dt_h, q_h, runtime_h), "closed form"
+        elif n * r_per_node_day / 24.0 * (u0_h + dt_h) > NO_PROGRESS:
+            value, method = 0.0, "no progress"
+        else:
+            mc = monte_carlo_ettr(n, r_per_node_day, u0_h, dt_h, q_h, runtime_h or 24.0 * 7, trials, seed)
+            value, method = mc.mean, "Monte Carlo"
+        rows.append({"n_gpus": g, "expected": value, "method": method})
+    return rows
+
+
 def checkpoint_for_target(target: float, n_nodes: float, r_per_node_day: float, u0_h: float) -> float | None:
     """Longest checkpoint interval (hours) reaching ``target`` expected ETTR with
     the long-run form; None when even Δt → 0 falls short (restart overhead alone

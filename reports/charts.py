@@ -165,14 +165,16 @@ def run_cells(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def ettr_by_size(runs: pl.DataFrame, r_per_node_day: float, u0_h: float, dt_h: float, q_h: float = 0.0,
-                 runtime_h: float | None = None) -> dict:
-    sizes = [8 * 2 ** k for k in range(15)]
-    curve = pl.DataFrame({"n_gpus": sizes, "expected": [E.expected_ettr(g / 8, r_per_node_day, u0_h, dt_h, q_h, runtime_h)
-                                                        for g in sizes]})
+                 runtime_h: float | None = None, multiple: int = 16) -> dict:
+    """Runs binned by size and ETTR band against the expected ETTR, drawn up to ``multiple`` times the
+    largest run (the axis follows the data): eq. 1 where valid, Monte Carlo beyond (dashed)."""
     cells, medians = run_cells(runs)
+    largest = cells["size"].max() or 64
+    sizes = [8 * 2 ** k for k in range(20) if 8 * 2 ** k <= multiple * largest]
+    curve = pl.DataFrame(E.expected_ettr_curve(sizes, r_per_node_day, u0_h, dt_h, q_h, runtime_h),
+                         schema={"n_gpus": pl.Int64, "expected": pl.Float64, "method": pl.Utf8})
     # the curve's span with a margin: a log scale's nice rounding would add empty decades
-    low, high = min(sizes[0], cells["size"].min() or sizes[0]), max(sizes[-1], cells["size"].max() or 0)
-    scale = alt.Scale(type="log", domain=[low / 1.5, high * 1.5], nice=False)
+    scale = alt.Scale(type="log", domain=[sizes[0] / 1.5, sizes[-1] * 1.5], nice=False)
     x = alt.X("size:Q", scale=scale, title="job run size (GPUs, rounded down to a power of two)")
     bins = alt.Chart(_data("runs")).mark_circle(opacity=0.8).encode(
         x=x, y=alt.Y("ettr:Q", scale=alt.Scale(domain=[0, 1]), title="ETTR"),
@@ -183,16 +185,42 @@ def ettr_by_size(runs: pl.DataFrame, r_per_node_day: float, u0_h: float, dt_h: f
     median = alt.Chart(_data("medians")).mark_tick(color="#222", thickness=2, size=22).encode(
         x=alt.X("size:Q", scale=scale), y="median_ettr:Q",
         tooltip=[alt.Tooltip("gpus:N", title="GPUs"), "runs:Q", alt.Tooltip("median_ettr:Q", title="median ETTR", format=".3f")])
-    line = alt.Chart(_data("expected")).mark_line(color="#d62728").encode(
+    present = set(curve["method"])
+    methods = [(m, d) for m, d in (("closed form", [1, 0]), ("Monte Carlo", [5, 3]), ("no progress", [1, 3])) if m in present]
+    # one line through every point, dashed where simulated: the segments share their boundary points
+    line = alt.Chart(_data("expected")).mark_line(color="#d62728", point=alt.OverlayMarkDef(size=14, color="#d62728")).encode(
         x=alt.X("n_gpus:Q", scale=scale), y="expected:Q",
-        tooltip=["n_gpus:Q", alt.Tooltip("expected:Q", format=".3f")])
+        strokeDash=alt.StrokeDash("method:N", title="expected ETTR",
+                                  scale=alt.Scale(domain=[m for m, _ in methods], range=[d for _, d in methods])),
+        tooltip=["n_gpus:Q", alt.Tooltip("expected:Q", format=".3f"), "method:N"])
     return _spec(alt.layer(bins, median, line).properties(height=260),
-                 runs=cells, medians=medians, expected=curve)
+                 runs=cells, medians=medians, expected=_joined_segments(curve))
 
 
-def checkpoint_sweep(r_per_1000: float, u0_h: float) -> dict:
-    rates = [0.5, 1, 2, 2.34, 4, 6.5, 10, 15]
-    rows = E.sweep(TARGET_ETTR, rates, [1024, 4096, 16384, 131072], u0_h)
+def _joined_segments(curve: pl.DataFrame) -> pl.DataFrame:
+    """Each method's points plus the first point of the next method: strokeDash splits a line per
+    method, and without the shared point the segments would not meet."""
+    joins = curve.with_columns(previous=pl.col("method").shift(1)).filter(
+        pl.col("previous").is_not_null() & (pl.col("previous") != pl.col("method")))
+    joins = joins.with_columns(method=pl.col("previous")).drop("previous")
+    return pl.concat([curve, joins]).sort("n_gpus", "method")
+
+
+SWEEP_RATES = (0.5, 1, 2, 2.34, 4, 6.5, 10, 15)  # per 1,000 node-days: Meta's Fig. 10 range, RSC-2 to RSC-1
+
+
+def sweep_axes(r_per_1000: float, largest_gpus: int | None, multiple: int = 16) -> tuple[list[float], list[int]]:
+    """The what-if grid: Meta's range of rates stretched to hold this cluster's, and sizes from the
+    largest job measured to ``multiple`` times it (by 4x); without jobs, Meta's 1,024-131,072 GPUs."""
+    rates = sorted({*SWEEP_RATES, *([r_per_1000 / 2, r_per_1000, 2 * r_per_1000] if r_per_1000 > SWEEP_RATES[-1] else [])})
+    start = max(8, 2 ** int(largest_gpus).bit_length() // 2) if largest_gpus else 1024
+    gpus = [start * 4 ** k for k in range(9) if start * 4 ** k <= (multiple * start if largest_gpus else 131072)]
+    return [round(r, 2) for r in rates], gpus
+
+
+def checkpoint_sweep(r_per_1000: float, u0_h: float, largest_gpus: int | None = None) -> dict:
+    rates, gpus = sweep_axes(r_per_1000, largest_gpus)
+    rows = E.sweep(TARGET_ETTR, rates, gpus, u0_h)
     frame = pl.DataFrame(rows).filter(pl.col("checkpoint_minutes").is_not_null())
     lines = alt.Chart(_data("sweep")).mark_line(point=True).encode(
         x=alt.X("failures_per_1000_node_days:Q", title="failures per 1,000 node-days"),

@@ -46,10 +46,15 @@ def _num(value, digits: int = 0) -> str:
     return "n/a" if value is None or value != value else f"{value:,.{digits}f}"
 
 
+def _count(value, noun: str) -> str:
+    """'1 job run', '2 job runs': a caption reads as a sentence."""
+    return f"{_num(value)} {noun}{'' if value == 1 else 's'}"
+
+
 def _env(labels: dict[str, str] | None = None) -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=_pct, num=_num, spec=_json, cause=lambda c: _cause(c, labels or {}))
+    env.filters.update(pct=_pct, num=_num, count=_count, spec=_json, cause=lambda c: _cause(c, labels or {}))
     return env
 
 
@@ -78,13 +83,25 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
     run_h = runs["productive_hours"].median() if runs.height else None
     loss, co = q("loss_by_size", day=day), q("cooccurrence", day=day)
     split = q("capacity_split", day=day)
+    drawn = {
+        "status": charts.status_breakdown(status),
+        "goodput": charts.goodput_trend(daily),
+        "capacity": charts.capacity_split(split),
+        "failure_rate": charts.failure_rate_over_time(rates, checks, labels or {}),
+        "mttf": charts.mttf_by_size(mttf, projection),
+        "ettr": charts.ettr_by_size(runs, r, u0_h, dt_h, q_h or 0.0, run_h),
+        "sweep": charts.checkpoint_sweep(r * 1000, u0_h, runs["n_gpus"].max() if runs.height else None),
+        "loss": charts.loss_by_size(loss),
+        "cooccurrence": charts.cooccurrence(co, labels or {}),
+    }
     return {
-        "day": day, "head": head, "u0_min": u0_h * 60, "dt_min": dt_h * 60, "target": charts.TARGET_ETTR,
+        "day": day, "head": head, "charts": drawn, "curve": _curve_facts(drawn["ettr"]),
+        "sweep_gpus": sorted({p["gpus"] for p in drawn["sweep"]["datasets"]["sweep"]}),
+        "projected": drawn["mttf"]["datasets"]["projection"], "u0_min": u0_h * 60, "dt_min": dt_h * 60, "target": charts.TARGET_ETTR,
         "run_min_gpus": RUN_MIN_GPUS, "run_min_hours": RUN_MIN_HOURS, "q_min": (q_h or 0) * 60,
         "ettr_step": charts.ETTR_STEP,
         "before_min": window[0] / 60, "after_min": window[1] / 60, "crash_loop_min": crash_loop_min,
         "status": status.to_dicts(), "checks": checks.to_dicts(), "mttf": mttf.to_dicts(),
-        "projection": {g: h for g, h in projection.iter_rows()},
         "runs": runs.height, "runs_mean_ettr": runs["ettr"].mean() if runs.height else None,
         "loss": loss.to_dicts(), "crash_loops": q("crash_loops", day=day).to_dicts(),
         "top_nodes": q("top_nodes", day=day).to_dicts(),
@@ -93,18 +110,17 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
         "capacity": _capacity_totals(split),
         "rates_drawn": bool(rates.height and rates["rate"].is_not_null().any()),
         "cooccurrence_pairs": co.filter(co["cause_a"] != co["cause_b"]).sort("failures_with_both", descending=True).head(5).to_dicts(),
-        "charts": {
-            "status": charts.status_breakdown(status),
-            "goodput": charts.goodput_trend(daily),
-            "capacity": charts.capacity_split(split),
-            "failure_rate": charts.failure_rate_over_time(rates, checks, labels or {}),
-            "mttf": charts.mttf_by_size(mttf, projection),
-            "ettr": charts.ettr_by_size(runs, r, u0_h, dt_h, q_h or 0.0, run_h),
-            "sweep": charts.checkpoint_sweep(r * 1000, u0_h),
-            "loss": charts.loss_by_size(loss),
-            "cooccurrence": charts.cooccurrence(co, labels or {}),
-        },
     }
+
+
+def _curve_facts(spec: dict) -> dict:
+    """What the expected-ETTR curve, as drawn, is made of: the caption says only that."""
+    points = spec["datasets"]["expected"]
+    first = lambda method: min((p["n_gpus"] for p in points if p["method"] == method), default=None)  # noqa: E731
+    shared = {p["n_gpus"] for p in points if p["method"] != "closed form"}  # a segment's join point
+    closed = [p["n_gpus"] for p in points if p["method"] == "closed form" and p["n_gpus"] not in shared]
+    return {"up_to": max((p["n_gpus"] for p in points), default=None), "closed_form_to": max(closed, default=None),
+            "monte_carlo_from": first("Monte Carlo"), "no_progress_from": first("no progress")}
 
 
 def _capacity_totals(split: pl.DataFrame) -> dict | None:

@@ -63,3 +63,29 @@ def test_cli_ettr():
     assert "Monte Carlo:    0.93" in out.output
     sweep = CliRunner().invoke(main, ["ettr", "--sweep", "--target", "0.9"])
     assert sweep.exit_code == 0 and "131072" in sweep.output
+
+
+def test_expected_ettr_curve_switches_to_monte_carlo_where_the_closed_form_fails():
+    sizes = [8 * 2 ** k for k in range(15)]
+    u0, dt, q, runtime = 5 / 60, 1.0, 0.2, 20.0
+    rows = E.expected_ettr_curve(sizes, 0.05, u0, dt, q, runtime)
+    methods = [r["method"] for r in rows]
+    # closed form for the small sizes, then simulation, then runs that cannot progress: in that order
+    order = {"closed form": 0, "Monte Carlo": 1, "no progress": 2}
+    assert [order[m] for m in methods] == sorted(order[m] for m in methods) and set(methods) == set(order)
+    for r in rows:
+        n = r["n_gpus"] / 8
+        if r["method"] == "closed form":
+            assert E.closed_form_valid(n, 0.05, u0, dt)
+            assert r["expected"] == E.expected_ettr(n, 0.05, u0, dt, q, runtime)
+        elif r["method"] == "Monte Carlo":
+            assert not E.closed_form_valid(n, 0.05, u0, dt)
+            assert r["expected"] == pytest.approx(E.monte_carlo_ettr(n, 0.05, u0, dt, q, runtime, 400, 0).mean)
+        else:
+            assert n * 0.05 / 24 * (u0 + dt) > E.NO_PROGRESS and r["expected"] == 0.0
+    # beyond its range the closed form overstates the loss (eq. 1 goes to 0 long before the simulated run does)
+    first_mc = next(r for r in rows if r["method"] == "Monte Carlo")
+    assert first_mc["expected"] > E.expected_ettr(first_mc["n_gpus"] / 8, 0.05, u0, dt, q, runtime)
+    # a simulated point next to the no-progress region is already under 1%
+    last_mc = [r for r in rows if r["method"] == "Monte Carlo"][-1]
+    assert last_mc["expected"] < 0.05

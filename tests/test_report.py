@@ -183,7 +183,10 @@ def test_the_ettr_chart_carries_every_run_binned(long_history):
     assert plotted[1] == 40000
     assert sum(c["runs"] for c in cells) == sum(m["runs"] for m in medians) == plotted[0]
     assert len(cells) <= 15 * 40 and {m["size"] for m in medians} >= {8 * 2 ** k for k in range(9)}
-    assert len(spec["datasets"]["expected"]) == 15  # the expected-ETTR curve is still drawn
+    # the expected-ETTR curve is still drawn, from 8 GPUs to 16x the largest run size
+    largest = max(m["size"] for m in medians)
+    assert sorted({p["n_gpus"] for p in spec["datasets"]["expected"]}) == [8 * 2 ** k for k in range(20)
+                                                                           if 8 * 2 ** k <= 16 * largest]
     assert f"{plotted[0]:,} job runs" in path.read_text()
 
 
@@ -223,6 +226,63 @@ def _capacity_adds_up(html: str) -> None:
     assert abs(as_number(win_back) - as_number(infra) - as_number(second)) <= 0.11  # rounding of the three
 
 
+def _text(html: str, ident: str) -> str:
+    """A caption's text, tags removed, whitespace collapsed."""
+    body = re.search(rf'<p class="caption" id="{ident}">(.*?)</p>', html, re.S).group(1)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", body))
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", "").rstrip("%"))
+
+
+def _captions_agree(html: str) -> None:
+    """Every number or claim a caption makes about its chart is in that chart's data."""
+    specs = embedded_specs(html)
+    # how jobs end: each state's shares, as the chart has them
+    status = {(v["state"], v["measure"]): v["share"] for v in specs["status"]["datasets"]["status"]}
+    said = re.findall(r"(\w+) ([\d.]+)% of instances / ([\d.]+)% of GPU-hours", _text(html, "cap-status"))
+    assert said
+    for state, by_count, by_hours in said:
+        assert abs(status[(state, "by job count")] * 100 - float(by_count)) < 0.051
+        assert abs(status[(state, "by GPU-hours")] * 100 - float(by_hours)) < 0.051
+    # the rolling rate: "not drawn yet" exactly when no point is drawn
+    drawn = any(v["rate"] is not None for v in specs["failure_rate"]["datasets"]["rates"])
+    assert ("not drawn yet" in _text(html, "cap-failure_rate")) == (not drawn)
+    # MTTF: the projected sizes and hours named are the first and last points drawn
+    projected = specs["mttf"]["datasets"]["projection"]
+    named = re.findall(r"([\d,]+) GPUs would fail every ([\d.,]+) h", _text(html, "cap-mttf"))
+    if projected:
+        ends = [projected[0], projected[-1]]
+        assert [(_number(g), _number(h)) for g, h in named] == [
+            (p["gpus"], pytest.approx(p["projected_mttf_hours"], rel=1e-3, abs=0.006)) for p in ends]
+    else:
+        assert not named and "no projection is drawn" in _text(html, "cap-mttf")
+    # ETTR: as many runs as the circles hold; the curve's span and methods as drawn
+    ettr, cap = specs["ettr"]["datasets"], _text(html, "cap-ettr")
+    assert _number(re.search(r"ratio of ([\d,]+) job runs?", cap).group(1)) == sum(c["runs"] for c in ettr["runs"])
+    curve = ettr["expected"]
+    assert _number(re.search(r"drawn up to ([\d,]+) GPUs", cap).group(1)) == max(p["n_gpus"] for p in curve)
+    for method, phrase in (("Monte Carlo", "Monte Carlo simulation of the run from"), ("no progress", "dotted")):
+        sizes = [p["n_gpus"] for p in curve if p["method"] == method]
+        assert (phrase in cap) == bool(sizes), (method, cap)
+        if sizes and method == "Monte Carlo":
+            assert _number(re.search(r"run from ([\d,]+) GPUs", cap).group(1)) == min(sizes)
+    # the sweep: the sizes listed are the lines drawn, the rate is the dashed rule's
+    sweep, cap = specs["sweep"]["datasets"], _text(html, "cap-sweep")
+    listed = re.search(r"for jobs of ([\d, ]+) GPUs", cap).group(1)
+    assert sorted(_number(g) for g in listed.split(", ")) == sorted({p["gpus"] for p in sweep["sweep"]})
+    assert _number(re.search(r"cluster's rate, ([\d.,]+) per", cap).group(1)) == pytest.approx(sweep["here"][0]["r"], rel=1e-3, abs=0.006)  # data: 4 significant digits
+    # lost GPU-hours: every kind drawn is one the caption names
+    kinds = {v["kind"] for v in specs["loss"]["datasets"]["loss"]}
+    assert kinds <= {"infrastructure failure", "user or other failure", "second-order preemption", "other preemption"}
+    # co-occurrence: each pair's share and count are a cell of the chart
+    cells = {(v["cause_a_label"], v["cause_b_label"]): v for v in specs["cooccurrence"]["datasets"]["cooccurrence"]}
+    for a, b, share, n in re.findall(r"([^;.:]+?) with ([^;:]+?): (\d+)% \(([\d,]+) failures?\)", _text(html, "cap-cooccurrence")):
+        cell = cells[(a.strip(), b.strip())]
+        assert round(cell["share_of_a"] * 100) == int(share) and cell["failures_with_both"] == _number(n)
+
+
 def _shares(html: str, keys: tuple[str, ...]) -> list[float]:
     order = ["productive", "infrastructure", "second_order", "user_failures", "preemptions", "idle"]
     values = [float(x) for x in re.findall(r'data-share="([^"]+)"', html)]
@@ -242,6 +302,7 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
     numbers = headline(con, date(2024, 3, 1))  # the report asset's metadata in Dagster's catalog
     con.close()
     _capacity_adds_up(html)
+    _captions_agree(html)
     infra, second = _shares(html, ("infrastructure", "second_order"))
     assert numbers["reliability_can_win_back"] == pytest.approx(infra + second)
     assert {"goodput_7d", "capacity_productive", "capacity_idle", "failures_per_1000_node_days"} <= set(numbers)
@@ -274,5 +335,6 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
     assert lost == sorted(lost, reverse=True) and rows[0][0] == "gpu003" and rows[0][2].startswith("DOWN")
 
 
-def test_capacity_split_on_the_simulated_report(report):
+def test_capacity_split_and_captions_on_the_simulated_report(report):
     _capacity_adds_up(report.read_text())
+    _captions_agree(report.read_text())
