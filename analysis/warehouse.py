@@ -41,6 +41,21 @@ def connect(path: Path | str | None = None, read_only: bool = False) -> duckdb.D
     return con
 
 
+def first_data_day(path: Path | str | None = None):
+    """The first job-end day in the warehouse, or None when it cannot be read now (no file yet, no jobs,
+    or a writer holds the lock): where the daily partitions start."""
+    try:
+        con = connect(path, read_only=True)
+    except (FileNotFoundError, duckdb.Error):
+        return None
+    try:
+        return con.execute(sql.load("first_data_day")).fetchall()[0][0]
+    except duckdb.Error:  # a warehouse from before `jobs` existed
+        return None
+    finally:
+        con.close()
+
+
 def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:
     """Write a batch of prepared files (analysis.ingest.Prepared) in one
     transaction: each file's old rows are swapped for its new ones, so a crash

@@ -7,14 +7,17 @@ from pathlib import Path
 from dagster import (AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, DailyPartitionsDefinition,
                      MaterializeResult, MetadataValue, asset, asset_check)
 
-from analysis import daily
+from analysis import daily, warehouse
 from pipelines import diagnose
 from pipelines.resources import MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
 
 # Event and job time, by day. Ingestion stays file-incremental (a dump or a log
 # rarely maps onto one day); these assets read the rows whose own time falls
 # on the partition's day.
-daily_partitions = DailyPartitionsDefinition(start_date=os.environ.get("GOODPUT_START_DATE", "2020-01-01"))
+# They start at $GOODPUT_START_DATE, else at the warehouse's first job-end day (read when the definitions
+# load), else 2020-01-01: the catalog should not offer years of empty days before the data.
+daily_partitions = DailyPartitionsDefinition(start_date=os.environ.get("GOODPUT_START_DATE")
+                                             or str(warehouse.first_data_day() or "2020-01-01"))
 INGESTED = ["sacct_records", "kernel_events", "switch_events", "health_results", "benchmark_results", "telemetry",
             "network_counters", "node_state_periods", "tickets", "topology", "job_logs", "jobs", "node_events"]
 

@@ -105,3 +105,31 @@ def test_a_file_full_of_rejects_blocks_the_report(cluster, tmp_path):
     text = failed["reject_rate_below_threshold"].description
     assert f"{(src / 'health' / 'half-broken.jsonl').resolve()}: 20,000 of 20,001 lines rejected, mostly: " in text
     assert not (tmp_path / "out" / "reports" / "reliability-2024-03-08.html").exists()
+
+
+def test_daily_partitions_start_at_the_warehouses_first_day(tmp_path):
+    """`make dev` on the demo's warehouse: the catalog's days begin where the data does, not in 2020."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from analysis import metrics, warehouse
+    from analysis.chain import build_all
+    from analysis.ingest import ingest_directory
+    from analysis.taxonomy import load
+    repo = Path(__file__).resolve().parents[1]
+    db = tmp_path / "w.duckdb"
+    con = warehouse.connect(db)
+    ingest_directory(con, repo / "tests" / "fixtures" / "demo_source")
+    build_all(con, load(), metrics.MetricsConfig())
+    first = con.execute("SELECT min(end_time)::DATE FROM jobs").fetchone()[0]
+    con.close()
+    probe = "from assets.nightly import daily_partitions as p; print(p.start.date())"
+    env = {k: v for k, v in os.environ.items() if k != "GOODPUT_START_DATE"}
+    start = lambda **extra: subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True,  # noqa: E731
+                                           env={**env, **extra}, timeout=120, check=True).stdout.strip()
+    assert start(GOODPUT_DB=str(db)) == str(first)
+    assert start(GOODPUT_DB=str(db), GOODPUT_START_DATE="2023-06-01") == "2023-06-01"  # an explicit start wins
+    assert start(GOODPUT_DB=str(tmp_path / "none.duckdb")) == "2020-01-01"  # no warehouse yet
+    assert not (tmp_path / "none.duckdb").exists()  # reading the start does not create one
