@@ -1,4 +1,5 @@
 """End to end: the Dagster code location and the CLI on the demo cluster."""
+import re
 import shutil
 
 import duckdb
@@ -55,16 +56,23 @@ def test_materialize_all_assets_in_process(tmp_path):
     con.close()
 
 
-def test_cli_run_twice_is_idempotent_and_prints_summary(tmp_path):
+def test_cli_run_twice_is_idempotent_and_prints_summary(tmp_path, caplog):
     runner = CliRunner()
     db, out = tmp_path / "w.duckdb", tmp_path / "out"
     first = runner.invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(db), "--out", str(out), "-q"])
     assert first.exit_code == 0, first.output
     assert "kernel" in first.output and "All assets materialized" in first.output
+    progress = lambda: [r.getMessage() for r in caplog.records if r.name == "goodput.progress"]  # noqa: E731
+    assert progress() == []  # -q: the summary only
     before = table_counts(db)
-    second = runner.invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(db), "--out", str(out), "-q"])
+    second = runner.invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(db), "--out", str(out)])
     assert second.exit_code == 0, second.output
     assert table_counts(db) == before
+    # without -q every asset says when it starts (stderr), the ingest first and the report last
+    started = [m.split()[1] for m in progress() if m.strip().startswith("building ")]
+    assert {"sacct_records", "jobs", "failure_attribution", "node_actions", "reliability_report"} <= set(started)
+    assert started.index("sacct_records") < started.index("jobs") < started.index("reliability_report")
+    assert all(re.fullmatch(r"  \S+ (done|FAILED) after \d+\.\d s", m) for m in progress() if "after" in m)
     assert (out / "ingest_summary.csv").exists()
 
     result = runner.invoke(main, ["sql", "--db", str(db), "--csv", "SELECT job_id, state FROM jobs WHERE job_id = '1003'"])
