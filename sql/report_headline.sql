@@ -25,10 +25,7 @@ WITH days AS (
       USING (job_id, instance)
     WHERE j.start_time IS NOT NULL AND j.end_time < $day::TIMESTAMP + INTERVAL 1 DAY
 ), out_of_service AS (
-    SELECT count(DISTINCT host) AS nodes FROM node_state_periods
-    WHERE time_start <= $day::TIMESTAMP + INTERVAL 1 DAY
-      AND (time_end IS NULL OR time_end > $day::TIMESTAMP + INTERVAL 1 DAY)
-      AND (state LIKE '%DRAIN%' OR state LIKE 'DOWN%')
+    SELECT count(*) AS nodes FROM nodes_out_of_service($day)
 )
 SELECT (SELECT g FROM last7) AS goodput_7d, (SELECT g FROM prev7) AS goodput_prev_7d,
        (SELECT ettr FROM largest) AS ettr_largest, (SELECT runs FROM largest) AS largest_runs,

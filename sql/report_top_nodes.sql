@@ -5,11 +5,7 @@ WITH lost AS (
     JOIN job_failure_causes a USING (job_id, instance)
     WHERE a.host IS NOT NULL AND l.infra AND l.end_time < $day::TIMESTAMP + INTERVAL 1 DAY GROUP BY a.host
 ), state AS (
-    SELECT host, arg_max(state || coalesce(': ' || reason, ''), time_start) AS state FROM node_state_periods
-    WHERE time_start <= $day::TIMESTAMP + INTERVAL 1 DAY
-      AND (time_end IS NULL OR time_end > $day::TIMESTAMP + INTERVAL 1 DAY)
-      AND (state LIKE '%DRAIN%' OR state LIKE 'DOWN%')
-    GROUP BY host
+    SELECT host, state || coalesce(': ' || reason, '') AS state FROM nodes_out_of_service($day)
 )
 SELECT t.host, coalesce(l.lost_gpu_hours, 0) AS lost_gpu_hours, t.failures_blamed, t.incidents, t.drains,
        coalesce(s.state, 'in service') AS state_now,

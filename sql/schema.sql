@@ -92,3 +92,11 @@ CREATE TABLE IF NOT EXISTS job_log_lines (
 -- Added with job logs: the job a node event comes from (job logs), and the peer it names.
 ALTER TABLE node_events ADD COLUMN IF NOT EXISTS job_id VARCHAR;
 ALTER TABLE node_events ADD COLUMN IF NOT EXISTS peer VARCHAR;
+-- Nodes drained or down at the end of a day, with the state and reason Slurm recorded last: the one rule the
+-- report's card, its top-nodes table and ad-hoc SQL share (SELECT * FROM nodes_out_of_service(DATE '2024-03-01')).
+CREATE OR REPLACE MACRO nodes_out_of_service(day) AS TABLE
+    SELECT host, arg_max(state, time_start) AS state, arg_max(reason, time_start) AS reason FROM node_state_periods
+    WHERE time_start <= day::TIMESTAMP + INTERVAL 1 DAY
+      AND (time_end IS NULL OR time_end > day::TIMESTAMP + INTERVAL 1 DAY)
+      AND (state LIKE '%DRAIN%' OR state LIKE 'DOWN%')
+    GROUP BY host;
