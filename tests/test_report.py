@@ -98,11 +98,50 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     shares = [float(x) for x in re.findall(r'data-share="([^"]+)"', dom.stdout)]
     assert len(shares) == 6 and sum(shares) == pytest.approx(1.0, abs=1e-6)
     _capacity_adds_up(report.read_text())
+    # what the browser drew: the simulated part of the expected-ETTR curve dashed, the co-occurrence counts
+    # written in their cells, the MTTF projection labelled, causes in words in the legend
+    ettr_svg = dom.stdout[dom.stdout.index('id="c-ettr"'):dom.stdout.index('id="c-sweep"')]
+    methods = {p["method"] for p in embedded_specs(report.read_text())["ettr"]["datasets"]["expected"]}
+    assert ("5,3" in set(re.findall(r'stroke-dasharray="([^"]+)"', ettr_svg))) == ("Monte Carlo" in methods)
+    co_svg = dom.stdout[dom.stdout.index('id="c-cooccurrence"'):]
+    assert re.search(r"<text[^>]*>\d+</text>", co_svg)
+    assert "projection: 1/N at the fleet" in dom.stdout
     shot = REPO / "out" / "report-screenshot.png"
     shot.parent.mkdir(exist_ok=True)
     subprocess.run([*flags, "--window-size=1100,7000", f"--screenshot={shot}", report.as_uri()],
                    capture_output=True, timeout=180)
     assert shot.exists() and shot.stat().st_size > 50_000
+
+
+LAYOUT_PROBE = """<script>
+setTimeout(() => {
+  const d = document.documentElement;
+  const wide = [...document.querySelectorAll("body *")].filter(e => !e.closest("svg")
+    && e.getBoundingClientRect().right > d.clientWidth + 1).map(e => e.tagName + "#" + (e.id || e.className));
+  document.body.setAttribute("data-overflow", d.scrollWidth > d.clientWidth ? wide.join(" ") || "page" : "none");
+}, 8000);
+</script>"""
+
+
+def test_report_holds_at_768_px_and_prints(report, tmp_path):
+    """On a 768 px screen nothing sticks out sideways (charts scale down), and the page prints."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium is not installed and could not be installed (make test tries `apt-get install chromium`)")
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=20000"]
+    html = report.read_text()
+    end = html.rindex("</body>")  # the last one: the inlined JavaScript may spell the tag in a string
+    probe = tmp_path / "probe.html"
+    probe.write_text(html[:end] + LAYOUT_PROBE + html[end:])
+    dom = subprocess.run([*flags, "--window-size=768,1000", "--dump-dom", probe.as_uri()],
+                         capture_output=True, text=True, timeout=180).stdout
+    assert re.search(r'<body data-overflow="none">', dom), re.search(r'<body data-overflow="[^"]*"', dom)
+    pdf = tmp_path / "report.pdf"
+    subprocess.run([*flags, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", report.as_uri()],
+                   capture_output=True, timeout=180)
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page\b", data)) >= 5
 
 
 SPEC_LINE = re.compile(r'^\s*"(\w+)": (\{.*\}),$', flags=re.M)
