@@ -322,7 +322,8 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
 @click.option("--runtime-days", type=click.FloatRange(0, min_open=True), default=None,
               help="Productive runtime R of the run [default: a long run, the u0/R term dropped].")
 @click.option("--monte-carlo", is_flag=True,
-              help="Also simulate the run (2,000 trials of --runtime-days, default 7) and print the mean with a 95% CI.")
+              help="Also simulate the run (2,000 trials of --runtime-days, default 7) and print the mean with a 95% CI "
+                   "(done unasked where the closed form is not valid).")
 @click.option("--sweep", "do_sweep", is_flag=True,
               help="Print the checkpoint interval needed for --target ETTR by failure rate and job size (Meta Fig. 10).")
 @click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
@@ -360,12 +361,15 @@ def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtim
     nodes, r = gpus / E.GPUS_PER_NODE, failure_rate / 1000
     runtime_h = runtime_days * 24 if runtime_days else None
     value = E.expected_ettr(nodes, r, u0, dt, q, runtime_h)
-    mc = E.monte_carlo_ettr(nodes, r, u0, dt, q, runtime_h or 24 * 7) if monte_carlo else None
+    valid = E.closed_form_valid(nodes, r, u0, dt)
+    stalled = nodes * r / 24 * (u0 + dt) > E.NO_PROGRESS  # a run would rarely reach its next checkpoint
+    # beyond the closed form's range the simulation is the estimate: run it unasked (unless it would not end)
+    mc = E.monte_carlo_ettr(nodes, r, u0, dt, q, runtime_h or 24 * 7) if (monte_carlo or not valid) and not stalled else None
     if as_json:
         out = {"gpus": gpus, "nodes": nodes, "failures_per_1000_node_days": failure_rate,
                "checkpoint_min": checkpoint_min, "restart_min": restart_min, "queue_min": queue_min,
                "runtime_days": runtime_days, "job_mttf_hours": E.job_mttf_hours(nodes, r), "expected_ettr": value,
-               "closed_form_valid": E.closed_form_valid(nodes, r, u0, dt)}
+               "closed_form_valid": valid, "reaches_checkpoints": not stalled}
         if mc is not None:
             out["monte_carlo"] = {"mean": mc.mean, "ci_low": mc.ci_low, "ci_high": mc.ci_high, "trials": mc.trials,
                                   "runtime_days": (runtime_h or 168) / 24, "mean_failures": mc.mean_failures}
@@ -374,8 +378,10 @@ def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtim
     click.echo(f"job: {gpus} GPUs ({nodes:g} nodes), r = {failure_rate:g} per 1,000 node-days, "
                f"checkpoint {checkpoint_min:g} min, restart {restart_min:g} min, queue {queue_min:g} min")
     click.echo(f"job MTTF:       {E.job_mttf_hours(nodes, r):.3f} h")
-    click.echo(f"expected ETTR:  {value:.4f}" + ("" if E.closed_form_valid(nodes, r, u0, dt) else
-               "   (outside the closed form's range: u0 + Δt/2 is not small against the MTTF)"))
+    click.echo(f"expected ETTR:  {value:.4f}" + ("" if valid else
+               "   (outside the closed form's range: u0 + Δt/2 is not small against the MTTF;"
+               + (" a run would rarely reach its next checkpoint, ETTR under 1%)" if stalled else
+                  " the Monte Carlo below is the estimate)")))
     if mc is not None:
         click.echo(f"Monte Carlo:    {mc.mean:.4f}  (95% CI {mc.ci_low:.4f}-{mc.ci_high:.4f}, {mc.trials} runs of "
                    f"{(runtime_h or 168) / 24:g} days, {mc.mean_failures:.1f} failures per run)")

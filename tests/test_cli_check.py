@@ -93,13 +93,18 @@ def test_why_json_carries_what_the_text_says(demo_db):
     assert f": {len(inst['events'])}" in text and all(e["host"] in text for e in inst["events"])
 
 
-@pytest.mark.parametrize("args", [["--gpus", "4096"], ["--gpus", "131072", "--failure-rate", "2.34", "--checkpoint-min", "30"]])
+@pytest.mark.parametrize("args", [["--gpus", "4096"], ["--gpus", "131072", "--failure-rate", "2.34", "--checkpoint-min", "30"],
+                                  ["--gpus", "131072", "--failure-rate", "50", "--checkpoint-min", "60"]])
 def test_ettr_json_carries_what_the_text_says(args):
     text = CliRunner().invoke(main, ["ettr", *args]).output
     data = json.loads(CliRunner().invoke(main, ["ettr", *args, "--json"]).output)
     assert f"job MTTF:       {data['job_mttf_hours']:.3f} h" in text
     assert f"expected ETTR:  {data['expected_ettr']:.4f}" in text
     assert ("outside the closed form's range" in text) == (not data["closed_form_valid"])
+    # beyond the closed form, the simulation is run unasked and is the estimate
+    assert ("monte_carlo" in data) == (not data["closed_form_valid"] and data["reaches_checkpoints"])
+    if "monte_carlo" in data:
+        assert f"Monte Carlo:    {data['monte_carlo']['mean']:.4f}" in text and "the Monte Carlo below" in text
     sweep = json.loads(CliRunner().invoke(main, ["ettr", "--sweep", "--json"]).output)
     assert sweep["target_ettr"] == 0.9 and len(sweep["sweep"]) == 25
 
