@@ -87,13 +87,14 @@ NO_PROGRESS = 7.0  # x = N·r·(u0 + Δt) beyond which a segment reaches its nex
 
 
 def expected_ettr_curve(sizes_gpus: list[int], r_per_node_day: float, u0_h: float, dt_h: float, q_h: float = 0.0,
-                        runtime_h: float | None = None, trials: int = 400, seed: int = 0) -> list[dict]:
+                        runtime_h: float | None = None, trials: int = 400, seed: int = 0,
+                        gpus_per_node: int = GPUS_PER_NODE) -> list[dict]:
     """Expected ETTR per job size: Meta's eq. 1 where it is valid (u0 + Δt/2 small against the MTTF), the
     Monte Carlo of the same run beyond it, and 0 where a run could not reach its next checkpoint in
     practice (below 1%, see NO_PROGRESS). Each point says which it is."""
     rows = []
     for g in sizes_gpus:
-        n = g / GPUS_PER_NODE
+        n = g / gpus_per_node
         if closed_form_valid(n, r_per_node_day, u0_h, dt_h):
             value, method = expected_ettr(n, r_per_node_day, u0_h, dt_h, q_h, runtime_h), "closed form"
         elif n * r_per_node_day / 24.0 * (u0_h + dt_h) > NO_PROGRESS:
@@ -116,16 +117,17 @@ def checkpoint_for_target(target: float, n_nodes: float, r_per_node_day: float, 
     return dt if dt > 0 else None
 
 
-def sweep(target: float, rates_per_1000: list[float], gpus: list[int], u0_h: float) -> list[dict]:
+def sweep(target: float, rates_per_1000: list[float], gpus: list[int], u0_h: float,
+          gpus_per_node: int = GPUS_PER_NODE) -> list[dict]:
     """Meta Fig. 10: the checkpoint interval needed for a target ETTR, by
     failure rate and job size."""
     rows = []
     for rate in rates_per_1000:
         for g in gpus:
-            dt = checkpoint_for_target(target, g / GPUS_PER_NODE, rate / 1000, u0_h)
+            dt = checkpoint_for_target(target, g / gpus_per_node, rate / 1000, u0_h)
             rows.append({"failures_per_1000_node_days": rate, "gpus": g,
                          "checkpoint_minutes": None if dt is None else round(dt * 60, 2),
-                         "job_mttf_hours": round(job_mttf_hours(g / GPUS_PER_NODE, rate / 1000), 3)})
+                         "job_mttf_hours": round(job_mttf_hours(g / gpus_per_node, rate / 1000), 3)})
     return rows
 
 

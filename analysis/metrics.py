@@ -53,24 +53,36 @@ def build_run_ettr(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> int:
     return sql.scalar(con, "count_job_run_ettr")
 
 
+def build_node_gpus(con: duckdb.DuckDBPyConnection) -> int:
+    """Each node's GPUs from the allocations (node_gpus); returns the fleet's node size."""
+    sql.run_steps(con, [("build_node_gpus", None)])
+    return fleet_gpus_per_node(con)
+
+
+def fleet_gpus_per_node(con: duckdb.DuckDBPyConnection) -> int:
+    """The GPUs most nodes have: how many GPUs make a node when r, MTTF and ETTR count nodes."""
+    return int(sql.scalar(con, "fleet_gpus_per_node"))
+
+
 def build_failure_rates(con: duckdb.DuckDBPyConnection) -> dict:
     """Cluster r (Meta's definition), MTTF per size bucket with 90% Gamma
     intervals, the 1/(N r) projection, and the failure rate over time."""
     sql.run_steps(con, [("build_cluster_failure_rate", None), ("build_failure_rate_over_time", None)])
     rate = sql.query(con, "select_cluster_failure_rate").row(0, named=True)
     r = rate["r_per_node_day"] or 0.0
+    per_node = fleet_gpus_per_node(con)
     counts = sql.query(con, "mttf_by_job_size_counts")
     rows = []
     for b in counts.iter_rows(named=True):
         lo, hi = ettr.gamma_rate_ci(b["failures"], b["runtime_hours"]) if b["runtime_hours"] else (0.0, 0.0)
         rows.append({**b, "mttf_hours": b["runtime_hours"] / b["failures"] if b["failures"] else None,
                      "mttf_ci_low_hours": 1 / hi if hi else None, "mttf_ci_high_hours": 1 / lo if lo else None,
-                     "projected_mttf_hours": ettr.job_mttf_hours(b["bucket_gpus"] / 8, r) if r else None})
+                     "projected_mttf_hours": ettr.job_mttf_hours(b["bucket_gpus"] / per_node, r) if r else None})
     mttf = pl.DataFrame(rows, schema={"bucket_gpus": pl.Int64, "instances": pl.Int64, "runtime_hours": pl.Float64,
                                       "failures": pl.Int64, "mttf_hours": pl.Float64, "mttf_ci_low_hours": pl.Float64,
                                       "mttf_ci_high_hours": pl.Float64, "projected_mttf_hours": pl.Float64})
-    projection = pl.DataFrame({"gpus": PROJECTION_GPUS, "nodes": [g // 8 for g in PROJECTION_GPUS],
-                               "projected_mttf_hours": [ettr.job_mttf_hours(g / 8, r) if r else None
+    projection = pl.DataFrame({"gpus": PROJECTION_GPUS, "nodes": [g // per_node for g in PROJECTION_GPUS],
+                               "projected_mttf_hours": [ettr.job_mttf_hours(g / per_node, r) if r else None
                                                         for g in PROJECTION_GPUS]})
     con.register("staged_mttf", mttf)
     con.register("staged_projection", projection)

@@ -13,7 +13,15 @@ def job_run_ettr(warehouse: Warehouse, settings: MetricsSettings) -> Materialize
     return MaterializeResult(metadata={"runs": n})
 
 
-@asset(deps=["failure_attribution"], group_name="metrics",
+@asset(deps=["jobs", "topology"], group_name="metrics",
+       description="Each node's GPUs, learned from the jobs' allocations (multi-node jobs take whole nodes).")
+def node_gpus(warehouse: Warehouse) -> MaterializeResult:
+    with warehouse.connect() as con:
+        fleet = metrics.build_node_gpus(con)
+    return MaterializeResult(metadata={"gpus_per_node": fleet})
+
+
+@asset(deps=["failure_attribution", "node_gpus"], group_name="metrics",
        description="Cluster failure rate r (Meta), MTTF by job size with 90% CIs, 1/(N r) projection, rate over time.")
 def failure_rates(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -21,7 +29,7 @@ def failure_rates(warehouse: Warehouse) -> MaterializeResult:
     return MaterializeResult(metadata={k: float(v or 0) for k, v in rate.items()})
 
 
-@asset(deps=["failure_attribution", "job_runs"], group_name="metrics",
+@asset(deps=["failure_attribution", "job_runs", "node_gpus"], group_name="metrics",
        description="Goodput per day, losses by cause and size, second-order preemptions, crash loops.")
 def goodput(warehouse: Warehouse, settings: MetricsSettings) -> MaterializeResult:
     with warehouse.connect() as con:

@@ -329,17 +329,21 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
 @click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
               help="Target expected ETTR for --sweep.")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
+@click.option("--gpus-per-node", type=click.IntRange(1), default=None,
+              help="GPUs per node, to count a job's nodes [default: 8, or the warehouse's with --from-db].")
 @click.option("--from-db", is_flag=True,
-              help="Use the failure rate the warehouse measured (cluster_failure_rate) instead of --failure-rate.")
+              help="Use the failure rate (cluster_failure_rate) and node size (node_gpus) the warehouse measured.")
 @_db_option
 @click.pass_context
 def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_days, monte_carlo, do_sweep, target,
-         as_json, from_db, db):
+         as_json, gpus_per_node, from_db, db):
     """Expected ETTR and job MTTF for a training run (Meta eq. 1), optionally checked by Monte Carlo."""
     from analysis import ettr as E
 
     if from_db:
-        failure_rate = _measured_rate(db or warehouse.default_db_path())
+        failure_rate, measured_per_node = _measured_rate(db or warehouse.default_db_path())
+        gpus_per_node = gpus_per_node or measured_per_node
+    gpus_per_node = gpus_per_node or E.GPUS_PER_NODE
     u0, dt, q = restart_min / 60, checkpoint_min / 60, queue_min / 60
     if do_sweep:
         import polars as pl
@@ -347,7 +351,7 @@ def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtim
         given = lambda name: ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT  # noqa: E731
         rates = sorted({1.0, 2.34, 4.0, 6.5, 10.0} | ({round(failure_rate, 3)} if from_db or given("failure_rate") else set()))
         sizes = sorted({1024, 4096, 16384, 65536, 131072} | ({gpus} if given("gpus") else set()))
-        rows = E.sweep(target, rates, sizes, u0)
+        rows = E.sweep(target, rates, sizes, u0, gpus_per_node)
         if as_json:
             click.echo(json.dumps({"target_ettr": target, "restart_min": restart_min, "sweep": rows}, indent=2))
             return
@@ -358,7 +362,7 @@ def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtim
         with pl.Config(tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, tbl_cols=-1):
             click.echo(table)
         return
-    nodes, r = gpus / E.GPUS_PER_NODE, failure_rate / 1000
+    nodes, r = gpus / gpus_per_node, failure_rate / 1000
     runtime_h = runtime_days * 24 if runtime_days else None
     value = E.expected_ettr(nodes, r, u0, dt, q, runtime_h)
     valid = E.closed_form_valid(nodes, r, u0, dt)
@@ -366,7 +370,7 @@ def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtim
     # beyond the closed form's range the simulation is the estimate: run it unasked (unless it would not end)
     mc = E.monte_carlo_ettr(nodes, r, u0, dt, q, runtime_h or 24 * 7) if (monte_carlo or not valid) and not stalled else None
     if as_json:
-        out = {"gpus": gpus, "nodes": nodes, "failures_per_1000_node_days": failure_rate,
+        out = {"gpus": gpus, "gpus_per_node": gpus_per_node, "nodes": nodes, "failures_per_1000_node_days": failure_rate,
                "checkpoint_min": checkpoint_min, "restart_min": restart_min, "queue_min": queue_min,
                "runtime_days": runtime_days, "job_mttf_hours": E.job_mttf_hours(nodes, r), "expected_ettr": value,
                "closed_form_valid": valid, "reaches_checkpoints": not stalled}
@@ -387,9 +391,12 @@ def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtim
                    f"{(runtime_h or 168) / 24:g} days, {mc.mean_failures:.1f} failures per run)")
 
 
-def _measured_rate(db: Path) -> float:
-    """The warehouse's measured failures per 1,000 node-days (`goodput run` builds cluster_failure_rate)."""
+def _measured_rate(db: Path) -> tuple[float, int]:
+    """The warehouse's measured failures per 1,000 node-days and GPUs per node (`goodput run` builds
+    cluster_failure_rate and node_gpus)."""
     import duckdb
+
+    from analysis import metrics
 
     try:
         con = warehouse.connect(db, read_only=True)
@@ -397,13 +404,14 @@ def _measured_rate(db: Path) -> float:
         raise click.ClickException(str(exc)) from None
     try:
         row = con.execute("SELECT r_per_1000_node_days FROM cluster_failure_rate").fetchall()
+        per_node = metrics.fleet_gpus_per_node(con)
     except duckdb.Error:
         raise click.ClickException(f"{db} has no measured failure rate yet: run `goodput run` first") from None
     finally:
         con.close()
     if not row or row[0][0] is None:
         raise click.ClickException(f"{db} measured no failure rate (no runtime in its jobs)")
-    return float(row[0][0])
+    return float(row[0][0]), per_node
 
 
 def _setup_logging(quiet: bool) -> None:

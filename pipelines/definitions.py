@@ -9,7 +9,7 @@ from assets.network import port_counter_events
 from assets.telemetry import detector_evaluation, machine_alerts
 from assets.attribution import classified_events, failure_attribution, job_runs, node_incidents, one_primary_cause
 from assets.derived import jobs, jobs_instances_sequential, node_events
-from assets.metrics import failure_rates, goodput, iteration_degradation, job_run_ettr
+from assets.metrics import failure_rates, goodput, iteration_degradation, job_run_ettr, node_gpus
 from assets.models import drain_share_sane, node_actions, node_exports
 from assets.ingest import ingest_assets, ingest_checks, unrecognised_files
 from assets.nightly import (daily_source_volume, reject_rate_below_threshold, reliability_report, sources_present,
@@ -19,7 +19,7 @@ from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, 
 from pipelines.schedules import new_files_sensor, nightly, nightly_schedule, refresh
 
 all_assets = [*ingest_assets, unrecognised_files, jobs, node_events, classified_events, failure_attribution, job_runs,
-              node_incidents, job_run_ettr, failure_rates, goodput, iteration_degradation, node_actions, node_exports,
+              node_incidents, job_run_ettr, node_gpus, failure_rates, goodput, iteration_degradation, node_actions, node_exports,
               benchmark_criteria, criteria_exports, machine_alerts, detector_evaluation, port_counter_events,
               job_log_events]
 daily_assets = [daily_source_volume, reliability_report]

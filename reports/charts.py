@@ -165,13 +165,14 @@ def run_cells(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def ettr_by_size(runs: pl.DataFrame, r_per_node_day: float, u0_h: float, dt_h: float, q_h: float = 0.0,
-                 runtime_h: float | None = None, multiple: int = 16) -> dict:
+                 runtime_h: float | None = None, multiple: int = 16, gpus_per_node: int = E.GPUS_PER_NODE) -> dict:
     """Runs binned by size and ETTR band against the expected ETTR, drawn up to ``multiple`` times the
     largest run (the axis follows the data): eq. 1 where valid, Monte Carlo beyond (dashed)."""
     cells, medians = run_cells(runs)
     largest = cells["size"].max() or 64
     sizes = [8 * 2 ** k for k in range(20) if 8 * 2 ** k <= multiple * largest]
-    curve = pl.DataFrame(E.expected_ettr_curve(sizes, r_per_node_day, u0_h, dt_h, q_h, runtime_h),
+    curve = pl.DataFrame(E.expected_ettr_curve(sizes, r_per_node_day, u0_h, dt_h, q_h, runtime_h,
+                                               gpus_per_node=gpus_per_node),
                          schema={"n_gpus": pl.Int64, "expected": pl.Float64, "method": pl.Utf8})
     # the curve's span with a margin: a log scale's nice rounding would add empty decades
     scale = alt.Scale(type="log", domain=[sizes[0] / 1.5, sizes[-1] * 1.5], nice=False)
@@ -218,9 +219,10 @@ def sweep_axes(r_per_1000: float, largest_gpus: int | None, multiple: int = 16) 
     return [round(r, 2) for r in rates], gpus
 
 
-def checkpoint_sweep(r_per_1000: float, u0_h: float, largest_gpus: int | None = None) -> dict:
+def checkpoint_sweep(r_per_1000: float, u0_h: float, largest_gpus: int | None = None,
+                     gpus_per_node: int = E.GPUS_PER_NODE) -> dict:
     rates, gpus = sweep_axes(r_per_1000, largest_gpus)
-    rows = E.sweep(TARGET_ETTR, rates, gpus, u0_h)
+    rows = E.sweep(TARGET_ETTR, rates, gpus, u0_h, gpus_per_node)
     frame = pl.DataFrame(rows).filter(pl.col("checkpoint_minutes").is_not_null())
     lines = alt.Chart(_data("sweep")).mark_line(point=True).encode(
         x=alt.X("failures_per_1000_node_days:Q", title="failures per 1,000 node-days"),

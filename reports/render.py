@@ -83,19 +83,20 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
     run_h = runs["productive_hours"].median() if runs.height else None
     loss, co = q("loss_by_size", day=day), q("cooccurrence", day=day)
     split = q("capacity_split", day=day)
+    per_node = int(sql.scalar(con, "fleet_gpus_per_node"))  # r counts nodes: GPUs -> nodes at the fleet's size
     drawn = {
         "status": charts.status_breakdown(status),
         "goodput": charts.goodput_trend(daily),
         "capacity": charts.capacity_split(split),
         "failure_rate": charts.failure_rate_over_time(rates, checks, labels or {}),
         "mttf": charts.mttf_by_size(mttf, projection),
-        "ettr": charts.ettr_by_size(runs, r, u0_h, dt_h, q_h or 0.0, run_h),
-        "sweep": charts.checkpoint_sweep(r * 1000, u0_h, runs["n_gpus"].max() if runs.height else None),
+        "ettr": charts.ettr_by_size(runs, r, u0_h, dt_h, q_h or 0.0, run_h, gpus_per_node=per_node),
+        "sweep": charts.checkpoint_sweep(r * 1000, u0_h, runs["n_gpus"].max() if runs.height else None, per_node),
         "loss": charts.loss_by_size(loss),
         "cooccurrence": charts.cooccurrence(co, labels or {}),
     }
     return {
-        "day": day, "head": head, "charts": drawn, "curve": _curve_facts(drawn["ettr"]),
+        "day": day, "head": head, "charts": drawn, "node_sizes": q("node_sizes").to_dicts(), "curve": _curve_facts(drawn["ettr"]),
         "sweep_gpus": sorted({p["gpus"] for p in drawn["sweep"]["datasets"]["sweep"]}),
         "projected": drawn["mttf"]["datasets"]["projection"], "u0_min": u0_h * 60, "dt_min": dt_h * 60, "target": charts.TARGET_ETTR,
         "run_min_gpus": RUN_MIN_GPUS, "run_min_hours": RUN_MIN_HOURS, "q_min": (q_h or 0) * 60,

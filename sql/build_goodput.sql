@@ -1,4 +1,4 @@
--- goodput_daily: capacity (nodes seen x 8 GPUs x 24 h), GPU-hours scheduled,
+-- goodput_daily: capacity (each node seen x its GPUs x 24 h), GPU-hours scheduled,
 -- and lost: a failed or preempted instance loses min(runtime, Δt/2) x GPUs
 -- (work since the last checkpoint, on average), counted on the day it ended.
 -- goodput = productive GPU-hours / capacity. goodput_loss splits the losses by
@@ -17,8 +17,7 @@ WHERE j.end_time IS NOT NULL AND j.start_time IS NOT NULL
   AND (j.state = 'PREEMPTED' OR (j.state IN ('FAILED', 'NODE_FAIL', 'REQUEUED', 'OUT_OF_MEMORY') AND a.job_id IS NOT NULL));
 CREATE OR REPLACE TABLE goodput_daily AS
 WITH capacity AS (
-    SELECT count(DISTINCT host) * 8 * 24.0 AS gpu_hours FROM (
-        SELECT host FROM topology UNION SELECT unnest(nodes) FROM jobs)
+    SELECT (sum(gpus) * 24)::DOUBLE AS gpu_hours FROM node_gpus
 ), days AS (
     SELECT day FROM job_days
 ), scheduled AS (

@@ -135,5 +135,9 @@ def test_ettr_sweep_takes_the_given_size_and_the_measured_rate(tmp_path):
     assert {r["gpus"] for r in rows} >= {2048, 1024} and 3.0 in {r["failures_per_1000_node_days"] for r in rows}
     one = json.loads(CliRunner().invoke(main, ["ettr", "--json", "--from-db", "--db", str(db)]).output)
     assert one["failures_per_1000_node_days"] == pytest.approx(measured)
+    assert one["gpus_per_node"] == 8 and one["nodes"] == one["gpus"] / 8  # the sample's nodes have 8 GPUs
+    four = json.loads(CliRunner().invoke(main, ["ettr", "--json", "--gpus", "1024", "--gpus-per-node", "4"]).output)
+    eight = json.loads(CliRunner().invoke(main, ["ettr", "--json", "--gpus", "1024"]).output)
+    assert four["nodes"] == 256 and four["job_mttf_hours"] == pytest.approx(eight["job_mttf_hours"] / 2)
     missing = CliRunner().invoke(main, ["ettr", "--from-db", "--db", str(tmp_path / "none.duckdb")])
     assert missing.exit_code != 0 and "goodput run" in missing.output

@@ -112,3 +112,31 @@ def test_per_account_checkpoint_override(tmp_path, measured):
     params = dict(con.execute("SELECT account, any_value(dt_s) FROM job_run_ettr GROUP BY account").fetchall())
     assert params["llm"] == 600 and params["vision"] == 3600
     metrics.build_run_ettr(con, metrics.MetricsConfig())
+
+
+def test_capacity_counts_each_nodes_gpus_from_the_allocations(tmp_path):
+    """A fleet of 4-GPU nodes (its multi-node jobs get 4 per node) has half the capacity of the 8-GPU
+    sample; a node some job was given more GPUs on has at least those."""
+    import re
+    import shutil
+    from pathlib import Path
+    src = tmp_path / "src"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "demo_source", src)
+    sacct = src / "slurm" / "sacct-2024-03-01.txt"
+
+    def halve(m):  # gres/gpu=32 -> 16: every allocation at 4 GPUs per node instead of 8
+        return f"gres/gpu={max(1, int(m.group(1)) // 2)}"
+    lines = sacct.read_text().splitlines()
+    # job 1002 keeps its 8 GPUs on gpu005: that node has at least 8
+    lines = [ln if ln.startswith("1002") else re.sub(r"gres/gpu=(\d+)", halve, ln) for ln in lines]
+    sacct.write_text("\n".join(lines) + "\n")
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    ingest_directory(con, src)
+    build_all(con, load(), metrics.MetricsConfig())
+    gpus = dict(con.execute("SELECT host, gpus FROM node_gpus").fetchall())
+    basis = dict(con.execute("SELECT host, basis FROM node_gpus").fetchall())
+    assert gpus.pop("gpu005") == 8 and basis["gpu005"] == "allocated on this node"
+    assert gpus and set(gpus.values()) == {4}
+    capacity = con.execute("SELECT DISTINCT capacity_gpu_hours FROM goodput_daily").fetchall()
+    assert capacity == [((4 * len(gpus) + 8) * 24.0,)]
+    con.close()

@@ -278,6 +278,13 @@ def _number(text: str) -> float:
 def _captions_agree(html: str) -> None:
     """Every number or claim a caption makes about its chart is in that chart's data."""
     specs = embedded_specs(html)
+    # capacity: the nodes and GPUs named make each day's capacity, as the chart's parts add up to it
+    sizes = re.findall(r"([\d,]+) nodes? of (\d+) GPUs", _text(html, "cap-capacity"))
+    per_day = {}
+    for v in specs["capacity"]["datasets"]["capacity"]:
+        per_day[v["day"]] = per_day.get(v["day"], 0) + v["gpu_hours"]
+    capacity = 24 * sum(_number(n) * int(g) for n, g in sizes)
+    assert sizes and all(total == pytest.approx(capacity, rel=1e-3) for total in per_day.values())  # 4 significant digits
     # how jobs end: each state's shares, as the chart has them
     status = {(v["state"], v["measure"]): v["share"] for v in specs["status"]["datasets"]["status"]}
     said = re.findall(r"(\w+) ([\d.]+)% of instances / ([\d.]+)% of GPU-hours", _text(html, "cap-status"))
