@@ -86,6 +86,11 @@ NO_PROGRESS = 7.0  # x = N·r·(u0 + Δt) beyond which a segment reaches its nex
 # ETTR is then below about x·e^-x < 1%, and simulating it would take ~e^x restarts per checkpoint
 
 
+def reaches_checkpoints(n_nodes: float, r_per_node_day: float, u0_h: float, dt_h: float) -> bool:
+    """False where a run would rarely reach its next checkpoint (N·r·(u0 + Δt) > NO_PROGRESS)."""
+    return n_nodes * r_per_node_day / 24.0 * (u0_h + dt_h) <= NO_PROGRESS
+
+
 def expected_ettr_curve(sizes_gpus: list[int], r_per_node_day: float, u0_h: float, dt_h: float, q_h: float = 0.0,
                         runtime_h: float | None = None, trials: int = 400, seed: int = 0,
                         gpus_per_node: int = GPUS_PER_NODE) -> list[dict]:
@@ -97,7 +102,7 @@ def expected_ettr_curve(sizes_gpus: list[int], r_per_node_day: float, u0_h: floa
         n = g / gpus_per_node
         if closed_form_valid(n, r_per_node_day, u0_h, dt_h):
             value, method = expected_ettr(n, r_per_node_day, u0_h, dt_h, q_h, runtime_h), "closed form"
-        elif n * r_per_node_day / 24.0 * (u0_h + dt_h) > NO_PROGRESS:
+        elif not reaches_checkpoints(n, r_per_node_day, u0_h, dt_h):
             value, method = 0.0, "no progress"
         else:
             mc = monte_carlo_ettr(n, r_per_node_day, u0_h, dt_h, q_h, runtime_h or 24.0 * 7, trials, seed)

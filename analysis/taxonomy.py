@@ -59,12 +59,12 @@ class Taxonomy:
     rules: pl.DataFrame  # one row per rule (XIDs included), RULE_SCHEMA
     causes: dict[str, dict]  # cause id -> {domain, description, label}
     xids: dict[int, dict]  # code -> merged XID entry
+    before_s: int
+    after_s: int
 
     def labels(self) -> dict[str, str]:
         """cause id -> the words a report shows (see cause_label)."""
         return {c: str(spec.get("label") or cause_label(c, {})) for c, spec in self.causes.items()}
-    before_s: int
-    after_s: int
 
 
 def _what(value) -> str:

@@ -41,19 +41,23 @@ def connect(path: Path | str | None = None, read_only: bool = False) -> duckdb.D
     return con
 
 
-def first_data_day(path: Path | str | None = None):
-    """The first job-end day in the warehouse, or None when it cannot be read now (no file yet, no jobs,
-    or a writer holds the lock): where the daily partitions start."""
+def read_scalar(path: Path | str | None, statement: str):
+    """One value of sql/<statement>.sql, read through a short read-only connection (the file stays free
+    for a writer)."""
+    con = connect(path, read_only=True)
     try:
-        con = connect(path, read_only=True)
-    except (FileNotFoundError, duckdb.Error):
-        return None
-    try:
-        return con.execute(sql.load("first_data_day")).fetchall()[0][0]
-    except duckdb.Error:  # a warehouse from before `jobs` existed
-        return None
+        return sql.scalar(con, statement)
     finally:
         con.close()
+
+
+def first_data_day(path: Path | str | None = None):
+    """The first job-end day in the warehouse, or None when it cannot be read now (no file yet, no jobs,
+    a warehouse from before `jobs` existed, or a writer holds the lock): where the daily partitions start."""
+    try:
+        return read_scalar(path, "first_data_day")
+    except (FileNotFoundError, duckdb.Error):
+        return None
 
 
 def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:

@@ -71,12 +71,11 @@ def volume_steady(context, warehouse: Warehouse) -> AssetCheckResult:
        description="The self-contained HTML reliability report for the day (and latest.html).")
 def reliability_report(context: AssetExecutionContext, warehouse: Warehouse, report_settings: ReportSettings,
                        settings: MetricsSettings, taxonomy: TaxonomyConfig) -> MaterializeResult:
-    from reports.render import headline, render_report
+    from reports.render import render_with_headline
 
     tax = taxonomy.load()
     with warehouse.connect() as con:
-        path = render_report(con, _day(context), Path(report_settings.out_dir) / "reports",
-                             settings.restart_min / 60, settings.checkpoint_min / 60,
-                             (tax.before_s, tax.after_s), taxonomy.crash_loop_min, tax.labels())
-        numbers = headline(con, _day(context))
+        path, numbers = render_with_headline(con, _day(context), Path(report_settings.out_dir) / "reports",
+                                             settings.restart_min / 60, settings.checkpoint_min / 60,
+                                             (tax.before_s, tax.after_s), taxonomy.crash_loop_min, tax.labels())
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size, **numbers})

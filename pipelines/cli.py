@@ -366,7 +366,7 @@ def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtim
     runtime_h = runtime_days * 24 if runtime_days else None
     value = E.expected_ettr(nodes, r, u0, dt, q, runtime_h)
     valid = E.closed_form_valid(nodes, r, u0, dt)
-    stalled = nodes * r / 24 * (u0 + dt) > E.NO_PROGRESS  # a run would rarely reach its next checkpoint
+    stalled = not E.reaches_checkpoints(nodes, r, u0, dt)
     # beyond the closed form's range the simulation is the estimate: run it unasked (unless it would not end)
     mc = E.monte_carlo_ettr(nodes, r, u0, dt, q, runtime_h or 24 * 7) if (monte_carlo or not valid) and not stalled else None
     if as_json:

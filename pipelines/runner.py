@@ -203,11 +203,7 @@ def _blocking(evaluations) -> bool:
 
 
 def _last_day(db: Path):
-    con = warehouse.connect(db, read_only=True)
-    try:
-        return con.execute(sql.load("last_data_day")).fetchall()[0][0]
-    finally:
-        con.close()
+    return warehouse.read_scalar(db, "last_data_day")
 
 
 def _report_path(run) -> Path | None:

@@ -15,6 +15,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from analysis import sql
+from analysis.metrics import fleet_gpus_per_node
 from analysis.taxonomy import cause_label, load as load_taxonomy
 from analysis.exports import DRAIN_ACTIONS
 from analysis.hosts import compress_hostlist
@@ -83,7 +84,7 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
     run_h = runs["productive_hours"].median() if runs.height else None
     loss, co = q("loss_by_size", day=day), q("cooccurrence", day=day)
     split = q("capacity_split", day=day)
-    per_node = int(sql.scalar(con, "fleet_gpus_per_node"))  # r counts nodes: GPUs -> nodes at the fleet's size
+    per_node = fleet_gpus_per_node(con)  # r counts nodes: GPUs -> nodes at the fleet's size
     drawn = {
         "status": charts.status_breakdown(status),
         "goodput": charts.goodput_trend(daily),
@@ -135,10 +136,9 @@ def _capacity_totals(split: pl.DataFrame) -> dict | None:
             "parts": [{"key": c, "name": n, "share": shares[c]} for c, n in charts.CAPACITY_PARTS]}
 
 
-def headline(con: duckdb.DuckDBPyConnection, day: date) -> dict:
+def _headline(head: dict, split: dict | None) -> dict:
     """The report's headline numbers, for the report asset's metadata (Dagster's catalog shows them)."""
-    head = sql.query(con, "report_headline", {"day": day}).row(0, named=True)
-    split = _capacity_totals(sql.query(con, "report_capacity_split", {"day": day})) or {}
+    split = split or {}
     out = {"goodput_7d": head["goodput_7d"], "median_ettr_largest_runs": head["ettr_largest"],
            "infra_lost_gpu_hours": head["infra_lost_gpu_hours"], "failures_per_1000_node_days": head["r_per_1000_node_days"],
            "costliest_cause": head["worst_cause"], "nodes_out_of_service": head["nodes_out_of_service"],
@@ -204,6 +204,13 @@ def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h
                   dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5,
                   labels: dict[str, str] | None = None) -> Path:
     """Write out_dir/reliability-DAY.html and a copy as latest.html; return the dated path."""
+    return render_with_headline(con, day, out_dir, u0_h, dt_h, window, crash_loop_min, labels)[0]
+
+
+def render_with_headline(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
+                         dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5,
+                         labels: dict[str, str] | None = None) -> tuple[Path, dict]:
+    """render_report, and the headline numbers it shows (the report asset's metadata), from the same queries."""
     labels = labels if labels is not None else load_taxonomy().labels()
     context = gather(con, day, u0_h, dt_h, window, crash_loop_min, labels)
     context["models"] = node_models(con)
@@ -216,4 +223,4 @@ def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h
     path = out_dir / f"reliability-{day:%Y-%m-%d}.html"
     path.write_text(html)
     shutil.copyfile(path, out_dir / "latest.html")
-    return path
+    return path, _headline(context["head"], context["capacity"])

@@ -343,9 +343,9 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
     con = warehouse.connect(tmp_path / "w.duckdb")
     ingest_directory(con, REPO / "tests" / "fixtures" / "demo_source")
     build_all(con, load(), metrics.MetricsConfig())
-    html = render_report(con, date(2024, 3, 1), tmp_path / "out").read_text()
-    from reports.render import headline
-    numbers = headline(con, date(2024, 3, 1))  # the report asset's metadata in Dagster's catalog
+    from reports.render import render_with_headline
+    path, numbers = render_with_headline(con, date(2024, 3, 1), tmp_path / "out")  # numbers: the report asset's metadata
+    html = path.read_text()
     con.close()
     _capacity_adds_up(html)
     _captions_agree(html)
