@@ -4,13 +4,14 @@ questions for a frame of node status samples: the survival curve on a time
 grid (hours), and the expected hours to the next incident up to a cap."""
 from __future__ import annotations
 
-import os
 import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+
+from analysis.threads import bound_torch
 
 COVARIATES = ("age_days", "uptime_h", "since_incident_h", "n_all", "n_7d", "n_30d", "n_90d", "gpu_all", "gpu_30d",
               "host_all", "host_30d", "network_all", "network_30d", "storage_all", "mtbi_h")
@@ -24,15 +25,6 @@ class NotEnoughData(ValueError):
 # torchtuples (pycox's trainer) trips two of torch's deprecation warnings on
 # every call; they say nothing about the data and bury the CLI's output
 warnings.filterwarnings("ignore", category=UserWarning, module="torchtuples")
-
-
-def torch_threads() -> int:
-    """Bounded: the nightly run shares the machine. $GOODPUT_TORCH_THREADS
-    (default 2) lowers it where processes run side by side: torch's OpenMP
-    threads spin while they wait, and two processes of two threads on two
-    cores run many times slower than one thread each."""
-    value = os.environ.get("GOODPUT_TORCH_THREADS", "2")
-    return max(1, int(value)) if value.isdigit() else 2
 
 
 def expected_hours(surv: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -131,7 +123,7 @@ class CoxTime:
         if df.height < self.min_rows or df["event"].sum() < self.min_events:
             raise NotEnoughData(f"cox_time needs {self.min_rows} samples and {self.min_events} incidents, "
                                 f"has {df.height} and {df['event'].sum()}")
-        torch.set_num_threads(torch_threads())
+        bound_torch()
         if df.height > self.max_rows:  # bounded training time on long histories
             rng = np.random.default_rng(SEED)
             df = df[np.sort(rng.choice(df.height, self.max_rows, replace=False))]

@@ -5,6 +5,7 @@ from pathlib import Path
 from dagster import AssetCheckResult, MaterializeResult, MetadataValue, asset, asset_check
 
 from analysis.criteria import run as criteria_run
+from assets.degrade import withheld_on_error
 from pipelines.resources import CriteriaSettings, ReportSettings, Warehouse
 from pipelines.version import made_by
 
@@ -12,6 +13,7 @@ from pipelines.version import made_by
 @asset(deps=["benchmark_results"], group_name="models",
        description="benchmark_criteria (Anubis Alg. 2 per metric), benchmark_verdicts (each node in each run), "
                    "benchmark_nodes (failed runs, defective) and criteria_evaluation (vs IQR and k-means).")
+@withheld_on_error
 def benchmark_criteria(warehouse: Warehouse, criteria: CriteriaSettings) -> MaterializeResult:
     with warehouse.connect() as con:
         try:
@@ -43,12 +45,13 @@ def benchmarks_repeatable(warehouse: Warehouse, criteria: CriteriaSettings) -> A
 @asset(deps=[benchmark_criteria], group_name="models",
        description="OUT/exports/criteria/: criteria.json (versioned), rules.yaml and baseline.json for "
                    "`sb result diagnosis`.")
+@withheld_on_error
 def criteria_exports(warehouse: Warehouse, criteria: CriteriaSettings,
                      report_settings: ReportSettings) -> MaterializeResult:
     with warehouse.connect() as con:
         try:
             paths = criteria_run.export(con, Path(report_settings.out_dir) / "exports" / "criteria",
                                         made_by(warehouse.db_path), criteria.config(), criteria.skip_noisy)
-        except (criteria_run.NoBenchmarks, criteria_run.NoisyBenchmarks) as exc:
+        except criteria_run.NoBenchmarks as exc:  # (a noisy benchmark raises: the exports are withheld)
             return MaterializeResult(metadata={"skipped": str(exc)})
     return MaterializeResult(metadata={name: str(p) for name, p in paths.items()})

@@ -50,17 +50,21 @@ def _make_ingest_asset(name: str, folder: str):
     def _asset(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources) -> MaterializeResult:
         return _ingest(context, warehouse, sources, folder)
 
-    @asset_check(asset=name, name="lines_accounted", blocking=True,
+    # Neither check blocks: the lines of a broken file are in rejects, never in a table, so everything
+    # downstream is still right about what was read; the run is degraded (all rejected) or failed (lines
+    # lost), and the report's banner says what is missing (analysis.data_health).
+    @asset_check(asset=name, name="lines_accounted",
                  description="Every line of the files read by the latest ingest is a stored row, a reject, a skipped "
-                             "header/blank line or a merged continuation.")
+                             "header/blank line or a merged continuation (else: data lost, the run fails).")
     def lines_accounted(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
         since = _ingest_started(context, name)
         with warehouse.connect() as con:
             bad = sql.query(con, "accounting_check_run", {"source": folder, "since": since})
         return _result(bad, diagnose.unaccounted(bad, folder) if bad.height else None, since)
 
-    @asset_check(asset=name, name="not_all_rejected", blocking=True,
-                 description="No file of this source had every line rejected (a wrong delimiter or format).")
+    @asset_check(asset=name, name="not_all_rejected",
+                 description="No file of this source had every line rejected (a wrong delimiter or format; the run "
+                             "is degraded).")
     def not_all_rejected(warehouse: Warehouse) -> AssetCheckResult:
         with warehouse.connect() as con:
             bad = sql.query(con, "source_all_rejected", {"source": folder})

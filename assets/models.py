@@ -3,8 +3,9 @@ from pathlib import Path
 
 from dagster import AssetCheckResult, MaterializeResult, asset, asset_check
 
-from analysis import exports, node_models
+from analysis import data_health, exports, node_models
 from analysis.lemon_scoring import NoHistory
+from assets.degrade import withheld_on_error
 from pipelines.resources import LogSources, ModelSettings, ReportSettings, Warehouse
 from pipelines.version import made_by
 
@@ -14,6 +15,7 @@ from pipelines.version import made_by
        description="lemon_features, lemon_scores (classifier with labels, else Meta-style thresholds), incident_samples, "
                    "node_risk (Cox-Time and baselines), model_evaluation, node_actions (watch / drain_after_job / "
                    "drain_now) and validation_plan, as of the end of the data.")
+@withheld_on_error
 def node_actions(warehouse: Warehouse, sources: LogSources, models: ModelSettings) -> MaterializeResult:
     with warehouse.connect() as con:
         try:
@@ -39,6 +41,9 @@ def drain_share_sane(warehouse: Warehouse, models: ModelSettings) -> AssetCheckR
         except ValueError:  # no history yet: nothing to drain
             actions = None
     drains, limit, problem = exports.drain_excess(actions, fleet, models.ladder())
+    if problem:  # node_exports will not run: the report and the run summary say the exports are withheld
+        with warehouse.connect() as con:
+            data_health.withhold(con, "node_exports", f"drain_share_sane: {problem}")
     return AssetCheckResult(passed=problem is None,
                             description=problem and f"{problem}: check node_actions before using the exports",
                             metadata={"drain": drains, "fleet": fleet, "limit": limit})
@@ -47,6 +52,7 @@ def drain_share_sane(warehouse: Warehouse, models: ModelSettings) -> AssetCheckR
 @asset(deps=[node_actions], group_name="models",
        description="OUT/exports/: blocklist.txt (Slurm hostlist), drain.sh (scontrol, never run by goodput), "
                    "blocklist.json (schemas/blocklist.schema.json), validation_plan.json (Anubis Selector).")
+@withheld_on_error
 def node_exports(warehouse: Warehouse, models: ModelSettings, report_settings: ReportSettings) -> MaterializeResult:
     with warehouse.connect() as con:
         try:

@@ -5,12 +5,14 @@ from pathlib import Path
 from dagster import MaterializeResult, asset
 
 from analysis.telemetry import run as telemetry_run
+from assets.degrade import withheld_on_error
 from pipelines.resources import TelemetrySettings, Warehouse
 
 
 @asset(deps=["telemetry", "jobs"], group_name="telemetry",
        description="telemetry_jobs (jobs telemetry covers), machine_alerts (Minder and the methods beside it, "
                    "missing data), and the confirmed Minder alerts as node_events (source telemetry).")
+@withheld_on_error
 def machine_alerts(warehouse: Warehouse, telemetry_settings: TelemetrySettings) -> MaterializeResult:
     s = telemetry_settings
     with warehouse.connect() as con:
@@ -28,6 +30,7 @@ def machine_alerts(warehouse: Warehouse, telemetry_settings: TelemetrySettings) 
 @asset(deps=[machine_alerts, "failure_attribution"], group_name="telemetry",
        description="detector_evaluation: each method's job-level precision, recall, F1 and lead time, against "
                    "the hosts attribution blamed from evidence other than telemetry.")
+@withheld_on_error
 def detector_evaluation(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         ev = telemetry_run.evaluate_against_attribution(con)

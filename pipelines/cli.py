@@ -24,6 +24,9 @@ def _db_option(f):
 @click.version_option(package_name="goodput", message="goodput %(version)s")
 def main() -> None:
     """goodput: why GPU jobs fail, which nodes are lemons, how much training time the fleet loses."""
+    from analysis.threads import bound_native_threads
+
+    bound_native_threads()  # the machine is shared: no spinning thread pools (analysis/threads.py)
 
 
 @main.command()
@@ -45,9 +48,12 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
 
     Checked before any file is read: the source directory, its goodput.yaml and
     the options, the rules file, that --out is writable and that no other
-    process holds the warehouse. Fails (exit 1) when a blocking check fails or
-    when no file produced a row; warns on folders goodput does not read,
-    sacct dumps without job lines and hosts Slurm does not know."""
+    process holds the warehouse. Warns on folders goodput does not read,
+    sacct dumps without job lines and hosts Slurm does not know.
+
+    Exit 0: everything built, every check passed. Exit 3 (degraded): the report
+    is built, but a source, a step or an export was withheld (its banner and
+    the summary say what and why). Exit 1 (failed): no report, or lines lost."""
     import duckdb
 
     from pipelines.preflight import warehouse_error
@@ -69,8 +75,7 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
     except duckdb.Error as exc:  # another process took the warehouse between the steps of the run
         raise click.ClickException(warehouse_error(exc, db)) from None
     click.echo(result.report())
-    if not result.success:
-        sys.exit(1)
+    sys.exit(result.exit_code)
 
 
 def _me() -> str:
@@ -160,9 +165,8 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
         con.close()
     if example:
         click.echo(f"     {me} why --db {db} {example[0][0]}    # a job a {example[0][1]} failure killed")
-    click.echo(result.report())  # ends with the report's path
-    if not result.success:
-        sys.exit(1)
+    click.echo(result.report())  # ends with the report's path and the run's status
+    sys.exit(result.exit_code)
 
 
 @main.command("sql")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dagster import Definitions, in_process_executor
 
+from analysis.threads import bound_native_threads
+
 from assets.criteria import benchmark_criteria, benchmarks_repeatable, criteria_exports
 from assets.joblogs import job_log_events
 from assets.network import port_counter_events
@@ -26,6 +28,8 @@ daily_assets = [daily_source_volume, reliability_report]
 all_checks = [*ingest_checks, jobs_instances_sequential, one_primary_cause, drain_share_sane,
               benchmarks_repeatable]
 daily_checks = [sources_present, reject_rate_below_threshold, volume_steady]
+
+bound_native_threads()  # a run worker shares the machine: no spinning thread pools (analysis/threads.py)
 
 defs = Definitions(
     assets=[*all_assets, *daily_assets],

@@ -61,14 +61,14 @@ def volume_drops(drops: pl.DataFrame, day: date) -> str:
                      for r in drops.iter_rows(named=True)) + " (files missing or late?)"
 
 
-def high_reject_rate(con: duckdb.DuckDBPyConnection, rate: dict, limit: float, since: datetime) -> str | None:
-    """None when the rate is within ``limit``; else the files with the most rejects and their main reason."""
-    if rate["rate"] <= limit:
+def high_reject_rate(con: duckdb.DuckDBPyConnection, rejecting: pl.DataFrame, since: datetime) -> str | None:
+    """None when no source rejected more than its limit (``rejecting``: analysis.data_health.rejecting);
+    else each such source, and the files with the most rejects with their main reason."""
+    if rejecting.height == 0:
         return None
-    top = sql.query(con, "reject_rate_top_files", {"since": since, "limit": SHOWN})
-    lines = [f"{rate['rate']:.1%} of the {rate['lines']:,} lines in the files ingested in the last day were rejected "
-             f"(limit {limit:.1%}); most rejects:"]
-    for r in top.iter_rows(named=True):
+    lines = [f"{r['source']}/: {r['reason']}" for r in rejecting.iter_rows(named=True)]
+    lines.append("most rejects:")
+    for r in sql.query(con, "reject_rate_top_files", {"since": since, "limit": SHOWN}).iter_rows(named=True):
         lines.append(f"  {r['path']}: {r['rejects']:,} of {r['lines']:,} lines rejected, mostly: {r['reason']}")
     lines.append("  Fix the files or the options and run again; `goodput sql \"SELECT reason, count(*) FROM rejects "
                  "GROUP BY ALL ORDER BY 2 DESC\"` lists every reason.")

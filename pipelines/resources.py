@@ -68,7 +68,7 @@ class MetricsSettings(ConfigurableResource):
 
 
 class ReportSettings(ConfigurableResource):
-    """Where reports go, and the data-quality threshold that blocks them."""
+    """Where reports go, and the reject rate over which a source degrades them."""
     out_dir: str = os.environ.get("GOODPUT_OUT", "out")
     max_reject_rate: float = 0.02
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Callable
 
 import polars as pl
-from dagster import AssetCheckSeverity, DagsterInstance, materialize
+from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
 
-from analysis import sql, warehouse
+from analysis import data_health, sql, warehouse
 from pipelines import diagnose
-from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks
+from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
 from pipelines.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
 from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
                                  TaxonomyConfig, TelemetrySettings, Warehouse)
@@ -30,8 +30,15 @@ PROBLEMS_SHOWN = 10
 log = logging.getLogger("goodput.run")
 
 
+# Exit codes a cron job or systemd unit can act on (README "Exit codes"). 2 is the usage error of click.
+EXIT_OK, EXIT_FAILED, EXIT_DEGRADED = 0, 1, 3
+HEALTH_SHOWN = 10
+
+
 @dataclass
 class RunResult:
+    """What a run did. ``status``: ok; degraded (the report is built, but a source, a step or an export
+    was withheld: ``health`` says which and what is missing); failed (no report, or data lost)."""
     success: bool
     summary: pl.DataFrame
     problems: pl.DataFrame
@@ -41,6 +48,20 @@ class RunResult:
     report_path: Path | None = None
     not_built: list[str] = field(default_factory=list)
     errors_log: Path | None = None
+    health: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=data_health.COLUMNS))
+    degraded: list[str] = field(default_factory=list)  # failed non-blocking checks: what they found
+
+    @property
+    def status(self) -> str:
+        if self.failed or not self.success or self.report_path is None:  # no report: nothing to read tonight
+            return data_health.FAILED
+        if self.degraded and not self.health.height:
+            return data_health.DEGRADED
+        return data_health.status(self.health)
+
+    @property
+    def exit_code(self) -> int:
+        return {data_health.FAILED: EXIT_FAILED, data_health.DEGRADED: EXIT_DEGRADED}.get(self.status, EXIT_OK)
 
     def report(self) -> str:
         with pl.Config(tbl_rows=50, tbl_cols=-1, tbl_width_chars=160, tbl_hide_dataframe_shape=True,
@@ -52,13 +73,15 @@ class RunResult:
             lines.append(f"  ... and {self.problems.height - PROBLEMS_SHOWN} more: goodput sql \"SELECT path, message "
                          "FROM ingested_files WHERE status IN ('unrecognised', 'error')\"")
         lines += [f"WARNING: {w}" for w in self.warned]
+        lines += [f"DEGRADED: {d}" for d in self.degraded]
         lines += [f"FAILED: {f}" for f in self.failed]
         if self.not_built:
             lines.append("Not rebuilt because of the failure(s) above (they keep their previous contents): "
                          + ", ".join(self.not_built))
         if self.errors_log:
             lines.append(f"Full error traces: {self.errors_log}")
-        if not self.failed:
+        lines += self._health_lines()
+        if self.status == "ok":
             lines.append("All assets materialized; all checks passed.")
         if self.report_path:
             lines.append(f"Report: {self.report_path.resolve()}")
@@ -66,7 +89,21 @@ class RunResult:
             lines.append("No report: fix the failure(s) above and run again.")
         else:
             lines.append("No report: the warehouse has no finished job yet (the report covers days with jobs).")
+        lines.append(f"Run {self.status} (exit {self.exit_code}).")
         return "\n".join(lines)
+
+    def _health_lines(self) -> list[str]:
+        if not self.health.height:
+            return []
+        lines = [f"Data health: {data_health.status(self.health)}: what this run could not use, and what is missing "
+                 "because of it (also at the top of the report):"]
+        for r in self.health.head(HEALTH_SHOWN).iter_rows(named=True):
+            lines.append(f"  {r['what']} ({r['severity']}): {r['reason']}")
+            if r["missing"]:
+                lines.append(f"    missing: {r['missing']}")
+        if self.health.height > HEALTH_SHOWN:
+            lines.append(f"  ... and {self.health.height - HEALTH_SHOWN} more")
+        return lines
 
 
 def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
@@ -103,13 +140,17 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
     if fatal:
         failed.append(fatal)
     report = None
-    day = _last_day(db) if not failed and not _blocking(evaluations) else None
+    # The report is built unless what it reads could not be: a withheld optional step, a broken source
+    # or an export held back by its check degrade the run, they do not stop it.
+    unbuilt_inputs = REPORT_INPUTS & set(not_built)
+    day = _last_day(db) if not fatal and not unbuilt_inputs and not _blocking(evaluations) else None
     if day is not None:  # the day partition for the last day with data: its checks, then its report
         daily_run = _materialize([*daily_assets, *daily_checks], resources, partition_key=day.isoformat())
         evaluations += list(daily_run.get_asset_check_evaluations())
         more, more_traces = _step_failures(daily_run)
         failed, traces = failed + more, traces + more_traces
         report = _report_path(daily_run)
+    degraded = []
     for check in evaluations:
         if check.passed:
             continue
@@ -117,20 +158,29 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         if check.severity == AssetCheckSeverity.WARN:
             warned.append(text)
             warn(text)
-        else:
+        elif _blocking([check]) or check.check_name in DATA_LOST_CHECKS:
             failed.append(text)
+        else:
+            degraded.append(text)
+    con = warehouse.connect(db, read_only=True)
+    try:
+        health = data_health.assess(con, day, data_health.recent_start(), resources["report_settings"].max_reject_rate,
+                                     since)
+        summary = sql.query(con, "ingest_summary", {"since": since})
+        problems = sql.query(con, "file_problems")
+        withheld = sql.query(con, "withheld_steps_list").filter(pl.col("since") >= since)
+    finally:
+        con.close()
+    traces += [f"== step {r['step']} withheld: {r['reason']}\n{r['trace']}" for r in withheld.iter_rows(named=True)
+               if r["trace"]]
     errors_log = None
     if traces:
         errors_log = out / ERRORS_LOG
         errors_log.write_text("\n\n".join(traces))
-    con = warehouse.connect(db, read_only=True)
-    try:
-        summary = sql.query(con, "ingest_summary", {"since": since})
-        problems = sql.query(con, "file_problems")
-    finally:
-        con.close()
+    if day is not None and report is None and not failed:
+        failed.append("the report was not built")
     summary.write_csv(out / "ingest_summary.csv")
-    return RunResult(not failed, summary, problems, failed, warned, db, report, not_built, errors_log)
+    return RunResult(not failed, summary, problems, failed, warned, db, report, not_built, errors_log, health, degraded)
 
 
 def _materialize(assets: list, resources: dict, partition_key: str | None = None):
@@ -193,12 +243,32 @@ def _step_failures(run) -> tuple[list[str], list[str]]:
     return lines, traces
 
 
-# Checks on the forward-looking exports block the exports, not the report on the past.
+# Checks on the forward-looking exports block the exports, not the report on the past: the run is degraded.
 EXPORT_CHECKED = {"node_actions"}
+BLOCKING_CHECKS = {(c.asset_key.to_user_string(), c.name) for d in [*all_checks, *daily_checks]
+                   for c in d.check_specs if c.blocking}
+
+
+def _report_inputs() -> set[str]:
+    """Every asset the report reads, directly or not."""
+    graph = defs.resolve_asset_graph()
+    seen, todo = set(), [AssetKey("reliability_report")]
+    while todo:
+        for parent in graph.get(todo.pop()).parent_keys:
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return {k.to_user_string() for k in seen}
+
+
+REPORT_INPUTS = _report_inputs()
+DATA_LOST_CHECKS = {"lines_accounted"}  # lines in no table and no reject: the run failed, whatever else was built
 
 
 def _blocking(evaluations) -> bool:
+    """A blocking check failed on what the report publishes (one that guards an export degrades the run)."""
     return any(not e.passed and e.severity != AssetCheckSeverity.WARN
+               and (e.asset_key.to_user_string(), e.check_name) in BLOCKING_CHECKS
                and e.asset_key.to_user_string() not in EXPORT_CHECKED for e in evaluations)
 
 

@@ -209,10 +209,12 @@ def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h
 
 def render_with_headline(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
                          dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5,
-                         labels: dict[str, str] | None = None) -> tuple[Path, dict]:
-    """render_report, and the headline numbers it shows (the report asset's metadata), from the same queries."""
+                         labels: dict[str, str] | None = None, health: pl.DataFrame | None = None) -> tuple[Path, dict]:
+    """render_report, and the headline numbers it shows (the report asset's metadata), from the same queries.
+    ``health`` (analysis.data_health.assess): what the run could not use, the banner at the top."""
     labels = labels if labels is not None else load_taxonomy().labels()
     context = gather(con, day, u0_h, dt_h, window, crash_loop_min, labels)
+    context["health"] = health.to_dicts() if health is not None else []
     context["models"] = node_models(con)
     context["criteria"] = benchmark_criteria(con)
     context["telemetry"] = telemetry_alerts(con, day)

@@ -100,3 +100,8 @@ CREATE OR REPLACE MACRO nodes_out_of_service(day) AS TABLE
       AND (time_end IS NULL OR time_end > day::TIMESTAMP + INTERVAL 1 DAY)
       AND (state LIKE '%DRAIN%' OR state LIKE 'DOWN%')
     GROUP BY host;
+-- Steps that did not run to the end (crashed on odd input, or stopped by a blocking check): each keeps its
+-- previous contents, and the report's data-health banner and the run summary name it until it runs again.
+CREATE TABLE IF NOT EXISTS withheld_steps (
+    step VARCHAR PRIMARY KEY, reason VARCHAR, missing VARCHAR, trace VARCHAR, since TIMESTAMP
+);

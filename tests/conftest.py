@@ -13,7 +13,7 @@ from analysis.model import IngestOptions, ParseContext
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
 FIXTURES = REPO / "tests" / "fixtures"
-# pytest -n 2 runs two workers on two cores: one torch thread each (see analysis.survival.torch_threads)
+# pytest -n 2 runs two workers on two cores: one torch thread each (see analysis.threads)
 os.environ.setdefault("GOODPUT_TORCH_THREADS", "1")
 
 

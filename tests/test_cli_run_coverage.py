@@ -6,6 +6,7 @@ import shutil
 from click.testing import CliRunner
 
 from pipelines.cli import DEMO_SOURCE, main
+from pipelines.runner import EXIT_FAILED
 
 SACCT = DEMO_SOURCE / "slurm" / "sacct-2024-03-01.txt"
 
@@ -24,7 +25,7 @@ def test_a_misnamed_folder_warns_with_the_right_name(tmp_path):
     shutil.copytree(DEMO_SOURCE, src)
     (src / "slurm").rename(src / "sacct")
     result = run(src, tmp_path)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == EXIT_FAILED, result.output  # no jobs, so no report: a cron job must hear it
     warned = warnings(result)
     assert "WARNING: 1 file(s) in folder sacct/ were not read, it is not a source folder: did you mean slurm/?" in warned
     assert any("no Slurm accounting" in w for w in warned)
@@ -47,7 +48,7 @@ def test_a_step_only_sacct_dump_warns(tmp_path):
     steps = [lines[0]] + [line for line in lines[1:] if "." in line.split("|")[0]]
     (src / "slurm" / "steps.txt").write_text("\n".join(steps) + "\n")
     result = run(src, tmp_path)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == EXIT_FAILED, result.output  # no jobs, so no report
     warned = "\n".join(warnings(result))
     assert f"{(src / 'slurm' / 'steps.txt').resolve()}: {len(steps) - 1} job-step lines and no job allocation line" in warned
     assert "0 jobs" in warned

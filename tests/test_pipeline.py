@@ -31,12 +31,16 @@ def test_definitions_load():
     assert defs.resolve_job_def("nightly") is not None
 
 
+def resources_for(source, db, tmp_path) -> dict:
+    return {"warehouse": Warehouse(db_path=str(db)), "sources": LogSources(source_dir=str(source)),
+            "taxonomy": TaxonomyConfig(), "settings": MetricsSettings(), "models": ModelSettings(),
+            "criteria": CriteriaSettings(), "telemetry_settings": TelemetrySettings(),
+            "report_settings": ReportSettings(out_dir=str(tmp_path / "out"))}
+
+
 def test_materialize_all_assets_in_process(tmp_path):
     db = tmp_path / "w.duckdb"
-    resources = {"warehouse": Warehouse(db_path=str(db)), "sources": LogSources(source_dir=str(DEMO_SOURCE)),
-                 "taxonomy": TaxonomyConfig(), "settings": MetricsSettings(), "models": ModelSettings(),
-                 "criteria": CriteriaSettings(), "telemetry_settings": TelemetrySettings(),
-                 "report_settings": ReportSettings(out_dir=str(tmp_path / "out"))}
+    resources = resources_for(DEMO_SOURCE, db, tmp_path)
     result = materialize([*all_assets, *all_checks], resources=resources, instance=DagsterInstance.ephemeral())
     assert result.success
     evaluations = result.get_asset_check_evaluations()

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from analysis.survival import torch_threads
+from analysis.threads import bound_torch
 
 
 class LstmVae(nn.Module):
@@ -42,7 +42,7 @@ def train(windows: np.ndarray, n_inputs: int = 1, epochs: int = 30, batch: int =
           seed: int = 0, max_windows: int = 20_000) -> LstmVae:
     """windows: (n, W) for one metric, or (n, W, n_inputs) for an integrated model; NaN rows are skipped.
     Above ``max_windows`` a seeded subset of that size is used."""
-    torch.set_num_threads(torch_threads())
+    bound_torch()
     torch.manual_seed(seed)
     x = np.asarray(windows, dtype=np.float32)
     x = x.reshape(len(x), x.shape[1], n_inputs)
@@ -70,7 +70,7 @@ def train(windows: np.ndarray, n_inputs: int = 1, epochs: int = 30, batch: int =
 @torch.no_grad()
 def embed(model: LstmVae, windows: np.ndarray, n_inputs: int = 1) -> np.ndarray:
     """(..., W[, n_inputs]) windows -> (..., latent) embeddings (the latent mean); NaN windows give NaN."""
-    torch.set_num_threads(torch_threads())
+    bound_torch()
     x = np.asarray(windows, dtype=np.float32)
     lead = x.shape[:-1] if n_inputs == 1 else x.shape[:-2]
     w = x.shape[-1] if n_inputs == 1 else x.shape[-2]

@@ -1,0 +1,129 @@
+"""What a run could not use, and what is missing because of it: the report's data-health banner, the
+run summary and the exit code all read this one assessment of the warehouse.
+
+A broken source (every line of a file rejected, a file no parser reads, today's files missing) degrades
+the run: the steps that read it still run on what was loaded, and this says what the numbers lack. A step
+that crashed on odd data is withheld (it keeps its previous contents, `withheld_steps`) and the steps
+after it run on. Lines that no table and no reject accounts for are data lost: the run has failed."""
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import duckdb
+import polars as pl
+
+from analysis import daily, sql
+from analysis.ingest import SOURCES
+
+# What a report reader is missing when a source folder could not be used (one entry per source).
+MISSING_WITHOUT_SOURCE: dict[str, str] = {
+    "topology": "switch and port-counter events are not mapped to hosts, so link faults are not attributed",
+    "slurm": "jobs are missing: failure rates, attribution, ETTR and goodput lack them",
+    "slurm_events": "drain and down periods are missing: availability and out-of-service counts are too low",
+    "kernel": "GPU and kernel faults (XID, ECC, ...) are not attributed",
+    "switch": "link faults seen only in switch logs are not attributed",
+    "health": "failed health checks are not attributed and drain no node",
+    "benchmarks": "benchmark verdicts and learned criteria lack these runs",
+    "telemetry": "machines that slow their jobs, seen only in telemetry, are not flagged",
+    "network": "link faults seen only in port counters are not attributed",
+    "tickets": "repairs are unknown: nodes repaired since their last fault may still be listed for draining",
+    "joblogs": "failures seen only in the jobs' own logs (NCCL, CUDA, PyTorch errors) are not attributed",
+}
+# What is missing when a step is withheld (it crashed, or a blocking check stopped it).
+MISSING_WITHOUT_STEP: dict[str, str] = {
+    "machine_alerts": "machines that slow their jobs, seen only in telemetry, are not flagged",
+    "detector_evaluation": "the telemetry detectors' evaluation keeps its previous contents",
+    "port_counter_events": "link faults seen only in port counters are not attributed",
+    "job_log_events": "failures seen only in the jobs' own logs are not attributed",
+    "benchmark_criteria": "benchmark criteria and verdicts keep their previous contents",
+    "criteria_exports": "the SuperBench rules and baseline are not written",
+    "node_actions": "lemon scores, incident risk and node actions keep their previous contents",
+    "node_exports": "the blocklist, drain.sh and validation plan are not written (the previous ones stay)",
+}
+COLUMNS = {"what": pl.Utf8, "severity": pl.Utf8, "reason": pl.Utf8, "missing": pl.Utf8}
+DEGRADED, FAILED = "degraded", "failed"
+
+
+def recent_start() -> datetime:
+    """Where "the files ingested in the last day" start (naive UTC, as ingested_at): the input that just arrived,
+    whose reject rate is judged (an old bad file must not degrade every night)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(days=1)
+
+
+def withhold(con: duckdb.DuckDBPyConnection, step: str, reason: str, trace: str = "") -> None:
+    """Record that ``step`` did not run to the end this time; it keeps its previous contents."""
+    sql.run(con, "withheld_steps_set", {"step": step, "reason": reason, "trace": trace,
+                                        "missing": MISSING_WITHOUT_STEP.get(step, "")})
+
+
+def release(con: duckdb.DuckDBPyConnection, step: str) -> None:
+    sql.run(con, "withheld_steps_clear", {"step": step})
+
+
+def assess(con: duckdb.DuckDBPyConnection, day: date | None = None, recent: datetime | None = None,
+           reject_limit: float = 0.05, run_started: datetime | None = None) -> pl.DataFrame:
+    """One row per problem: ``what`` (a source folder or a step), severity (degraded | failed), reason and
+    what is missing because of it. ``day``: judge that day's missing sources (after daily_source_volume);
+    ``recent``: sources whose files ingested since then had more than ``reject_limit`` of their lines
+    rejected; ``run_started``: this run's files are checked for lines lost."""
+    rows = [*_source_rows(con), *_withheld_rows(con)]
+    if day is not None:
+        rows += _missing_today(con, day)
+    if recent is not None:  # a source already listed for a file that gave nothing is not listed twice
+        listed = {r[0] for r in rows}
+        rows += [r for r in _rejecting(con, recent, reject_limit) if r[0] not in listed]
+    if run_started is not None:
+        rows += _lost_lines(con, run_started)
+    return pl.DataFrame(rows, schema=COLUMNS, orient="row")
+
+
+def status(health: pl.DataFrame) -> str:
+    """ok | degraded | failed: the worst severity."""
+    if health.filter(pl.col("severity") == FAILED).height:
+        return FAILED
+    return DEGRADED if health.height else "ok"
+
+
+def _source_rows(con) -> list[tuple]:
+    rows = []
+    for r in sql.query(con, "data_health_files").iter_rows(named=True):
+        folder = r["source"]
+        rows.append((f"{folder}/", DEGRADED, r["reason"], MISSING_WITHOUT_SOURCE.get(folder, "")))
+    return rows
+
+
+def _withheld_rows(con) -> list[tuple]:
+    return [(f"step {r['step']}", DEGRADED, r["reason"], r["missing"])
+            for r in sql.query(con, "withheld_steps_list").iter_rows(named=True)]
+
+
+def _missing_today(con, day: date) -> list[tuple]:
+    missing = daily.missing_sources(con, day)
+    return [(f"{r['source']}/", DEGRADED,
+             f"no rows on {r['judged_day']} (rows on {r['days_with_rows']} of the 7 days before): files missing or late",
+             MISSING_WITHOUT_SOURCE.get(r["source"], "")) for r in missing.iter_rows(named=True)]
+
+
+def rejecting(con: duckdb.DuckDBPyConnection, since: datetime, limit: float) -> pl.DataFrame:
+    """Sources whose files ingested since ``since`` had more than ``limit`` of their lines rejected: source,
+    reason (the share, the limit and the most frequent reject reason)."""
+    rates = sql.query(con, "data_health_reject_rates", {"since": since, "limit": limit})
+    return rates.select("source", reason=pl.format("{} of the {} lines read since {} UTC were rejected (limit {}), mostly: {}",
+                                                   (pl.col("rate") * 100).round(1).cast(pl.Utf8) + "%", pl.col("lines"),
+                                                   pl.lit(f"{since:%Y-%m-%d %H:%M}"), pl.lit(f"{limit:.1%}"),
+                                                   pl.col("reason")))
+
+
+def _rejecting(con, since: datetime, limit: float) -> list[tuple]:
+    return [(f"{r['source']}/", DEGRADED, r["reason"], MISSING_WITHOUT_SOURCE.get(r["source"], ""))
+            for r in rejecting(con, since, limit).iter_rows(named=True)]
+
+
+def _lost_lines(con, since: datetime) -> list[tuple]:
+    rows = []
+    for folder in SOURCES:
+        bad = sql.query(con, "accounting_check_run", {"source": folder, "since": since})
+        if bad.height:
+            rows.append((f"{folder}/", FAILED, f"{bad.height} file(s) read in this run lost lines, e.g. {bad['path'][0]} "
+                         "(a goodput bug: please report it)", "lines of these files are in no table and no reject"))
+    return rows

@@ -1,0 +1,1 @@
+DELETE FROM withheld_steps WHERE step = $step
