@@ -59,6 +59,7 @@ SRUN = [  # srun's own words (src/srun: "%s: %s: Exited with exit code %d" / "%s
     ("srun: error: nid001234: task 5: Terminated", "nid001234", [5], "Terminated"),
     ("srun: error: gpu-a-017: task 12: Out Of Memory", "gpu-a-017", [12], "Out Of Memory"),
     ("srun: error: node9: tasks 0-99999999: Killed", "node9", [None], "Killed"),  # garbled: one row, no task
+    ("srun: error: node9: task 4294967296: Killed", "node9", [None], "Killed"),  # beyond the INTEGER column
 ]
 
 

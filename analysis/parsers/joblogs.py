@@ -58,6 +58,7 @@ from analysis.timeutil import local_to_utc
 COLUMNS = {"job_id": pl.Utf8, "log_time": pl.Datetime("us"), "host": pl.Utf8, "task": pl.Int64, "rank": pl.Int64,
            "local_rank": pl.Int64, "kind": pl.Utf8, "code": pl.Utf8, "peer": pl.Utf8, "seq": pl.Int64, "enqueued": pl.Int64,
            "timeout_ms": pl.Int64, "message": pl.Utf8, "line_no": pl.Int64}
+INT32 = ("task", "rank", "local_rank")
 # job id from the file name (the first that matches), then from the folder
 _NAME_PATTERNS = [r"^slurm-(\d+(?:_\d+)?)\.", r"^(\d+(?:_\d+)?)\.(?:out|err|log|txt)",
                   r"[-_.](\d+(?:_\d+)?)\.(?:out|err|log|txt)(?:\.gz)?$"]
@@ -125,9 +126,16 @@ def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResu
             year = _year(lines["text"])
         rows = _rows(kept, ctx, year or ctx.mtime.year).with_columns(job_id=pl.lit(job_id))
         skipped += lines.height - (rows["line_no"].n_unique() if rows.height else 0)
-        parts.append(rows.select([pl.col(c).cast(t) for c, t in COLUMNS.items()]))
+        parts.append(rows.select([_column(c, t) for c, t in COLUMNS.items()]))
     rows = pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame(schema=COLUMNS)
     return ParseResult(tables={"job_log_lines": rows}, skipped=skipped, format="job-log")
+
+
+def _column(name: str, dtype) -> pl.Expr:
+    """A row column as stored: task, rank and local_rank are INTEGER in the warehouse, so a number no job
+    has (a garbled "[Rank 9999999999]") is NULL there rather than a failed insert."""
+    col = pl.col(name).cast(dtype)
+    return pl.when(col.is_between(-2**31, 2**31 - 1)).then(col).alias(name) if name in INT32 else col
 
 
 def _year(text: pl.Series) -> int | None:
@@ -189,8 +197,8 @@ def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> pl.DataFrame:
     p = pl.col("prefix").str.extract_groups(PREFIX_PARTS)
     n = pl.col("rest").str.extract_groups(NCCL)
     frame = (kept.lazy().with_columns(prefix=text.str.extract(PREFIXES, 0))
-             .with_columns(label=p.struct.field("label").cast(pl.Int64), phost=p.struct.field("phost"),
-                           prank=p.struct.field("prank").cast(pl.Int64), plocal=p.struct.field("plocal").cast(pl.Int64),
+             .with_columns(label=p.struct.field("label").cast(pl.Int64, strict=False), phost=p.struct.field("phost"),
+                           prank=p.struct.field("prank").cast(pl.Int64, strict=False), plocal=p.struct.field("plocal").cast(pl.Int64, strict=False),
                            rest=text.str.slice(pl.col("prefix").str.len_chars()))
              .with_columns(nhost=n.struct.field("nhost"), level=n.struct.field("level"),
                            msg=pl.coalesce([n.struct.field("nmsg"), pl.col("rest")]))
@@ -227,7 +235,7 @@ def _base(part: pl.LazyFrame, r: _Read, **fields: pl.Expr) -> pl.LazyFrame:
     cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), r.year, r.tz) if r.dated
             else pl.lit(None, pl.Datetime("us")),
             "host": pl.coalesce([pl.col("nhost"), pl.col("phost")]), "task": pl.col("label"),
-            "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1).cast(pl.Int64),
+            "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1).cast(pl.Int64, strict=False),
                                  pl.col("prank"), pl.col("label")]), "local_rank": pl.col("plocal"),
             "code": pl.lit(None, pl.Utf8), "peer": pl.lit(None, pl.Utf8), "seq": pl.lit(None, pl.Int64),
             "enqueued": pl.lit(None, pl.Int64), "timeout_ms": pl.lit(None, pl.Int64), "message": m.str.slice(0, 2000)}
@@ -241,13 +249,13 @@ def _plain(part, r):
 
 def _watchdog_timeout(part, r):
     t = pl.col("msg").str.extract_groups(r"SeqNum=(\d+), OpType=(\w+).*?Timeout\(ms\)=(\d+)\)")
-    return _base(part, r, code=t.struct.field("2"), seq=t.struct.field("1").cast(pl.Int64),
-                 timeout_ms=t.struct.field("3").cast(pl.Int64))
+    return _base(part, r, code=t.struct.field("2"), seq=t.struct.field("1").cast(pl.Int64, strict=False),
+                 timeout_ms=t.struct.field("3").cast(pl.Int64, strict=False))
 
 
 def _watchdog_position(part, r):
     w = pl.col("msg").str.extract_groups(r"work: (-?\d+), last enqueued NCCL work: (-?\d+)")
-    return _base(part, r, seq=w.struct.field("1").cast(pl.Int64), enqueued=w.struct.field("2").cast(pl.Int64))
+    return _base(part, r, seq=w.struct.field("1").cast(pl.Int64, strict=False), enqueued=w.struct.field("2").cast(pl.Int64, strict=False))
 
 
 def _peer_error(part, r):
@@ -258,7 +266,7 @@ def _peer_error(part, r):
 
 def _nccl_init(part, r):
     m = pl.col("msg")
-    return _base(part, r, rank=m.str.extract(r"\brank (\d+) nranks", 1).cast(pl.Int64),
+    return _base(part, r, rank=m.str.extract(r"\brank (\d+) nranks", 1).cast(pl.Int64, strict=False),
                  code=m.str.extract(r"nranks (\d+)", 1))
 
 
@@ -318,8 +326,8 @@ def _elastic_failure(part, r):
     return _base(part, r, code=pl.coalesce([field, m.str.strip_chars().replace_strict(ELASTIC_HEADERS, default=None)]),
                  log_time=local_to_utc(stamp.str.to_datetime("%Y-%m-%d_%H:%M:%S", strict=False, time_unit="us"), r.tz),
                  host=m.str.extract(r"^\s*host\s+: (\S+)", 1),
-                 rank=m.str.extract(r"^\s*rank\s+: (\d+)", 1).cast(pl.Int64),
-                 local_rank=m.str.extract(r"^\s*rank\s+: \d+ \(local_rank: (\d+)\)", 1).cast(pl.Int64))
+                 rank=m.str.extract(r"^\s*rank\s+: (\d+)", 1).cast(pl.Int64, strict=False),
+                 local_rank=m.str.extract(r"^\s*rank\s+: \d+ \(local_rank: (\d+)\)", 1).cast(pl.Int64, strict=False))
 
 
 def _rank_map(part, r):
@@ -330,7 +338,7 @@ def _rank_map(part, r):
     rows = rows.with_columns(host=pl.col("pair").str.extract(r"'([^']+)'", 1),
                              rank=pl.col("pair").str.extract(r"\[([\d, ]*)\]", 1).str.split(", "))
     return rows.explode("rank").filter(pl.col("rank") != "").with_columns(
-        rank=pl.col("rank").cast(pl.Int64)).drop("pair")
+        rank=pl.col("rank").cast(pl.Int64, strict=False)).drop("pair")
 
 
 _FIELDS = {"watchdog_timeout": _watchdog_timeout, "watchdog_position": _watchdog_position,
