@@ -4,9 +4,14 @@
 --         the next one below; else the end of the job's last instance.
 --   host: the one the line names (NCCL/pdsh prefix, srun, slurmstepd), short
 --         name if the job's node list has it; else its rank through NCCL's init
---         lines or DeepSpeed's rank map; else rank or task by Slurm's block
+--         lines, DeepSpeed's rank map or torchrun's ChildFailedError entries;
+--         else its srun task (srun --label) where an srun error line named the
+--         task's host; else its rank as an srun task, when srun ran the ranks
+--         itself (more tasks than nodes, no torchrun); else its torchrun local
+--         rank ([default3]:) through the failed worker of that local rank that
+--         failed first (one host, else none); else rank or task by Slurm's block
 --         distribution over the instance's node list (ranks per node =
---         ceil(ranks / nodes)).
+--         ceil(ranks / nodes)); else the node of a one-node job.
 --   peer: a transport error's peer address through topology.ip and
 --         host_addresses (/etc/hosts), or the name itself when it is a node.
 -- A name a line gives (an FQDN, a short name) as the node list's own name, else NULL.
@@ -32,31 +37,64 @@ WITH spans AS (
     -- the instance: the last one that had started by the line's time (no time: the last one)
     SELECT t.*, j.instance, j.nodes, j.end_time AS instance_end
     FROM timed t JOIN jobs j ON j.job_id = t.job_id AND j.start_time IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY t.file, t.line_no, t.rank
+    QUALIFY row_number() OVER (PARTITION BY t.file, t.line_no, t.rank, t.task
         ORDER BY (t.t_fill IS NULL OR j.start_time <= t.t_fill + INTERVAL 1 MINUTE) DESC, j.start_time DESC) = 1
+), sections AS (
+    -- torchrun's ChildFailedError blocks, one field a line; an entry is under "Failures:" or "Root Cause"
+    SELECT *, last_value(CASE WHEN code IN ('failures', 'root') THEN code END IGNORE NULLS) OVER (
+        PARTITION BY file ORDER BY line_no ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS section
+    FROM placed WHERE kind = 'elastic_failure'
+), elastic AS (
+    -- each failed worker: its host line and the rank line below it (the template's order), failed at the
+    -- time line above (the host line's filled time)
+    SELECT h.job_id, h.instance, h.host, r.rank, r.local_rank, h.t_fill AS failed_at,
+           coalesce(h.section = 'root', FALSE) AS root
+    FROM sections h JOIN sections r ON r.file = h.file AND r.line_no = h.line_no + 1 AND r.code = 'rank'
+    WHERE h.code = 'host' AND h.host IS NOT NULL
 ), sizes AS (
     SELECT job_id, instance, greatest(max(TRY_CAST(code AS BIGINT)) FILTER (WHERE kind = 'nccl_init'),
-                                       max(rank) + 1) AS ranks, max(task) + 1 AS tasks
+                                       max(rank) + 1) AS ranks, max(task) + 1 AS tasks,
+           bool_or(kind = 'elastic_failure') AS torchrun
     FROM placed GROUP BY job_id, instance
 ), rank_hosts AS (
-    SELECT job_id, instance, rank, min(host) AS host FROM placed
-    WHERE kind IN ('nccl_init', 'rank_map') AND host IS NOT NULL AND rank IS NOT NULL
+    SELECT job_id, instance, rank, min(host) AS host
+    FROM (SELECT job_id, instance, rank, host FROM placed
+          WHERE kind IN ('nccl_init', 'rank_map') AND host IS NOT NULL AND rank IS NOT NULL
+          UNION ALL SELECT job_id, instance, rank, host FROM elastic)
     GROUP BY job_id, instance, rank
+), task_hosts AS (
+    -- srun: error: <host>: tasks 0-7: ... names where those tasks ran
+    SELECT job_id, instance, task, min(host) AS host FROM placed
+    WHERE kind = 'srun_exit' AND host IS NOT NULL AND task IS NOT NULL
+    GROUP BY job_id, instance, task
+), local_hosts AS (
+    -- a local rank is on every node: the host of the worker with that local rank that failed first (the
+    -- root cause of its agent first among equal times), when that is one host
+    SELECT job_id, instance, local_rank, min(host) AS host
+    FROM (SELECT *, rank() OVER (PARTITION BY job_id, instance, local_rank
+                                 ORDER BY failed_at NULLS LAST, root DESC) AS k FROM elastic)
+    WHERE k = 1 GROUP BY job_id, instance, local_rank HAVING count(DISTINCT host) = 1
 ), addresses AS (
     SELECT ip, min(host) AS host FROM (SELECT ip, host FROM topology WHERE ip IS NOT NULL
                                        UNION ALL SELECT ip, host FROM host_addresses) GROUP BY ip
 ), resolved AS (
     SELECT p.*, s.ranks, s.tasks, r.host AS init_host, a.host AS addr_host,
            coalesce(
-               node_named(p.nodes, p.host), node_named(p.nodes, r.host),
+               node_named(p.nodes, p.host), node_named(p.nodes, r.host), node_named(p.nodes, tk.host),
+               CASE WHEN NOT s.torchrun AND s.tasks > len(p.nodes) THEN node_named(p.nodes, tr.host) END,
+               node_named(p.nodes, lh.host),
                CASE WHEN p.rank IS NOT NULL AND s.ranks > 0
                     THEN p.nodes[(p.rank // greatest(1, ceil(s.ranks / len(p.nodes)))::BIGINT) + 1] END,
                CASE WHEN p.task IS NOT NULL AND s.tasks > 0
                     THEN p.nodes[(p.task // greatest(1, ceil(s.tasks / len(p.nodes)))::BIGINT) + 1] END,
+               CASE WHEN len(p.nodes) = 1 THEN p.nodes[1] END,
                p.host) AS node
     FROM placed p
     JOIN sizes s USING (job_id, instance)
     LEFT JOIN rank_hosts r ON r.job_id = p.job_id AND r.instance = p.instance AND r.rank = p.rank
+    LEFT JOIN task_hosts tk ON tk.job_id = p.job_id AND tk.instance = p.instance AND tk.task = p.task
+    LEFT JOIN task_hosts tr ON tr.job_id = p.job_id AND tr.instance = p.instance AND tr.task = p.rank
+    LEFT JOIN local_hosts lh ON lh.job_id = p.job_id AND lh.instance = p.instance AND lh.local_rank = p.local_rank
     LEFT JOIN addresses a ON a.ip = regexp_replace(p.peer, '^::ffff:', '')
 )
 SELECT coalesce(t_fill, instance_end) AS event_time, node AS host, 'app' AS source, kind,
@@ -65,7 +103,9 @@ SELECT coalesce(t_fill, instance_end) AS event_time, node AS host, 'app' AS sour
        node AS reporter, file, line_no, job_id,
        coalesce(addr_host, node_named(nodes, peer), peer) AS peer
 FROM resolved
-WHERE kind NOT IN ('nccl_init', 'rank_map', 'progress');
+WHERE kind NOT IN ('nccl_init', 'rank_map', 'progress', 'elastic_failure')
+-- an srun line is one event, whatever number of tasks it names
+QUALIFY kind <> 'srun_exit' OR row_number() OVER (PARTITION BY file, line_no ORDER BY task) = 1;
 DELETE FROM node_events WHERE source = 'app' AND job_id IS NOT NULL;
 INSERT INTO node_events BY NAME SELECT * FROM staged_job_log_events;
 DROP TABLE temp.staged_job_log_events;

@@ -80,15 +80,18 @@ CREATE TABLE IF NOT EXISTS job_log_lines (
     job_id VARCHAR,            -- from the file name or folder (slurm-<jobid>.out)
     log_time TIMESTAMP,        -- UTC, when the line carries a time (NULL: most NCCL lines)
     host VARCHAR,              -- named by the line (NCCL/pdsh prefix, srun/slurmstepd), else NULL
-    task INTEGER,              -- srun --label task id
+    task INTEGER,              -- srun --label task id; srun_exit: one row per task the line names
     rank INTEGER,              -- [Rank N], [rankN]:, NCCL init rank, or the label
     kind VARCHAR,              -- watchdog_timeout, watchdog_position, peer_error, nccl_error, cuda_error, exception,
-                               -- srun_exit, step_cancelled, nccl_init, rank_map, progress, nccl_warn
+                               -- srun_exit, step_cancelled, nccl_init, rank_map, progress, nccl_warn,
+                               -- elastic_failure (torchrun's ChildFailedError block, code = the field)
     code VARCHAR,              -- collective, error status, NCCL error name, exception class, exit code, iteration
     peer VARCHAR,              -- address or name of the peer a transport error names
     seq BIGINT, enqueued BIGINT, timeout_ms BIGINT,  -- watchdog: work sequence numbers and timeout
     message VARCHAR, file VARCHAR, line_no BIGINT
 );
+-- Added with torchrun logs: the worker's local rank ([default3]:, or a ChildFailedError entry's local_rank).
+ALTER TABLE job_log_lines ADD COLUMN IF NOT EXISTS local_rank INTEGER;
 -- Added with job logs: the job a node event comes from (job logs), and the peer it names.
 ALTER TABLE node_events ADD COLUMN IF NOT EXISTS job_id VARCHAR;
 ALTER TABLE node_events ADD COLUMN IF NOT EXISTS peer VARCHAR;

@@ -45,6 +45,62 @@ def test_every_line_shape_is_read():
     ib6 = rows.filter(pl.col("kind") == "peer_error").row(0, named=True)
     assert (ib6["host"], ib6["peer"], ib6["code"]) == ("H100-2", "fe80::966d:ae03:8b:df78%ib0", "4")
     assert rows.filter(pl.col("line_no") == 9)["code"][0] == "ValueError"  # not read as a host prefix
+    # PyTorch's c10 logger does not pad the month: E318 is March 18
+    assert rows.filter(pl.col("line_no") == 4)["log_time"][0].strftime("%m-%d %H:%M:%S") == "03-18 07:39:53"
+    assert rows.filter(pl.col("line_no") == 5)["local_rank"][0] == 3  # torchrun's [default3]: a local rank
+
+
+SRUN = [  # srun's own words (src/srun: "%s: %s: Exited with exit code %d" / "%s: %s: %s%s" with strsignal)
+    ("srun: error: gpu0042: task 3: Exited with exit code 1", "gpu0042", [3], "1"),
+    ("srun: error: node30: tasks 0-1: Exited with exit code 1", "node30", [0, 1], "1"),
+    ("srun: error: frontier07200: tasks 0-7: Killed", "frontier07200", list(range(8)), "Killed"),
+    ("srun: error: frontier07210: tasks 8-12,14-15: Aborted (core dumped)", "frontier07210",
+     [8, 9, 10, 11, 12, 14, 15], "Aborted (core dumped)"),
+    ("srun: error: nid001234: task 5: Terminated", "nid001234", [5], "Terminated"),
+    ("srun: error: gpu-a-017: task 12: Out Of Memory", "gpu-a-017", [12], "Out Of Memory"),
+    ("srun: error: node9: tasks 0-99999999: Killed", "node9", [None], "Killed"),  # garbled: one row, no task
+    ("srun: error: node9: task 4294967296: Killed", "node9", [None], "Killed"),  # beyond the INTEGER column
+]
+
+
+@pytest.mark.parametrize("line,host,tasks,code", SRUN, ids=lambda v: v if isinstance(v, str) and " " not in v else None)
+def test_srun_error_lines_name_each_task_and_its_host(tmp_path, line, host, tasks, code):
+    path = tmp_path / "slurm-42.out"
+    path.write_text(line + "\n")
+    result, counts = parse_file(joblogs.parse, path, "joblogs")
+    rows = result.tables["job_log_lines"]
+    assert counts.row_lines == 1 and set(rows["kind"]) == {"srun_exit"}
+    assert rows["task"].to_list() == tasks  # one row per task: the step's task -> host map
+    assert set(rows["host"]) == {host} and set(rows["code"]) == {code}
+
+
+def test_pytorch_23_traceback_prefix_keeps_its_rank(tmp_path):
+    # PyTorch >= 2.3 prefixes an uncaught exception's lines with "[rankN]: " (a space after the colon)
+    path = tmp_path / "slurm-43.out"
+    path.write_text("[rank6]: Traceback (most recent call last):\n[rank6]: torch.distributed.DistStoreError: "
+                    "Socket Timeout\n[default2]:[rank10]: ValueError: bad input\n")
+    rows = parse_file(joblogs.parse, path, "joblogs")[0].tables["job_log_lines"]
+    assert rows.select("kind", "code", "rank", "local_rank").rows() == [
+        ("exception", "DistStoreError", 6, None), ("exception", "ValueError", 10, 2)]
+
+
+def test_torchrun_failure_block_is_read():
+    result, counts = parse_file(joblogs.parse, FIX / "slurm-7003.out", "joblogs")
+    rows = result.tables["job_log_lines"]
+    entries = rows.filter(pl.col("kind") == "elastic_failure")
+    assert entries["code"].to_list() == ["failures", "time", "host", "rank", "exitcode", "root", "time", "host",
+                                         "rank", "exitcode"] * 2
+    hosts = entries.filter(pl.col("code") == "host")["host"].to_list()
+    assert hosts == ["gpu0042.cluster.local"] * 2 + ["gpu0043.cluster.local"] * 2
+    ranks = entries.filter(pl.col("code") == "rank").select("rank", "local_rank").rows()
+    assert ranks == [(0, 0), (3, 3), (9, 1), (11, 3)]
+    times = entries.filter(pl.col("code") == "time")["log_time"].dt.strftime("%H:%M:%S").to_list()
+    assert times == ["14:22:32", "14:22:31", "14:32:32", "14:32:31"]  # the agent's local time (UTC here)
+    ecc = rows.filter(pl.col("kind") == "cuda_error").row(0, named=True)
+    assert (ecc["rank"], ecc["local_rank"], ecc["host"]) == (None, 3, None)  # nothing but its local rank
+    watchdog = rows.filter(pl.col("line_no") == 40).row(0, named=True)  # [default3]:[rank11]:
+    assert (watchdog["kind"], watchdog["rank"], watchdog["local_rank"]) == ("watchdog_timeout", 11, 3)
+    assert (counts.row_lines, counts.skipped) == (29, 37)  # skipped: tracebacks' frames, the blocks' borders and traceback lines, agent chatter
 
 
 def test_a_file_that_names_no_job_is_unrecognised(tmp_path):
@@ -57,6 +113,60 @@ def test_a_file_that_names_no_job_is_unrecognised(tmp_path):
     con = warehouse.connect(tmp_path / "w.duckdb")
     outcome = ingest_directory(con, src).outcomes[0]
     assert outcome.status == "unrecognised" and "slurm-<jobid>.out" in outcome.message
+
+
+def _torchrun_cluster(tmp_path: Path, log: str, job: str = "7003", nodes: str = "gpu[0042-0043]") -> Path:
+    src = tmp_path / "src"
+    for d in ("slurm", "joblogs"):
+        (src / d).mkdir(parents=True)
+    (src / "slurm" / "sacct.txt").write_text(
+        SACCT.splitlines()[0] + f"\n{job}|{job}|train|ana|gpu|FAILED|1:0|2024-03-05T12:59:00|2024-03-05T13:00:00|"
+        f"2024-03-05T14:32:40|2|gres/gpu=16,node=2|{nodes}\n")
+    (src / "joblogs" / f"slurm-{job}.out").write_text(log)
+    return src
+
+
+def _attributed(tmp_path: Path, src: Path):
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    assert {o.status for o in ingest_directory(con, src).outcomes} == {"ok"}
+    build_all(con, load())
+    placed = dict(con.sql("SELECT line_no, host FROM node_events WHERE source = 'app'").fetchall())
+    primary = con.sql("SELECT cause, host, rule, line_no FROM failure_attribution WHERE is_primary").fetchall()
+    con.close()
+    return placed, primary
+
+
+def test_an_ecc_error_is_blamed_on_the_host_of_torchruns_root_cause(tmp_path):
+    """No host prefix anywhere: the [default3]: ECC line is tied to its host only by the agents' ChildFailedError
+    blocks (local rank 3 failed first on gpu0042, at 14:22:31; on gpu0043 ten minutes later, when its NCCL
+    watchdog gave up). The ECC error wins over the downstream timeouts on the other host."""
+    placed, primary = _attributed(tmp_path, _torchrun_cluster(tmp_path, (FIX / "slurm-7003.out").read_text()))
+    assert placed[6] == "gpu0042"  # the ECC line
+    assert placed[40] == placed[41] == "gpu0043"  # [rank11]:/[rank9]: through the entries' global ranks
+    assert placed[39] == "gpu0042" and placed[66] == "gpu0043"  # srun's lines name their hosts (one event each)
+    assert primary == [("gpu_memory", "gpu0042", "app-cuda-ecc", 6)]
+
+
+def test_a_local_rank_that_failed_first_on_two_hosts_names_neither(tmp_path):
+    """Both agents report local rank 3 as their first failure at the same second: the ECC line stays unplaced
+    (no guess), and the job falls back to the distributed symptoms."""
+    log = (FIX / "slurm-7003.out").read_text().replace("2024-03-05_14:32:31", "2024-03-05_14:22:31")
+    placed, primary = _attributed(tmp_path, _torchrun_cluster(tmp_path, log))
+    assert placed[6] is None
+    assert primary[0][0] == "nccl_timeout"
+
+
+@pytest.mark.parametrize("prefix", ["[rank2]:", "2: "])
+def test_srun_error_lines_place_the_tasks_they_name(tmp_path, prefix):
+    """srun ran the ranks itself, cyclically: task 2 is on gpu01, where a block distribution of the ranks seen
+    (0-2 over two nodes) would put it on gpu02. The srun lines say where each task ran; a rank is its task
+    (more tasks than nodes, no torchrun)."""
+    log = (f"{prefix}RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
+           "srun: error: gpu01: tasks 0,2,4,6: Exited with exit code 1\n"
+           "srun: error: gpu02: tasks 1,3,5,7: Killed\n")
+    placed, primary = _attributed(tmp_path, _torchrun_cluster(tmp_path, log, "7004", "gpu[01-02]"))
+    assert placed == {1: "gpu01", 2: "gpu01", 3: "gpu02"}
+    assert primary == [("gpu_memory", "gpu01", "app-cuda-ecc", 1)]
 
 
 def _real_logs() -> list[Path]:

@@ -6,8 +6,12 @@ from datetime import datetime
 import polars as pl
 import pytest
 
+from analysis import warehouse
+from analysis.chain import build_all
+from analysis.ingest import ingest_directory
 from analysis.model import IngestOptions, UnrecognisedFormat
 from analysis.parsers.switch import SEVERITIES, normalize_port, parse
+from analysis.taxonomy import load
 from tests.conftest import FIXTURES, parse_file
 
 COLUMNS = ["event_time", "host", "source", "kind", "code", "severity", "message", "device", "reporter", "line_no"]
@@ -55,7 +59,8 @@ def test_nexus_values(nexus):
     assert line2["message"].startswith("%ETHPORT-5-IF_DOWN_ADMIN_DOWN: Interface Ethernet1/42 is down")
     assert ev[1]["kind"] == "repeat" and ev[1]["severity"] == "err"
     assert ev[3]["kind"] == "port_errors" and ev[3]["severity"] == "alert"
-    assert ev[5]["reporter"] == "10.100.0.32" and ev[5]["kind"] == "other"  # IF_ADMIN_UP is not a link-up
+    # IF_ADMIN_UP ("Interface Ethernet1/42 is admin up .") ends the port's outage as IF_UP does
+    assert (ev[5]["reporter"], ev[5]["kind"], ev[5]["device"]) == ("10.100.0.32", "link_up", "eth1/42")
     # relay stamp 15:21:27 loses to the device stamp with milliseconds and zone
     assert ev[10]["event_time"] == datetime(2023, 5, 2, 15, 21, 27, 206000) and ev[10]["reporter"] == "10.100.0.33"
     # sequence number after the host; AEST (UTC+10) device stamp without a year
@@ -213,8 +218,8 @@ def test_cumulus_switchd_linkstate():
     ev = _fixture("cumulus-linkstate.log")
     # /var/log/linkstate has no PRI or level: severity stays unknown; the program is the code
     down, up = ("link_down", "swp51", None, "switchd"), ("link_up", "swp51", None, "switchd")
-    admin_up = ("other", "swp51", None, "switchd")  # admin up is no link up: "oper up" follows
-    assert _summary(ev) == {1: down, 2: down, 3: down, 4: admin_up, 5: up, 6: up, 7: down, 8: down, 9: down}
+    # admin down/up are link transitions like oper and carrier ones: each says the port's new state
+    assert _summary(ev) == {1: down, 2: down, 3: down, 4: up, 5: up, 6: up, 7: down, 8: down, 9: down}
     assert ev[1]["message"] == "sync_base.c:596 swp51: ifindex 54, admin down"  # the taxonomy's admin-down wording
     assert {r["reporter"] for r in ev.values()} == {"leaf01"}
     assert ev[2]["event_time"] == datetime(2017, 5, 22, 15, 21, 7, 86167)  # -04:00 -> UTC
@@ -251,13 +256,14 @@ def test_sonic_swss_lines():
     assert got[5] == ("link_down", "eth164", "notice", "orchagent")
     assert got[6] == ("link_up", "eth164", "notice", "orchagent")
     assert got[9] == ("link_down", "eth0", "notice", "portmgrd")  # admin down: the taxonomy reads the wording
-    # admin up is no link up (the oper line follows); netlink dumps, a failed attempt,
-    # creating the host interface and startup housekeeping report no transition
-    for n, prog in [(7, "orchagent"), (10, "portmgrd"), (11, "portsyncd"), (13, "orchagent"),
-                    (14, "portsyncd"), (15, "portsyncd")]:
+    # admin up (orchagent, portmgrd; teammgrd for a port channel) is a link up as admin down is a link down
+    assert got[7] == ("link_up", "eth0", "notice", "orchagent")
+    assert got[10] == ("link_up", "eth120", "notice", "portmgrd")
+    assert got[8] == ("link_up", "po101", "notice", "teammgrd")
+    # netlink dumps, a failed attempt, creating the host interface and startup housekeeping report no transition
+    for n, prog in [(11, "portsyncd"), (13, "orchagent"), (14, "portsyncd"), (15, "portsyncd")]:
         assert got[n][0] == "other" and got[n][3] == prog, n
     assert got[12] == ("other", "eth0", "warning", "orchagent")  # "WARNING #orchagent": empty container
-    assert got[8] == ("other", "po101", "notice", "teammgrd")
     assert got[1] == ("other", None, "info", "syncd")  # an ASIC port number, no port name
     assert ev[1]["reporter"] == "str2-7050cx3-acs-14" and ev[1]["message"].startswith("[none] SAI_API_PORT")
     assert ev[3]["message"] == ":- updatePortOperStatus: Port Ethernet112 oper state set from up to down"
@@ -331,3 +337,54 @@ def test_real_messages_under_every_header(tmp_path):
     got = [tuple(r[f] for f in fields) + (r["event_time"].replace(microsecond=0), r["message"])
            for r in result.tables["node_events"].sort("line_no").iter_rows(named=True)]
     assert got == expected
+
+
+def test_admin_state_lines_under_every_header(tmp_path):
+    """Admin up and down of a port or port channel are link transitions (teammgrd's "Set port channel %s admin
+    status to %s", Cumulus switchd's "admin up|down"); a failed attempt is none."""
+    cases = [("teamd#teammgrd", ":- setLagAdminStatus: Set port channel PortChannel101 admin status to up",
+              "link_up", "po101", "teammgrd"),
+             ("teamd#teammgrd", ":- setLagAdminStatus: Set port channel PortChannel101 admin status to down",
+              "link_down", "po101", "teammgrd"),
+             ("switchd", "sync_base.c:596 swp51: ifindex 54, admin up", "link_up", "swp51", "switchd"),
+             ("switchd", "sync_base.c:596 swp51: ifindex 54, admin down", "link_down", "swp51", "switchd"),
+             ("swss#orchagent", ":- doPortTask: Failed to set port Ethernet8 admin status to up",
+              "other", "eth8", "orchagent")]
+    lines = [header.format(app=tag.split("#")[-1], tag=tag) + msg for tag, msg, *_ in cases for header, _ in _HEADERS]
+    result, counts = parse_file(parse, _write(tmp_path, "\n".join(lines) + "\n"), "switch", Y2023)
+    assert counts.rejects == 0
+    got = [(r["kind"], r["device"], r["code"]) for r in result.tables["node_events"].sort("line_no").iter_rows(named=True)]
+    assert got == [tuple(case[2:]) for case in cases for _ in _HEADERS]
+
+
+def test_a_down_and_the_admin_up_after_it_pair_on_the_port(tmp_path):
+    """Through ingest, the cabling map and the taxonomy: a failure's oper/carrier down and the admin up that
+    ends it land on the same host and port as one outage (one node incident: the downs; the up, info, closes
+    it), as oper down/up pairs do; an operator's admin down/up of a port channel is info both ways (no incident)."""
+    src = tmp_path / "src"
+    for d in ("switch", "topology"):
+        (src / d).mkdir(parents=True)
+    (src / "switch" / "leaf01.log").write_text(
+        "2024-03-05T10:00:00.085595+00:00 leaf01 switchd[19517]: sync_base.c:604 swp51: ifindex 54, oper down\n"
+        "2024-03-05T10:00:00.153894+00:00 leaf01 switchd[19517]: nic.c:223 nic_set_carrier: swp51: setting kernel"
+        " carrier: down\n"
+        "2024-03-05T10:04:02.968972+00:00 leaf01 switchd[19517]: sync_base.c:596 swp51: ifindex 54, admin up\n")
+    (src / "switch" / "sonic01.log").write_text(
+        "2024 Mar  5 11:00:35.769479 sonic01 NOTICE teamd#teammgrd: :- setLagAdminStatus: Set port channel"
+        " PortChannel101 admin status to down\n"
+        "2024 Mar  5 11:02:35.772803 sonic01 NOTICE teamd#teammgrd: :- setLagAdminStatus: Set port channel"
+        " PortChannel101 admin status to up\n")
+    (src / "topology" / "cabling.csv").write_text(
+        "switch,port,host,hca\nleaf01,swp51,node01,mlx5_0\nsonic01,PortChannel101,node02,bond0\n")
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    assert {o.status for o in ingest_directory(con, src).outcomes} == {"ok"}
+    build_all(con, load())
+    got = con.sql("SELECT host, device, kind, rule, severity FROM classified_events WHERE source = 'switch' "
+                  "ORDER BY event_time").fetchall()
+    assert got == [("node01", "swp51", "link_down", "switch-link-down", "warning")] * 2 + [
+        ("node01", "swp51", "link_up", "switch-link-up", "info"),
+        ("node02", "po101", "link_down", "switch-admin-down", "info"),
+        ("node02", "po101", "link_up", "switch-link-up", "info")]
+    incidents = con.sql("SELECT host, cause, events FROM node_incidents").fetchall()
+    assert incidents == [("node01", "infiniband_link", 2)]
+    con.close()

@@ -8,8 +8,8 @@ job is unrecognised.
 
 Prefixes are peeled off first, in the order launchers stack them: ``srun
 --label`` (``12: ``), pdsh/DeepSpeed (``vm-07-05: ``; a host prefix must hold a
-digit, so ``ValueError: ...`` is not one), torchrun (``[default3]:``), PyTorch's
-``[rank3]:``, then NCCL's ``host:pid:tid [cudaDev]`` (with the optional
+digit, so ``ValueError: ...`` is not one), torchrun's ``--tee`` (``[default3]:``: the
+worker's *local* rank), PyTorch's ``[rank3]:`` (global rank), then NCCL's ``host:pid:tid [cudaDev]`` (with the optional
 ``file.cc:123`` of NCCL >= 2.19). What is left is classified:
 
   watchdog_timeout  [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=..., OpType=..., ..., Timeout(ms)=...) ran for ... milliseconds
@@ -19,12 +19,18 @@ digit, so ``ValueError: ...`` is not one), torchrun (``[default3]:``), PyTorch's
   nccl_error        ncclRemoteError / ncclSystemError / ncclInternalError / NCCL error / DistBackendError / communicator aborted
   cuda_error        CUDA error: ..., CUBLAS_STATUS_*, uncorrectable ECC error
   exception         the last line of a Python traceback (``ValueError: ...``)
-  srun_exit         srun: error: <host>: task(s) <ids>: Exited with exit code N | Killed | ...
+  srun_exit         srun: error: <host>: task(s) <ids>: Exited with exit code N | Killed | ...: one row per task
+                    ("tasks 0-3,8": 0, 1, 2, 3, 8), the task -> host map of the step
   step_cancelled    slurmstepd: error: *** JOB|STEP <id> ON <host> CANCELLED AT <time> [DUE TO ...] ***
   nccl_init         NCCL INFO ... rank R nranks N cudaDev D ... (rank -> host, with the NCCL prefix)
   rank_map          DeepSpeed's global_rank_mapping={'host': [0, 1, ...], ...}: one row per rank
   progress          Megatron's " iteration   N/   M |" lines (time of the last progress, C4 detection)
   nccl_warn         any other NCCL WARN line (mostly harmless: kept, classified info)
+  elastic_failure   torchrun's ChildFailedError block, one row per field line (code = the field): each
+                    failed worker's "time : 2024-03-05_14:22:31", "host : <fqdn>", "rank : R (local_rank: L)",
+                    "exitcode : C (pid: P)", and the "Failures:" / "Root Cause (first observed failure):"
+                    headers (code failures / root). The host line and the rank line under it name the host
+                    of a global and a local rank (put together in sql/build_job_log_events.sql).
 
 Every other line is skipped on purpose (counted): a job log is mostly the
 program's own chatter. A job log can be gigabytes (NCCL_DEBUG=INFO on
@@ -50,29 +56,37 @@ from analysis.parsers.csvlines import parse_time_any
 from analysis.timeutil import local_to_utc
 
 COLUMNS = {"job_id": pl.Utf8, "log_time": pl.Datetime("us"), "host": pl.Utf8, "task": pl.Int64, "rank": pl.Int64,
-           "kind": pl.Utf8, "code": pl.Utf8, "peer": pl.Utf8, "seq": pl.Int64, "enqueued": pl.Int64,
+           "local_rank": pl.Int64, "kind": pl.Utf8, "code": pl.Utf8, "peer": pl.Utf8, "seq": pl.Int64, "enqueued": pl.Int64,
            "timeout_ms": pl.Int64, "message": pl.Utf8, "line_no": pl.Int64}
+INT32 = ("task", "rank", "local_rank")
 # job id from the file name (the first that matches), then from the folder
 _NAME_PATTERNS = [r"^slurm-(\d+(?:_\d+)?)\.", r"^(\d+(?:_\d+)?)\.(?:out|err|log|txt)",
                   r"[-_.](\d+(?:_\d+)?)\.(?:out|err|log|txt)(?:\.gz)?$"]
 _FOLDER = re.compile(r"^(?:slurm-|job-?)?(\d+(?:_\d+)?)$")
 
+# torchrun's ChildFailedError entry lines, as torch.distributed.elastic's template spaces them
+ELASTIC_FIELDS = ["time      : ", "host      : ", "rank      : ", "exitcode  : "]
+ELASTIC_HEADERS = {"Failures:": "failures", "Root Cause (first observed failure):": "root"}
+ELASTIC_FIELD = r"^\s*(time|host|rank|exitcode)\s+: \S"
+MAX_TASK_SPAN = 4096  # tasks an srun error line may name on one host
 # a line worth a closer look holds one of these (literal, case-sensitive)
 TOKENS = ["NCCL", "Watchdog", "watchdog", "peer", "nranks", "global_rank_mapping", "srun: error", "slurmstepd",
           "CUDA", "CUBLAS_STATUS", "CUDNN_STATUS", "ECC", "iteration", "Error", "Exception", "Interrupt", "Exit",
-          "Failure"]
+          "Failure", *ELASTIC_FIELDS, "Root Cause (first observed failure)"]
 # the prefixes launchers stack, outermost first, each optional: srun --label, pdsh/DeepSpeed host
 # (must hold a digit: "ValueError: " is not a host), torchrun's [defaultN]:, PyTorch's [rankN]:
 # (matched as one short prefix, then its parts read from it: a capture over the whole line costs 4x)
-PREFIXES = (r"^(?:\s*\d+: )?(?:[A-Za-z0-9][A-Za-z0-9.-]*\d[A-Za-z0-9.-]*: )?(?:\[default\d+\]:)?\s*(?:\[rank\d+\]:)?")
+# (PyTorch >= 2.3 writes "[rank3]: Traceback ...": the space after the prefix is part of it)
+PREFIXES = (r"^(?:\s*\d+: )?(?:[A-Za-z0-9][A-Za-z0-9.-]*\d[A-Za-z0-9.-]*: )?(?:\[default\d+\]:)?\s*(?:\[rank\d+\]: ?)?")
 PREFIX_PARTS = (r"^(?:\s*(?P<label>\d+): )?(?:(?P<phost>[A-Za-z0-9][A-Za-z0-9.-]*\d[A-Za-z0-9.-]*): )?"
-                r"(?:\[default\d+\]:)?\s*(?:\[rank(?P<prank>\d+)\]:)?$")
+                r"(?:\[default(?P<plocal>\d+)\]:)?\s*(?:\[rank(?P<prank>\d+)\]: ?)?$")
 NCCL = (r"^(?P<nhost>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:[\w./-]+:\d+ )?"
         r"NCCL (?P<level>INFO|WARN|TRACE|ABORT) ?(?P<nmsg>.*)$")
 TIME_BRACKET = r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[.,](\d+))?\]"
 TIME_BRACKET_TEXT = r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]"
 TIME_ISO = r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s"
-TIME_GLOG = r"^\[?[EWIF](\d\d)(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)"
+# (PyTorch's c10 logger does not pad the month: E318 is March 18, E1206 December 6)
+TIME_GLOG = r"^\[?[EWIF](\d{1,2})(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)"
 NCCL_ERRORS = ["ncclRemoteError", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError", "ncclInvalidUsage"]
 EXCEPTION = r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s.*|:?$)"
 PROGRESS = r"(?:^|\] )\s*iteration\s+\d+/\s*\d+ \|"
@@ -112,14 +126,21 @@ def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResu
             year = _year(lines["text"])
         rows = _rows(kept, ctx, year or ctx.mtime.year).with_columns(job_id=pl.lit(job_id))
         skipped += lines.height - (rows["line_no"].n_unique() if rows.height else 0)
-        parts.append(rows.select([pl.col(c).cast(t) for c, t in COLUMNS.items()]))
+        parts.append(rows.select([_column(c, t) for c, t in COLUMNS.items()]))
     rows = pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame(schema=COLUMNS)
     return ParseResult(tables={"job_log_lines": rows}, skipped=skipped, format="job-log")
 
 
+def _column(name: str, dtype) -> pl.Expr:
+    """A row column as stored: task, rank and local_rank are INTEGER in the warehouse, so a number no job
+    has (a garbled "[Rank 9999999999]") is NULL there rather than a failed insert."""
+    col = pl.col(name).cast(dtype)
+    return pl.when(col.is_between(-2**31, 2**31 - 1)).then(col).alias(name) if name in INT32 else col
+
+
 def _year(text: pl.Series) -> int | None:
     years = text.filter(text.str.contains("-", literal=True)).str.extract(
-        r"(?:^|[\[\s])((?:19|20)\d\d)-[01]\d-[0-3]\d[ T]\d\d:", 1).drop_nulls()
+        r"(?:^|[\[\s])((?:19|20)\d\d)-[01]\d-[0-3]\d[ T_]\d\d:", 1).drop_nulls()
     return int(years.max()) if years.len() else None
 
 
@@ -146,6 +167,8 @@ def _kinds(msg: pl.Expr, level: pl.Expr) -> pl.Expr:
                                              "NCCL communicator was aborted"])),
         ("cuda_error", msg.str.contains_any(["CUDA error: ", "CUBLAS_STATUS_", "CUDNN_STATUS_",
                                              "uncorrectable ECC error"])),
+        # before exception?: "Failures:" is no exception
+        ("elastic_failure?", msg.str.contains_any(ELASTIC_FIELDS) | msg.str.strip_chars().is_in(list(ELASTIC_HEADERS))),
         ("progress?", has("iteration ")),
         ("exception?", msg.str.contains_any(["Error", "Exception", "Interrupt", "Exit", "Failure"])),
         ("nccl_warn", level == "WARN"),
@@ -174,8 +197,8 @@ def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> pl.DataFrame:
     p = pl.col("prefix").str.extract_groups(PREFIX_PARTS)
     n = pl.col("rest").str.extract_groups(NCCL)
     frame = (kept.lazy().with_columns(prefix=text.str.extract(PREFIXES, 0))
-             .with_columns(label=p.struct.field("label").cast(pl.Int64), phost=p.struct.field("phost"),
-                           prank=p.struct.field("prank").cast(pl.Int64),
+             .with_columns(label=p.struct.field("label").cast(pl.Int64, strict=False), phost=p.struct.field("phost"),
+                           prank=p.struct.field("prank").cast(pl.Int64, strict=False), plocal=p.struct.field("plocal").cast(pl.Int64, strict=False),
                            rest=text.str.slice(pl.col("prefix").str.len_chars()))
              .with_columns(nhost=n.struct.field("nhost"), level=n.struct.field("level"),
                            msg=pl.coalesce([n.struct.field("nmsg"), pl.col("rest")]))
@@ -188,7 +211,7 @@ def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> pl.DataFrame:
            for (kind, dated), part in groups.items()]
     if not out:
         return pl.DataFrame(schema=COLUMNS)
-    return pl.concat(out, how="diagonal_relaxed").sort("line_no", "rank", nulls_last=True).collect()
+    return pl.concat(out, how="diagonal_relaxed").sort("line_no", "rank", "task", nulls_last=True).collect()
 
 
 def _times(rest: pl.Expr, year: int, tz: str) -> pl.Expr:
@@ -197,7 +220,7 @@ def _times(rest: pl.Expr, year: int, tz: str) -> pl.Expr:
     fixed = lambda text, fmt: text.str.to_datetime(fmt, strict=False, time_unit="us")  # noqa: E731
     bracket = rest.str.extract(TIME_BRACKET_TEXT, 1).str.replace(",", ".", literal=True).str.replace(" ", "T")
     glog = rest.str.extract_groups(TIME_GLOG)
-    glog_text = pl.format("{}-{}-{}T{}", pl.lit(str(year)), glog.struct.field("1"), glog.struct.field("2"),
+    glog_text = pl.format("{}-{}-{}T{}", pl.lit(str(year)), glog.struct.field("1").str.zfill(2), glog.struct.field("2"),
                           glog.struct.field("3"))
     cancelled = rest.str.extract(r"CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)", 1)
     naive = pl.coalesce([fixed(bracket, "%Y-%m-%dT%H:%M:%S%.f"), fixed(glog_text, "%Y-%m-%dT%H:%M:%S%.f"),
@@ -212,8 +235,8 @@ def _base(part: pl.LazyFrame, r: _Read, **fields: pl.Expr) -> pl.LazyFrame:
     cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), r.year, r.tz) if r.dated
             else pl.lit(None, pl.Datetime("us")),
             "host": pl.coalesce([pl.col("nhost"), pl.col("phost")]), "task": pl.col("label"),
-            "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1).cast(pl.Int64),
-                                 pl.col("prank"), pl.col("label")]),
+            "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1).cast(pl.Int64, strict=False),
+                                 pl.col("prank"), pl.col("label")]), "local_rank": pl.col("plocal"),
             "code": pl.lit(None, pl.Utf8), "peer": pl.lit(None, pl.Utf8), "seq": pl.lit(None, pl.Int64),
             "enqueued": pl.lit(None, pl.Int64), "timeout_ms": pl.lit(None, pl.Int64), "message": m.str.slice(0, 2000)}
     cols.update(fields)
@@ -226,13 +249,13 @@ def _plain(part, r):
 
 def _watchdog_timeout(part, r):
     t = pl.col("msg").str.extract_groups(r"SeqNum=(\d+), OpType=(\w+).*?Timeout\(ms\)=(\d+)\)")
-    return _base(part, r, code=t.struct.field("2"), seq=t.struct.field("1").cast(pl.Int64),
-                 timeout_ms=t.struct.field("3").cast(pl.Int64))
+    return _base(part, r, code=t.struct.field("2"), seq=t.struct.field("1").cast(pl.Int64, strict=False),
+                 timeout_ms=t.struct.field("3").cast(pl.Int64, strict=False))
 
 
 def _watchdog_position(part, r):
     w = pl.col("msg").str.extract_groups(r"work: (-?\d+), last enqueued NCCL work: (-?\d+)")
-    return _base(part, r, seq=w.struct.field("1").cast(pl.Int64), enqueued=w.struct.field("2").cast(pl.Int64))
+    return _base(part, r, seq=w.struct.field("1").cast(pl.Int64, strict=False), enqueued=w.struct.field("2").cast(pl.Int64, strict=False))
 
 
 def _peer_error(part, r):
@@ -243,7 +266,7 @@ def _peer_error(part, r):
 
 def _nccl_init(part, r):
     m = pl.col("msg")
-    return _base(part, r, rank=m.str.extract(r"\brank (\d+) nranks", 1).cast(pl.Int64),
+    return _base(part, r, rank=m.str.extract(r"\brank (\d+) nranks", 1).cast(pl.Int64, strict=False),
                  code=m.str.extract(r"nranks (\d+)", 1))
 
 
@@ -253,10 +276,17 @@ def _step_cancelled(part, r):
 
 
 def _srun_exit(part, r):
+    """``srun: error: gpu7: tasks 0-3,8: Exited with exit code 1`` (or Killed, Terminated, Aborted (core
+    dumped), ...): one row per task, so the step's task -> host map can be read from the rows."""
     s = pl.col("msg").str.extract_groups(r"^srun: error: (\S+): tasks? ([\d,\-]+): (.*)$")
     what = s.struct.field("3")
-    return _base(part, r, host=s.struct.field("1"),
-                 code=what.str.extract(r"exit code (\d+)", 1).fill_null(what.str.slice(0, 40)))
+    rows = _base(part, r, host=s.struct.field("1"), task=s.struct.field("2").str.split(","),
+                 code=what.str.extract(r"exit code (\d+)", 1).fill_null(what.str.slice(0, 40))).explode("task")
+    lo = pl.col("task").str.extract(r"^(\d+)", 1).cast(pl.Int64, strict=False)
+    hi = pl.coalesce([pl.col("task").str.extract(r"-(\d+)$", 1).cast(pl.Int64, strict=False), lo])
+    # a span no step has (a garbled line) stays one row without a task rather than millions
+    span = pl.when((hi >= lo) & (hi - lo < MAX_TASK_SPAN)).then(pl.int_ranges(lo, hi + 1))
+    return rows.with_columns(task=span).explode("task")
 
 
 def _nccl_error(part, r):
@@ -286,6 +316,20 @@ def _exception(part, r):
     return _base(part, r, code=code)
 
 
+def _elastic_failure(part, r):
+    """One line of torchrun's ChildFailedError block; its time is the agent host's local time
+    (``2024-03-05_14:22:31``)."""
+    m = pl.col("msg")
+    field = m.str.extract(ELASTIC_FIELD, 1)
+    part = part.filter(field.is_not_null() | m.str.strip_chars().is_in(list(ELASTIC_HEADERS)))
+    stamp = m.str.extract(r"^\s*time\s+: (\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d)", 1)
+    return _base(part, r, code=pl.coalesce([field, m.str.strip_chars().replace_strict(ELASTIC_HEADERS, default=None)]),
+                 log_time=local_to_utc(stamp.str.to_datetime("%Y-%m-%d_%H:%M:%S", strict=False, time_unit="us"), r.tz),
+                 host=m.str.extract(r"^\s*host\s+: (\S+)", 1),
+                 rank=m.str.extract(r"^\s*rank\s+: (\d+)", 1).cast(pl.Int64, strict=False),
+                 local_rank=m.str.extract(r"^\s*rank\s+: \d+ \(local_rank: (\d+)\)", 1).cast(pl.Int64, strict=False))
+
+
 def _rank_map(part, r):
     """DeepSpeed's ``global_rank_mapping=defaultdict(<class 'list'>, {'h1': [0, 1], 'h2': [2, 3]})``: one row per rank."""
     base = _base(part, r)
@@ -294,10 +338,11 @@ def _rank_map(part, r):
     rows = rows.with_columns(host=pl.col("pair").str.extract(r"'([^']+)'", 1),
                              rank=pl.col("pair").str.extract(r"\[([\d, ]*)\]", 1).str.split(", "))
     return rows.explode("rank").filter(pl.col("rank") != "").with_columns(
-        rank=pl.col("rank").cast(pl.Int64)).drop("pair")
+        rank=pl.col("rank").cast(pl.Int64, strict=False)).drop("pair")
 
 
 _FIELDS = {"watchdog_timeout": _watchdog_timeout, "watchdog_position": _watchdog_position,
            "peer_error": _peer_error, "nccl_init": _nccl_init, "step_cancelled": _step_cancelled,
            "srun_exit": _srun_exit, "nccl_error": _nccl_error, "cuda_error": _cuda_error,
-           "progress?": _progress, "exception?": _exception, "rank_map": _rank_map}
+           "progress?": _progress, "exception?": _exception, "rank_map": _rank_map,
+           "elastic_failure?": _elastic_failure}

@@ -97,12 +97,14 @@ def _state(word: str) -> str:
             rf"|\boper {word}\b")  # Cumulus switchd "swp51: ifindex 54, oper down", "ifi 20, oper up"
 
 
-# An administrative shutdown takes the link down (the taxonomy tells it from a
-# failure by its wording); an administrative "up" does not bring it up, the
-# oper/carrier line that follows does (as NX-OS IF_ADMIN_UP vs IF_UP).
+# Administrative transitions are link transitions both ways: a shutdown takes the
+# link down (the taxonomy tells it from a failure by its wording) and an admin up
+# ends that outage on the switch's own word (a port channel's admin up from
+# teammgrd may be all a SONiC log says of it); the oper/carrier line that follows,
+# when one does, is one more up of the same port.
 _DOWN = (_state("down") + r"|changed state to administratively down"
          r"|\badmin down\b|admin status to down")  # Cumulus "admin down"; SONiC "admin status to down"
-_UP = _state("up")
+_UP = _state("up") + r"|\badmin up\b|admin status to up"  # Cumulus, NX-OS "is admin up"; SONiC
 # Lines that name a port and a state but report no transition: SONiC netlink
 # dumps and host-interface creation, failed attempts, MAC moves ("host ... is
 # flapping between interface Port-Channel1 and interface Ethernet18").
@@ -111,7 +113,7 @@ _NO_TRANSITION = r"failed to |create host interface|nlmsg type|is flapping betwe
 # shuts the port; ETH_PORT_CHANNEL PORT_DOWN/PORT_INDIVIDUAL_DOWN is a member
 # port going down.
 _CODE_DOWN = r"-IF_DOWN|^ETH_PORT_CHANNEL-\d-PORT_(?:INDIVIDUAL_)?DOWN$|-ERRDISABLE$"
-_CODE_UP = r"-IF_UP$|^ETH_PORT_CHANNEL-\d-PORT_UP$"
+_CODE_UP = r"-IF_(?:ADMIN_)?UP$|^ETH_PORT_CHANNEL-\d-PORT_UP$"
 _PORT_ERRORS = (r"symbol error|\bber\b|bit error|\bcrc\b|fcs error|parity|excessive_\w*error|input errors"
                 r"|pcs error|fec (?:un)?correct")
 _OPTICS = r"xcvr|sff8472|transceiver|\brx power|\btx power|\boptic|\bddm\b|\bdom\b"
