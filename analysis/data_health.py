@@ -50,10 +50,10 @@ def recent_start() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(days=1)
 
 
-def withhold(con: duckdb.DuckDBPyConnection, step: str, reason: str, trace: str = "") -> None:
+def withhold(con: duckdb.DuckDBPyConnection, step: str, reason: str, trace: str = "", missing: str | None = None) -> None:
     """Record that ``step`` did not run to the end this time; it keeps its previous contents."""
     sql.run(con, "withheld_steps_set", {"step": step, "reason": reason, "trace": trace,
-                                        "missing": MISSING_WITHOUT_STEP.get(step, "")})
+                                        "missing": missing or MISSING_WITHOUT_STEP.get(step, "")})
 
 
 def release(con: duckdb.DuckDBPyConnection, step: str) -> None:

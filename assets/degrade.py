@@ -14,8 +14,12 @@ from analysis import data_health
 from pipelines.preflight import one_line
 
 
-def withheld_on_error(fn):
-    step = fn.__name__
+def withheld_on_error(fn=None, *, step: str | None = None, missing: str | None = None):
+    """Decorate an asset body (``@withheld_on_error``, or ``withheld_on_error(step=..., missing=...)`` for
+    assets made in a loop, whose function names are all alike)."""
+    if fn is None:
+        return functools.partial(withheld_on_error, step=step, missing=missing)
+    step = step or fn.__name__
 
     @functools.wraps(fn)  # Dagster reads the wrapped signature for its resources
     def run_step(*args, **kwargs):
@@ -26,7 +30,7 @@ def withheld_on_error(fn):
             reason = f"{type(exc).__name__}: {one_line(exc)}"
             get_dagster_logger().error(f"{step} withheld: {reason}\n{traceback.format_exc()}")
             with warehouse.connect() as con:
-                data_health.withhold(con, step, reason, traceback.format_exc())
+                data_health.withhold(con, step, reason, traceback.format_exc(), missing)
             return MaterializeResult(metadata={"withheld": reason})
         with warehouse.connect() as con:
             data_health.release(con, step)

@@ -7,8 +7,9 @@ from pathlib import Path
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, AssetKey, MaterializeResult,
                      asset, asset_check)
 
-from analysis import sql
+from analysis import data_health, sql
 from analysis.ingest import ingest_directory
+from assets.degrade import withheld_on_error
 from pipelines import diagnose
 from pipelines.resources import LogSources, Warehouse
 
@@ -46,7 +47,9 @@ def _ingest(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSo
 
 
 def _make_ingest_asset(name: str, folder: str):
+    # A crash here (not a bad file: those are rejects or error rows) withholds this source only.
     @asset(name=name, group_name="ingest", description=f"Files under `{folder}/` ingested into the warehouse.")
+    @withheld_on_error(step=name, missing=data_health.MISSING_WITHOUT_SOURCE[folder])
     def _asset(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources) -> MaterializeResult:
         return _ingest(context, warehouse, sources, folder)
 
