@@ -25,8 +25,9 @@ import pyarrow.parquet as pq
 from analysis import sql, warehouse
 from analysis.accounting import AccountingError, account, all_rejects
 from analysis.hosts import MAX_HOSTS, host_from_path
-from analysis.lines import (MAX_FILE_BYTES, MAX_LINE_BYTES, FileTooLarge, LineFile, LineStream, RawFile,
-                            empty_rejects, first_line, hash_only, make_rejects, read_lines, read_raw)
+from analysis.lines import (MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge, LineFile, LineStream,
+                            RawFile, empty_rejects, first_line, hash_only, head_bytes, make_rejects, read_lines,
+                            read_raw)
 from analysis.model import IngestOptions, ParseContext, ParseResult, UnrecognisedFormat
 from analysis.options import CONFIG_NAMES, load_options  # noqa: F401 - re-exported
 
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 SOURCES: dict[str, str] = {
     "topology": "topology", "slurm": "sacct", "slurm_events": "slurm_events", "kernel": "kernel",
     "switch": "switch", "health": "health", "benchmarks": "benchmarks", "telemetry": "telemetry",
-    "network": "network",  # fabric port counters: long CSV/Parquet like telemetry, perfquery, ibqueryerrors
+    "network": "network",  # port counters: long CSV/Parquet/Prometheus JSON like telemetry, perfquery, ibqueryerrors
     "tickets": "tickets", "joblogs": "joblogs",
 }
 SIDECAR_SUFFIXES = (".boottime",)  # read by parsers next to their log, not data files
@@ -84,6 +85,7 @@ def parser_for(source: str):
 def _parse(path: Path, source: str, ctx: ParseContext, raw: RawFile) -> tuple[ParseResult, LineFile]:
     module = parser_for(source)
     opts = ctx.options
+    no_lines = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})  # the parser had the lines, or records
     if _is_parquet(path):
         if not hasattr(module, "parse_parquet"):
             raise UnrecognisedFormat(f"Parquet is read only under telemetry/ and network/, not {source}/")
@@ -92,22 +94,39 @@ def _parse(path: Path, source: str, ctx: ParseContext, raw: RawFile) -> tuple[Pa
         except Exception:  # noqa: BLE001 - pyarrow raises several types for a damaged file
             raise UnrecognisedFormat("not a readable Parquet file (damaged, truncated or another format)") from None
         result = module.parse_parquet(raw.data, ctx)
-        frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
-        return result, LineFile(path, raw.sha256, path.stat().st_size, frame, empty_rejects(), n, raw.problems)
+        return result, LineFile(path, raw.sha256, path.stat().st_size, no_lines, empty_rejects(), n, raw.problems)
+    if _is_json(path, source):  # one JSON document (a Prometheus answer): read as a stream of records
+        stream = ChunkStream(path, opts.max_file_bytes)
+        chunks = stream.chunks()
+        result = module.parse_json(chunks, ctx)
+        for _ in chunks:  # a parser that stopped early (a broken document): the rest still counts for the hash
+            pass
+        _same_file(stream.sha256, raw)
+        return result, LineFile(path, raw.sha256, path.stat().st_size, no_lines, empty_rejects(), result.records,
+                                stream.problems + result.problems)
     if _streamed(path, source):  # parsed chunk by chunk: a multi-gigabyte log in bounded memory
         stream = LineStream(path, opts.max_line_bytes, opts.max_file_bytes)
         result = module.parse_stream(stream.frames(), ctx)
-        if stream.sha256 != raw.sha256:
-            raise UnrecognisedFormat("the file changed while it was read; it is read again on the next run")
-        frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
-        return result, LineFile(path, raw.sha256, path.stat().st_size, frame, stream.rejects, stream.n_lines,
+        _same_file(stream.sha256, raw)
+        return result, LineFile(path, raw.sha256, path.stat().st_size, no_lines, stream.rejects, stream.n_lines,
                                 stream.problems)
     lines = read_lines(path, raw, opts.max_line_bytes, opts.max_file_bytes)
     return module.parse(lines.lines, ctx), lines
 
 
+def _same_file(sha256: str | None, raw: RawFile) -> None:
+    if sha256 != raw.sha256:
+        raise UnrecognisedFormat("the file changed while it was read; it is read again on the next run")
+
+
 def _streamed(path: Path, source: str) -> bool:
-    return hasattr(parser_for(source), "parse_stream") and not _is_parquet(path)
+    return not _is_parquet(path) and (hasattr(parser_for(source), "parse_stream") or _is_json(path, source))
+
+
+def _is_json(path: Path, source: str) -> bool:
+    """A JSON document where the source reads one: by its first character, whatever the file's name."""
+    return (hasattr(parser_for(source), "parse_json") and not _is_parquet(path)
+            and head_bytes(path).lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"{")
 
 
 def _is_parquet(path: Path) -> bool:

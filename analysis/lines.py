@@ -180,34 +180,56 @@ def read_raw(path: Path, max_line_bytes: int = MAX_LINE_BYTES, max_file_bytes: i
              cap_lines: bool = True) -> RawFile:
     """Read (and gunzip) a file in bounded memory. ``cap_lines=False`` for binary
     formats (Parquet), where only the size cap applies. Raises FileTooLarge."""
-    problems: list[str] = []
-    digest = hashlib.sha256()
+    stream = ChunkStream(path, max_file_bytes)
     capper = _LineCapper(max_line_bytes)
-    total = 0
-    for chunk in _decompressed(Path(path), problems):
-        total += len(chunk)
-        if total > max_file_bytes:
-            raise FileTooLarge(f"more than {max_file_bytes:,} bytes once decompressed (max_file_bytes)")
-        digest.update(chunk)
+    for chunk in stream.chunks():
         if cap_lines:
             capper.feed(chunk)
         else:
             capper._emit(chunk)
     data = capper.finish() if cap_lines else b"".join(capper.out)
-    return RawFile(data, digest.hexdigest(), problems, capper.long)
+    return RawFile(data, stream.sha256, stream.problems, capper.long)
+
+
+class ChunkStream:
+    """A file's decompressed content as chunks of at most CHUNK bytes, in bounded memory, refused past
+    ``max_file_bytes``. After the chunks are exhausted: sha256 (of the whole content) and problems."""
+
+    def __init__(self, path: Path, max_file_bytes: int = MAX_FILE_BYTES, problems: list[str] | None = None):
+        self.path, self.max_file = Path(path), max_file_bytes
+        self.problems = problems if problems is not None else []
+        self.sha256: str | None = None
+
+    def chunks(self):
+        digest, total = hashlib.sha256(), 0
+        for chunk in _decompressed(self.path, self.problems):
+            total += len(chunk)
+            if total > self.max_file:
+                raise FileTooLarge(f"more than {self.max_file:,} bytes once decompressed (max_file_bytes)")
+            digest.update(chunk)
+            yield chunk
+        self.sha256 = digest.hexdigest()
 
 
 def hash_only(path: Path, max_file_bytes: int = MAX_FILE_BYTES) -> RawFile:
     """A file's sha256 (of its decompressed content) in one streaming pass, nothing kept: for sources
-    read as a stream (LineStream), whose identity is needed before they are parsed."""
-    problems: list[str] = []
-    digest, total = hashlib.sha256(), 0
-    for chunk in _decompressed(Path(path), problems):
-        total += len(chunk)
-        if total > max_file_bytes:
-            raise FileTooLarge(f"more than {max_file_bytes:,} bytes once decompressed (max_file_bytes)")
-        digest.update(chunk)
-    return RawFile(b"", digest.hexdigest(), problems, [])
+    read as a stream (LineStream, ChunkStream), whose identity is needed before they are parsed."""
+    stream = ChunkStream(path, max_file_bytes)
+    for _ in stream.chunks():
+        pass
+    return RawFile(b"", stream.sha256, stream.problems, [])
+
+
+def head_bytes(path: Path, n: int = 4096) -> bytes:
+    """About the first ``n`` bytes of a file's content (gunzipped), to tell its format by."""
+    with open(path, "rb") as f:
+        head = f.read(n)
+    if head[:2] != GZIP_MAGIC:
+        return head
+    try:
+        return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(head, n)
+    except zlib.error:
+        return b""
 
 
 class LineStream:
@@ -225,13 +247,9 @@ class LineStream:
         self.rejects = empty_rejects()
 
     def frames(self):
-        digest, capper, total, pending = hashlib.sha256(), _LineCapper(self.max_line), 0, 0
+        source, capper, pending = ChunkStream(self.path, self.max_file, self.problems), _LineCapper(self.max_line), 0
         bad_utf8 = False
-        for chunk in _decompressed(self.path, self.problems):
-            total += len(chunk)
-            if total > self.max_file:
-                raise FileTooLarge(f"more than {self.max_file:,} bytes once decompressed (max_file_bytes)")
-            digest.update(chunk)
+        for chunk in source.chunks():
             before = len(capper.out)
             capper.feed(chunk)
             pending += sum(len(b) for b in capper.out[before:])
@@ -242,7 +260,7 @@ class LineStream:
                 bad_utf8 |= not _is_utf8(data)
                 yield self._frame(data, capper, last=False)
         data = capper.finish()
-        self.sha256 = digest.hexdigest()
+        self.sha256 = source.sha256
         if data:
             bad_utf8 |= not _is_utf8(data)
             yield self._frame(data, capper, last=True)

@@ -53,6 +53,10 @@ class ParseResult:
     skipped: int = 0  # blank lines, headers, comments
     merged: int = 0  # continuation lines folded into the row of an earlier line
     format: str | None = None  # the detected format, e.g. "dmesg-T", "sacct|#"
+    # formats read as records, not lines (a Prometheus JSON document): how many records the file held, the
+    # count the engine checks the dispositions against; line_no is then the record's 1-based number
+    records: int | None = None
+    problems: list[str] = field(default_factory=list)  # file-level warnings (a partial answer, ...)
 
 
 class UnrecognisedFormat(ValueError):

@@ -1,8 +1,10 @@
 """Fabric port counters under ``network/`` -> ``telemetry`` rows named as node_exporter names them
 (``node_infiniband_<counter>_total{device=..., port=...}``), for analysis/network/counters.py.
 
-Three shapes, told apart by their first non-blank lines:
-  * long CSV / Parquet (time, host, metric, value): analysis/parsers/telemetry.py;
+Four shapes, told apart by their first non-blank lines:
+  * long CSV / Parquet (time, metric, value, labels such as host, device, port as columns):
+    analysis/parsers/telemetry.py;
+  * a Prometheus API answer (``/api/v1/query_range`` JSON, saved as it comes): analysis/parsers/promjson.py;
   * ``perfquery`` text (infiniband-diags): ``# Port counters: Lid 12 port 1 (CapMask: 0x5A00)`` (or
     ``# Port extended counters: ...``) then ``Name:......value`` lines. perfquery prints no time and
     no host: the host is the file's (``network/<host>/...`` or a host in its name) and the time the
@@ -12,12 +14,14 @@ Three shapes, told apart by their first non-blank lines:
     ``GUID 0x<guid> port <n>: [Counter == value] ...``. The host is the description's first word
     (``node01 HCA-1`` -> node01; a switch's ``MF0;leaf-3:SX6036/U1`` -> leaf-3, mapped to the host
     cabled to the port through topology; the time as for perfquery). Aggregate ``port ALL`` lines and ``##`` summaries are skipped.
-A reading is cumulative in both: counters.py differences them through resets and saturation.
+A reading is cumulative in all: counters.py differences them through resets and saturation.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
+from itertools import chain
 
 import polars as pl
 
@@ -47,16 +51,29 @@ GUID_PORT = r"^\s*GUID 0x[0-9a-fA-F]+ port (\d+|ALL):\s*(.*)$"
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    head = lines.filter(pl.col("text").str.strip_chars() != "").head(3)["text"]  # a `date` line may come first
+    return parse_stream([lines], ctx)
+
+
+def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResult:
+    """Long CSV is read chunk by chunk; perfquery and ibqueryerrors text (a few KB per snapshot) whole."""
+    chunks = iter(chunks)
+    first = next(chunks, None)
+    if first is None:
+        return telemetry.parse_stream([], ctx)
+    head = first.filter(pl.col("text").str.strip_chars() != "").head(3)["text"]  # a `date` line may come first
     if (head.str.contains(HEADER) | head.str.contains(FIELD)).any():
-        return _perfquery(lines, ctx)
+        return _perfquery(pl.concat([first, *chunks]), ctx)
     if head.str.contains(ERRORS_FOR).any():
-        return _ibqueryerrors(lines, ctx)
-    return telemetry.parse(lines, ctx)
+        return _ibqueryerrors(pl.concat([first, *chunks]), ctx)
+    return telemetry.parse_stream(chain([first], chunks), ctx)
 
 
 def parse_parquet(data: bytes, ctx: ParseContext) -> ParseResult:
     return telemetry.parse_parquet(data, ctx)
+
+
+def parse_json(chunks: Iterable[bytes], ctx: ParseContext) -> ParseResult:
+    return telemetry.parse_json(chunks, ctx)
 
 
 def _file_time(ctx: ParseContext) -> datetime:

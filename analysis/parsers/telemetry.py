@@ -1,82 +1,119 @@
-"""Long-format telemetry (time, host, metric, value[, gpu]) -> ``telemetry``.
+"""Long-format telemetry (time, metric, value, labels) -> ``telemetry``.
 
-CSV through ``parse(lines, ctx)``, Parquet through ``parse_parquet(data, ctx)``
-(line_no = 1-based row number: the engine counts parquet rows as lines).
-Telemetry files are large (one row per sample per metric per GPU), so the CSV
-path is vectorised: plain lines are split with ``str.split``; only lines with a
-double quote go through the csv module (a quoted field cannot span lines here).
+CSV through ``parse_stream(frames, ctx)`` (the engine hands a large file over in chunks of lines, so it is
+read in bounded memory; ``parse(lines, ctx)`` is the one-chunk case), Parquet through
+``parse_parquet(data, ctx)``, a row group batch at a time (line_no = 1-based row number: the engine counts
+parquet rows as lines), Prometheus API JSON through ``parse_json`` (analysis/parsers/promjson.py).
+CSV lines are split with ``str.split``; only lines with a double quote go through the csv module (a
+quoted field cannot span lines here).
 
-Columns are matched by header name, any order and case. A file without a host
-column is accepted when its name/folder names the host (ctx.host_hint).
-time: ISO 8601 with or without zone, or epoch s/ms; naive stamps are in
-ctx.options.tz. Rejected: unparseable time, empty host/metric, a value that is
-not a finite number, a gpu that is not an integer ('3' and 'gpu3' are read as 3).
-Header lines repeated inside the file (concatenated exports) are skipped.
+Columns are matched by header name, any order and case: time, metric (or name, __name__, ...), value.
+Every other column is a label, read as analysis/parsers/series.py says: host (host, node, hostname,
+instance, ...; ``node01:9100`` -> node01), gpu (gpu, gpu_id, index, a device named nvidia3), labels that
+name the scrape target left out, the rest kept in the metric name (``time,host,device,port,metric,value``
+-> ``node_infiniband_..._total{device="mlx5_0",port="1"}``). A file without a host column is accepted
+when its name/folder names the host (ctx.host_hint).
+time: ISO 8601 with or without zone, or epoch s/ms; naive stamps are in ctx.options.tz. Rejected:
+unparseable time, no host, empty metric, a value that is not a finite number (NaN, Inf, stale markers
+and DCGM blanks with their own reasons), a gpu that is not an integer. Header lines repeated inside the
+file (concatenated exports) are skipped.
 """
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
+from dataclasses import dataclass
 
-from pathlib import Path
-
+import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
+from analysis.parsers import promjson, series
 from analysis.parsers.csvlines import datetime_to_utc, match_header, parse_time_any, split_lines
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "time": ("timestamp", "ts", "datetime", "date_time", "time_utc", "sample_time"),
-    "host": ("node", "hostname", "node_name", "instance"),
-    "metric": ("name", "metric_name", "field", "counter"),
+    "metric": ("name", "metric_name", "field", "counter", "__name__"),
     "value": ("val", "metric_value", "reading"),
-    "gpu": ("gpu_id", "gpu_index", "gpu_idx", "device", "index"),
 }
-COLUMNS = ["time", "host", "metric", "gpu", "value", "line_no"]
+PARQUET_BATCH_ROWS = 1_000_000
 
 
-def _require(cols: dict[str, int] | list[str], host_hint: str | None, what: str) -> None:
-    missing = [c for c in ("time", "metric", "value") if c not in cols]
-    if "host" not in cols and not host_hint:
-        missing.append("host")
-    if missing:
-        raise UnrecognisedFormat(
-            f"not long-format telemetry {what}: no {', '.join(missing)} column "
-            "(expected time, host, metric, value[, gpu]; host may come from the file name)")
+@dataclass
+class Layout:
+    """Where a file's columns are: the canonical ones by index, the labels by name."""
+    cols: dict[str, int]
+    labels: dict[str, int]  # label name -> column index
+
+    @classmethod
+    def of(cls, names: list[str], host_hint: str | None, what: str) -> Layout:
+        cols = match_header(names, ALIASES)
+        labels: dict[str, int] = {}
+        for i, raw in enumerate(names):
+            name = raw.strip().strip('"').strip()
+            if name and i not in cols.values() and name.lower() not in {k.lower() for k in labels}:
+                labels[name] = i
+        missing = [c for c in ALIASES if c not in cols]
+        if not host_hint and not {n.lower() for n in labels} & set(series.HOST_LABELS):
+            missing.append("host")
+        if missing:
+            raise UnrecognisedFormat(
+                f"not long-format telemetry {what}: no {', '.join(missing)} column (expected time, metric, value "
+                "and labels such as host, gpu, device, port; host may come from the file name)")
+        return cls(cols, labels)
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    body = lines.filter(pl.col("text").str.strip_chars() != "")
-    skipped = lines.height - body.height
-    if body.height == 0:
-        return ParseResult(tables={"telemetry": _empty()}, skipped=skipped, format="telemetry-csv")
-    head_text = body["text"][0]
-    header = split_lines(body.head(1))["fields"].to_list()[0] or []
-    cols = match_header(header, ALIASES)
-    _require(cols, ctx.host_hint, "CSV")
-    width = len(header)
-    rows = split_lines(body.slice(1))
-    is_header = pl.col("text") == head_text
-    skipped += 1 + rows.filter(is_header).height
-    rows = rows.filter(~is_header)
+    return parse_stream([lines], ctx)
+
+
+def parse_json(chunks: Iterable[bytes], ctx: ParseContext) -> ParseResult:
+    return promjson.parse_json(chunks, ctx)
+
+
+def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResult:
+    """The file's (line_no, text) frames in order: the first non-blank line is the header for all."""
+    head_text, layout, width = None, None, 0
+    rows, rejects, skipped = [series.empty()], [], 0
+    for lines in chunks:
+        body = lines.filter(pl.col("text").str.strip_chars() != "")
+        skipped += lines.height - body.height
+        if layout is None and body.height:
+            head_text = body["text"][0]
+            header = split_lines(body.head(1))["fields"].to_list()[0] or []
+            layout, width = Layout.of(header, ctx.host_hint, "CSV"), len(header)
+        if layout is None:
+            continue
+        split = split_lines(body)
+        is_header = pl.col("text") == head_text
+        skipped += split.filter(is_header).height
+        good, bad = _csv_rows(split.filter(~is_header), layout, width, ctx)
+        rows.append(good)
+        rejects.append(bad)
+    return ParseResult(tables={"telemetry": pl.concat(rows)},
+                       rejects=pl.concat(rejects).sort("line_no") if rejects else make_rejects([], [], []),
+                       skipped=skipped, format="telemetry-csv")
+
+
+def _csv_rows(rows: pl.DataFrame, layout: Layout, width: int, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame]:
     n = pl.col("fields").list.len()
     ok_shape = (n == width) | ((n > width) & (pl.col("fields").list.slice(width).list.join("") == ""))
     shape = rows.with_columns(
         reason=pl.when(pl.col("fields").is_null()).then(pl.lit("broken CSV quoting"))
         .when(~ok_shape).then(pl.format("{} fields, header has {}", n, pl.lit(width))))
     bad_shape = shape.filter(pl.col("reason").is_not_null())
-    good = shape.filter(pl.col("reason").is_null())
-    picked = good.select(
+    fields = pl.col("fields")
+    picked = shape.filter(pl.col("reason").is_null()).select(
         "line_no", pl.col("text").alias("raw"),
-        *[pl.col("fields").list.get(cols[c]).alias(c) if c in cols else pl.lit(None, pl.Utf8).alias(c)
-          for c in ALIASES])
+        *[fields.list.get(i).alias(c) for c, i in layout.cols.items()],
+        *[fields.list.get(i).alias(series.col(name)) for name, i in layout.labels.items()])
     picked = picked.with_columns(time_t=_distinct_times(picked["time"], ctx.options.tz))
-    result = _finish(picked, ctx.host_hint, "telemetry-csv")
-    result.rejects = pl.concat([
-        make_rejects(bad_shape["line_no"], bad_shape["text"], bad_shape["reason"].to_list()),
-        result.rejects]).sort("line_no")
-    result.skipped = skipped
-    return result
+    good, bad = series.finish(series.resolve(picked, list(layout.labels), ctx.host_hint))
+    return good, pl.concat([make_rejects(bad_shape["line_no"], bad_shape["text"], bad_shape["reason"].to_list()),
+                            make_rejects(bad["line_no"], bad["raw"], bad["reason"].to_list())])
 
 
 def _distinct_times(texts: pl.Series, tz: str) -> pl.Series:
@@ -86,75 +123,74 @@ def _distinct_times(texts: pl.Series, tz: str) -> pl.Series:
 
 
 def parse_parquet(data: bytes, ctx: ParseContext) -> ParseResult:
-    """``data``: the file's bytes, already decompressed when it was gzipped."""
+    """``data``: the file's bytes, already decompressed when it was gzipped. Read a batch of rows at a
+    time: the text forms of a batch's columns, not of the whole file, are in memory at once."""
+    damaged = UnrecognisedFormat("not a readable Parquet file: its footer reads but its column data is damaged "
+                                 "(truncated or corrupted copy?)")
     try:
-        frame = pl.read_parquet(io.BytesIO(data))
-    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError):
-        # the engine has read the footer already, so this is damage inside the column data
-        raise UnrecognisedFormat("not a readable Parquet file: its footer reads but its column data is damaged "
-                                 "(truncated or corrupted copy?)") from None
-    cols = match_header(frame.columns, ALIASES)
-    _require(cols, ctx.host_hint, f"parquet ({', '.join(frame.columns[:8])})")
-    names = {c: frame.columns[i] for c, i in cols.items()}
-    for canon, name in names.items():
-        if frame.schema[name].is_nested():
-            raise UnrecognisedFormat(f"not long-format telemetry parquet: column '{name}' ({canon}) holds "
-                                     f"{frame.schema[name]} values, not one value per row")
-    text = {c: _text(frame[names[c]]) if c in names else pl.Series(c, [None] * frame.height, pl.Utf8)
-            for c in ALIASES}
-    picked = pl.DataFrame({"line_no": pl.int_range(1, frame.height + 1, eager=True, dtype=pl.Int64),
-                           "raw": pl.Series([None] * frame.height, dtype=pl.Utf8), **text})
-    stamps = frame[names["time"]]
+        schema = pl.read_parquet_schema(io.BytesIO(data))
+        batches = pq.ParquetFile(io.BytesIO(data)).iter_batches(batch_size=PARQUET_BATCH_ROWS)
+    except (pl.exceptions.PolarsError, pa.ArrowException, OSError, ValueError):
+        raise damaged from None
+    names = list(schema)
+    layout = Layout.of(names, ctx.host_hint, f"parquet ({', '.join(names[:8])})")
+    for canon, i in layout.cols.items():
+        if schema[names[i]].is_nested():
+            raise UnrecognisedFormat(f"not long-format telemetry parquet: column '{names[i]}' ({canon}) holds "
+                                     f"{schema[names[i]]} values, not one value per row")
+    layout.labels = {k: i for k, i in layout.labels.items() if not schema[names[i]].is_nested()}
+    rows, rejects, offset = [series.empty()], [], 0
+    while True:
+        try:
+            batch = next(batches, None)
+            frame = None if batch is None else pl.from_arrow(batch)
+        except (pl.exceptions.PolarsError, pl.exceptions.PanicException, pa.ArrowException, OSError, ValueError):
+            # the engine has read the footer already, so this is damage inside the column data
+            raise damaged from None
+        if frame is None:
+            break
+        good, bad = _parquet_rows(frame, layout, offset, ctx)
+        rows.append(good)
+        rejects.append(bad)
+        offset += frame.height
+    return ParseResult(tables={"telemetry": pl.concat(rows)},
+                       rejects=pl.concat(rejects) if rejects else make_rejects([], [], []), format="telemetry-parquet")
+
+
+def _parquet_rows(frame: pl.DataFrame, layout: Layout, offset: int, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame]:
+    names = frame.columns
+    stamps, values = frame[names[layout.cols["time"]]], frame[names[layout.cols["value"]]]
+    picked = pl.DataFrame({
+        "line_no": pl.int_range(offset + 1, offset + frame.height + 1, eager=True, dtype=pl.Int64),
+        **{c: _text(frame[names[i]]) for c, i in layout.cols.items()},
+        **{series.col(name): _text(frame[names[i]]) for name, i in layout.labels.items()},
+        "stale": _stale(values)})
     if not (isinstance(stamps.dtype, pl.Datetime) or stamps.dtype == pl.Date):  # epoch or text: from its text form
-        stamps = text["time"]
+        stamps = picked["time"]
     time_t = datetime_to_utc(stamps, ctx.options.tz) if frame.height else pl.Series([], dtype=pl.Datetime("us"))
-    result = _finish(picked.with_columns(time_t=time_t), ctx.host_hint, "telemetry-parquet")
-    if result.rejects.height:  # the raw text of a rejected row: its flat columns, comma-joined
-        bad = frame.select(pl.all().gather(result.rejects["line_no"] - 1))
-        flat = [_text(bad[c]).fill_null("") for c in bad.columns if not bad.schema[c].is_nested()]
-        raw = pl.DataFrame(flat).select(pl.concat_str(pl.all(), separator=","))[:, 0] if flat else [None] * bad.height
-        result.rejects = make_rejects(result.rejects["line_no"], raw, result.rejects["reason"])
-    return result
+    good, bad = series.finish(series.resolve(picked.with_columns(time_t=time_t), list(layout.labels), ctx.host_hint))
+    # the raw text of a rejected row: its flat columns, comma-joined
+    rows = frame.select(pl.all().gather(bad["line_no"] - offset - 1))
+    flat = [_text(rows[c]).fill_null("") for c in rows.columns if not rows.schema[c].is_nested()]
+    raw = pl.DataFrame(flat).select(pl.concat_str(pl.all(), separator=","))[:, 0] if flat else [None] * rows.height
+    return good, make_rejects(bad["line_no"], raw, bad["reason"].to_list())
 
 
-def _text(series: pl.Series) -> pl.Series:
+def _stale(values: pl.Series) -> pl.Series:
+    """A float64 column's Prometheus stale markers (a NaN with its own bits), which its text form loses."""
+    if values.dtype != pl.Float64:
+        return pl.Series("stale", [False] * values.len(), pl.Boolean)
+    bits = values.fill_null(0.0).to_numpy().view(np.uint64)
+    return pl.Series("stale", bits == series.STALE_NAN_BITS)
+
+
+def _text(column: pl.Series) -> pl.Series:
     """A flat parquet column as text."""
     try:
-        return series.cast(pl.Utf8)
+        return column.cast(pl.Utf8)
     except pl.exceptions.PolarsError:
         pass
     # rare column types only (bytes that are not UTF-8, durations): value by value
-    if series.dtype == pl.Binary:
-        return pl.Series(series.name, [None if b is None else b.decode("utf-8", "replace") for b in series], pl.Utf8)
-    return pl.Series(series.name, [None if v is None else str(v) for v in series], pl.Utf8)
-
-
-def _finish(picked: pl.DataFrame, host_hint: str | None, fmt: str) -> ParseResult:
-    """Validate the picked Utf8 columns (plus parsed time_t) into rows and rejects."""
-    value = pl.col("value").str.strip_chars().cast(pl.Float64, strict=False)
-    gpu_txt = pl.col("gpu").str.strip_chars().str.to_lowercase()
-    gpu = gpu_txt.str.extract(r"^(?:gpu)?[ _:-]?(\d+)(?:\.0+)?$", 1).cast(pl.Int32, strict=False)
-    rows = picked.with_columns(
-        host=pl.col("host").str.strip_chars().replace("", None).fill_null(pl.lit(host_hint, pl.Utf8)),
-        metric=pl.col("metric").str.strip_chars().replace("", None),
-        value_f=value, gpu_i=gpu)
-    reason = (
-        pl.when(pl.col("time_t").is_null()).then(pl.format("unparseable time '{}'", pl.col("time").fill_null("")))
-        .when(pl.col("host").is_null()).then(pl.lit("empty host"))
-        .when(pl.col("metric").is_null()).then(pl.lit("empty metric"))
-        .when(pl.col("value_f").is_null() | pl.col("value_f").is_nan() | pl.col("value_f").is_infinite())
-        .then(pl.format("non-numeric value '{}'", pl.col("value").fill_null("")))
-        .when(pl.col("gpu").is_not_null() & (pl.col("gpu").str.strip_chars() != "") & pl.col("gpu_i").is_null())
-        .then(pl.format("gpu '{}' is not an integer index", pl.col("gpu"))))
-    rows = rows.with_columns(reason=reason)
-    bad = rows.filter(pl.col("reason").is_not_null())
-    good = rows.filter(pl.col("reason").is_null()).select(
-        pl.col("time_t").alias("time"), "host", "metric", pl.col("gpu_i").alias("gpu"),
-        pl.col("value_f").alias("value"), "line_no")
-    return ParseResult(tables={"telemetry": good},
-                       rejects=make_rejects(bad["line_no"], bad["raw"], bad["reason"].to_list()), format=fmt)
-
-
-def _empty() -> pl.DataFrame:
-    return pl.DataFrame(schema={"time": pl.Datetime("us"), "host": pl.Utf8, "metric": pl.Utf8,
-                                "gpu": pl.Int32, "value": pl.Float64, "line_no": pl.Int64})
+    if column.dtype == pl.Binary:
+        return pl.Series(column.name, [None if b is None else b.decode("utf-8", "replace") for b in column], pl.Utf8)
+    return pl.Series(column.name, [None if v is None else str(v) for v in column], pl.Utf8)
