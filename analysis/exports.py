@@ -36,6 +36,14 @@ class LadderConfig:
     benchmark_window_days: int = 56  # validation runs that count ...
     benchmark_min_failed: int = 3  # ... how many must have failed ...
     benchmark_min_share: float = 1 / 3  # ... and what share of the node's runs
+    # With no repair ticket either way, a node is back in service after a critical incident
+    # (sql/build_clean_evidence.sql) when, since its last event and not drained now, at least
+    # clean_checks health checks passed and clean_jobs jobs of clean_job_hours or more ran on it
+    # and completed; or it rebooted or came back from DRAIN/DOWN and then passed clean_checks
+    # checks or completed one such job.
+    clean_checks: int = 1
+    clean_jobs: int = 3
+    clean_job_hours: float = 2.0
 
 
 def drain_limit(cfg: LadderConfig, fleet: int) -> int:
@@ -62,10 +70,22 @@ def _safe_drains(actions: pl.DataFrame) -> pl.DataFrame:
     return _safe(actions.filter(pl.col("action").is_in(DRAIN_ACTIONS)))
 
 
+def _clean_params(as_of: datetime, cfg: LadderConfig) -> dict:
+    return {"as_of": as_of, "expiry_days": cfg.expiry_days, "clean_checks": cfg.clean_checks,
+            "clean_jobs": cfg.clean_jobs, "clean_job_s": round(cfg.clean_job_hours * 3600)}
+
+
+def clean_evidence(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LadderConfig = LadderConfig()) -> pl.DataFrame:
+    """Per critical incident in incidents_as_of (built for ``as_of``): the evidence after it and
+    whether it returns the node to service when no ticket decides (TEMP table clean_evidence)."""
+    sql.run(con, "build_clean_evidence", _clean_params(as_of, cfg))
+    return con.sql("SELECT * FROM clean_evidence ORDER BY host, event_time").pl()
+
+
 def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LadderConfig = LadderConfig()) -> pl.DataFrame:
-    sql.run_steps(con, [("build_incidents_as_of", {"as_of": as_of}),
-                        ("build_node_actions", {"as_of": as_of, "expiry_days": cfg.expiry_days,
-                                                "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
+    clean = _clean_params(as_of, cfg)
+    sql.run_steps(con, [("build_incidents_as_of", {"as_of": as_of}), ("build_clean_evidence", clean),
+                        ("build_node_actions", {**clean, "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
                                                 "risk_p7": cfg.risk_p7, "after_s": cfg.attribution_after_s,
                                                 "bench_days": cfg.benchmark_window_days,
                                                 "bench_min_failed": cfg.benchmark_min_failed,

@@ -87,12 +87,17 @@ class ModelSettings(ConfigurableResource):
     risk_p7: float = 0.5
     max_drain_share: float = 0.10
     max_drain_floor: int = 5
+    # back in service after a critical incident no ticket closes (analysis.exports.LadderConfig)
+    clean_checks: int = 1
+    clean_jobs: int = 3
+    clean_job_hours: float = 2.0
 
     def ladder(self):
         from analysis.exports import LadderConfig
 
         return LadderConfig(self.expiry_days, self.clean_days, self.repeat_min, self.risk_p7, self.max_drain_share,
-                            self.max_drain_floor)
+                            self.max_drain_floor, clean_checks=self.clean_checks, clean_jobs=self.clean_jobs,
+                            clean_job_hours=self.clean_job_hours)
 
     def config(self, source_dir: str, db_path: str):
         from analysis.lemons import LemonConfig
