@@ -108,3 +108,19 @@ CREATE OR REPLACE MACRO nodes_out_of_service(day) AS TABLE
 CREATE TABLE IF NOT EXISTS withheld_steps (
     step VARCHAR PRIMARY KEY, reason VARCHAR, missing VARCHAR, trace VARCHAR, since TIMESTAMP
 );
+-- Each outage of a switch port: the first link_down (oper, carrier or admin) of a run of downs, paired with the
+-- first link_up (oper or admin) of the same port on the same switch after it; up_time NULL while it is still down.
+CREATE OR REPLACE VIEW link_outages AS
+WITH downs AS (
+    SELECT reporter, device, host, event_time, file, line_no FROM node_events
+    WHERE source = 'switch' AND kind = 'link_down' AND device IS NOT NULL
+), ups AS (
+    SELECT reporter, device, event_time FROM node_events WHERE source = 'switch' AND kind = 'link_up' AND device IS NOT NULL
+), paired AS (
+    SELECT d.*, u.event_time AS up_time FROM downs d
+    ASOF LEFT JOIN ups u ON d.reporter = u.reporter AND d.device = u.device AND u.event_time >= d.event_time
+)
+SELECT reporter AS switch, device AS port, arg_min(host, (event_time, line_no)) AS host,
+       min(event_time) AS down_time, up_time, epoch(up_time - min(event_time)) AS outage_s, count(*) AS down_lines,
+       arg_min(file, (event_time, line_no)) AS file, arg_min(line_no, (event_time, line_no)) AS line_no
+FROM paired GROUP BY reporter, device, up_time;

@@ -387,4 +387,8 @@ def test_a_down_and_the_admin_up_after_it_pair_on_the_port(tmp_path):
         ("node02", "po101", "link_up", "switch-link-up", "info")]
     incidents = con.sql("SELECT host, cause, events FROM node_incidents").fetchall()
     assert incidents == [("node01", "infiniband_link", 2)]
+    # each down and the up that ends it are one outage in link_outages
+    outages = con.sql("SELECT switch, port, host, outage_s, down_lines FROM link_outages ORDER BY down_time").fetchall()
+    assert outages == [("leaf01", "swp51", "node01", pytest.approx(242.883, abs=1e-3), 2),
+                       ("sonic01", "po101", "node02", pytest.approx(120.003, abs=1e-3), 1)]
     con.close()
