@@ -8,6 +8,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
                      asset, asset_check)
 
 from analysis import sql
+from analysis.display import printable
 from analysis.ingest import ingest_directory
 from pipelines import diagnose
 from pipelines.resources import LogSources, Warehouse
@@ -26,7 +27,7 @@ INGEST_ASSETS = {
 
 def _ingest(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources, folder: str | None):
     def progress(outcome, i, n):
-        line = f"{folder or 'other'}: [{i}/{n}] {outcome.status:12} {outcome.rows:>9} rows {outcome.rejects:>6} rejects  {outcome.path}"
+        line = f"{folder or 'other'}: [{i}/{n}] {outcome.status:12} {outcome.rows:>9} rows {outcome.rejects:>6} rejects  {printable(outcome.path)}"
         context.log.debug(line)
         progress_log.info(line)
 

@@ -14,6 +14,7 @@ import polars as pl
 from dagster import AssetCheckSeverity, DagsterInstance, materialize
 
 from analysis import sql, warehouse
+from analysis.display import printable
 from pipelines import diagnose
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks
 from pipelines.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
@@ -47,7 +48,7 @@ class RunResult:
                        tbl_hide_column_data_types=True):
             lines = [f"Warehouse: {self.db}", str(self.summary)]
         for path, source, status, message in self.problems.head(PROBLEMS_SHOWN).iter_rows():
-            lines.append(f"  {status}: {path}: {message}")
+            lines.append(printable(f"  {status}: {path}: {message}"))
         if self.problems.height > PROBLEMS_SHOWN:
             lines.append(f"  ... and {self.problems.height - PROBLEMS_SHOWN} more: goodput sql \"SELECT path, message "
                          "FROM ingested_files WHERE status IN ('unrecognised', 'error')\"")
