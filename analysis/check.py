@@ -13,6 +13,7 @@ import duckdb
 import polars as pl
 
 from analysis import sql, warehouse
+from analysis.display import printable
 from analysis.ingest import SOURCES, ingest_directory
 from analysis.jobs import build_jobs
 from analysis.model import IngestOptions
@@ -106,11 +107,12 @@ def as_text(checks: list[FolderCheck]) -> str:
     for c in checks:
         lines.append(f"{c.folder + '/':14} {c.verdict.upper():8} {c.files} file(s), {c.lines:,} lines -> {c.rows:,} rows, "
                      f"{c.rejects:,} rejected" + (f"; format {', '.join(c.formats)}" if c.formats else ""))
-        lines += [f"    problem: {p}" for p in c.problems]
-        lines += [f"    rejected {r['lines']:,}x: {r['reason']}  e.g. {r['example']}" for r in c.reject_reasons]
+        # paths, raw lines and host names come from the source directory: printed escaped, one line each
+        lines += [printable(f"    problem: {p}") for p in c.problems]
+        lines += [printable(f"    rejected {r['lines']:,}x: {r['reason']}  e.g. {r['example']}") for r in c.reject_reasons]
         if c.unmatched_hosts:
-            lines.append(f"    hosts that ran no Slurm job: {', '.join(c.unmatched_hosts)} "
-                         "(a naming mismatch? Slurm's node names are what every source must use)")
+            lines.append(printable(f"    hosts that ran no Slurm job: {', '.join(c.unmatched_hosts)} ")
+                         + "(a naming mismatch? Slurm's node names are what every source must use)")
         for row in c.sample[:2]:
-            lines.append("    e.g. " + ", ".join(f"{k}={v}" for k, v in row.items() if v is not None)[:200])
+            lines.append(printable("    e.g. " + ", ".join(f"{k}={v}" for k, v in row.items() if v is not None)[:200]))
     return "\n".join(lines)

@@ -16,6 +16,7 @@ import duckdb
 import polars as pl
 
 from analysis import sql
+from analysis.display import utf8_path
 
 
 class UnknownPaths(ValueError):
@@ -46,7 +47,7 @@ def _candidates(arg: str) -> set[str]:
     """The argument as given, absolute, and with symlinks resolved (ingest stores the resolved path).
     A trailing slash is dropped so a folder matches as a prefix."""
     trimmed = arg.rstrip("/") or "/"
-    return {trimmed, os.path.abspath(trimmed), str(Path(trimmed).resolve())}
+    return {utf8_path(c) for c in (trimmed, os.path.abspath(trimmed), str(Path(trimmed).resolve()))}
 
 
 def match(con: duckdb.DuckDBPyConnection, args: list[str]) -> list[str]:

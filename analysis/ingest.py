@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import io
 import logging
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,6 +25,7 @@ import pyarrow.parquet as pq
 
 from analysis import sql, warehouse
 from analysis.accounting import AccountingError, account, all_rejects
+from analysis.display import printable, utf8_path
 from analysis.hosts import MAX_HOSTS, host_from_path
 from analysis.lines import (MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge, LineFile, LineStream,
                             RawFile, empty_rejects, first_line, hash_only, head_bytes, make_rejects, read_lines,
@@ -64,9 +66,10 @@ class IngestSummary:
 
 
 def discover(source_dir: Path) -> list[tuple[Path, str | None]]:
-    """Every data file below ``source_dir`` with its source (None: unknown folder)."""
+    """Every data file below ``source_dir`` with its source (None: unknown folder), and every symbolic
+    link that is not followed (link_refusal): those are recorded, never read."""
     found = []
-    for path in sorted(p for p in source_dir.rglob("*") if p.is_file()):
+    for path in sorted(p for p in source_dir.rglob("*") if p.is_file() or link_refusal(p, source_dir)):
         rel = path.relative_to(source_dir)
         if any(part.startswith(".") for part in rel.parts) or path.name.endswith(SIDECAR_SUFFIXES):
             continue
@@ -74,8 +77,39 @@ def discover(source_dir: Path) -> list[tuple[Path, str | None]]:
             continue
         source = rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in SOURCES else None
         found.append((path, source))
+    # a link inside the tree to a file also listed would read that file twice
+    root = source_dir.resolve()
+    listed = {root / p.relative_to(source_dir) for p, _ in found if not p.is_symlink()}
+    found = [(p, s) for p, s in found
+             if not (p.is_symlink() and not link_refusal(p, source_dir) and p.resolve() in listed)]
     order = {s: i for i, s in enumerate(SOURCES)}
     return sorted(found, key=lambda item: (order.get(item[1], len(order)), str(item[0])))
+
+
+def link_refusal(path: Path, source_dir: Path) -> str | None:
+    """Why a symbolic link is not followed, or None (not a link, or a link to a file inside the source
+    directory). A link out of the tree would let a crafted source read any file the run can
+    (kernel/x.log -> /etc/passwd) into the warehouse's rejects. A link to a folder inside the tree
+    is not followed either, but its files are read where they are, so it is no refusal."""
+    if not path.is_symlink():
+        return None
+    dest = printable(os.readlink(path))
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # RuntimeError: Python 3.11's "Symlink loop"
+        return f"symbolic link loop or broken symbolic link (to {dest}): nothing read"
+    if not target.is_relative_to(source_dir.resolve()):
+        kind = "a folder" if target.is_dir() else "a file"
+        return (f"symbolic link to {kind} outside the source directory ({dest}): not followed, nothing read; "
+                "copy the file(s) into the source directory instead")
+    return None
+
+
+def file_key(path: Path, source_dir: Path) -> str:
+    """The path a file is recorded under: resolved (a link inside the tree is its target), except a
+    refused link, recorded as itself."""
+    key = path.parent.resolve() / path.name if link_refusal(path, source_dir) else path.resolve()
+    return utf8_path(str(key))
 
 
 def parser_for(source: str):
@@ -180,11 +214,15 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
                  options: IngestOptions, force: bool = False, batch_shas: dict | None = None) -> Prepared:
     """Read and parse one file (nothing written). A file whose size, mtime and
     read options match what was ingested is not even read."""
-    key = str(path.resolve())
+    refused = link_refusal(path, source_dir)
+    key = file_key(path, source_dir)
+    if refused:  # its target is never opened
+        return _problem(FileIdentity(key, source, None, None, None), path, "unrecognised", refused, read=False)
     if source is None:
         return _problem(FileIdentity(key, None, None, None, None), path,
                         "unrecognised", f"not in a known source folder ({', '.join(SOURCES)})")
     host_hint = host_from_path(path.relative_to(source_dir))
+    host_hint = utf8_path(host_hint) if host_hint else None
     ident = FileIdentity(key, source, None, host_hint, _fingerprint(options, path, host_hint))
     try:
         stat = path.stat()
@@ -223,7 +261,9 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
     except UnrecognisedFormat as exc:
         return _problem(ident, path, "unrecognised", str(exc))
     except (Exception, pl.exceptions.PanicException) as exc:  # noqa: BLE001 - one bad file must not stop the run
-        log.exception("parser failed on %s", path)  # the trace goes to the log, the operator gets one line
+        # the operator gets one line (and the file reproduces it); the trace only at debug level, so
+        # `goodput check` and `goodput run` never print a traceback for one bad file
+        log.debug("parser failed on %s", printable(path), exc_info=True)
         kind = ("internal accounting error (a goodput bug; please report it)" if isinstance(exc, AccountingError)
                 else "could not be parsed (a goodput bug; please report it with the file)")
         return _problem(ident, path, "error", f"{kind}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
@@ -244,10 +284,11 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, 
     return prepared.outcome
 
 
-def _record(ident: FileIdentity, path: Path, fmt: str | None, counts, status: str, message: str) -> dict:
+def _record(ident: FileIdentity, path: Path, fmt: str | None, counts, status: str, message: str,
+            follow: bool = True) -> dict:
     c = counts.__dict__ if counts else {}
     try:
-        stat = path.stat()
+        stat = os.stat(path, follow_symlinks=follow)
         size, mtime = stat.st_size, stat.st_mtime_ns
     except OSError:
         size = mtime = None
@@ -264,11 +305,12 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-def _problem(ident: FileIdentity, path: Path, status: str, message: str) -> Prepared:
-    """A file no parser could read: one file-level reject row, status in ingested_files."""
-    reject = make_rejects([None], [first_line(path)], [f"{status}: {message}"])
+def _problem(ident: FileIdentity, path: Path, status: str, message: str, read: bool = True) -> Prepared:
+    """A file no parser could read: one file-level reject row, status in ingested_files. ``read=False``:
+    not even its first line is read (a refused symbolic link)."""
+    reject = make_rejects([None], [first_line(path) if read else None], [f"{status}: {message}"])
     return Prepared(FileOutcome(ident.key, ident.source, status, message=message),
-                    _record(ident, path, None, None, status, message), rejects=reject)
+                    _record(ident, path, None, None, status, message, follow=read), rejects=reject)
 
 
 # A batch is written in one transaction: per-file atomicity holds (a file's
@@ -303,7 +345,7 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
     warehouse.write_files(con, batch)
     # A copy recorded as a duplicate holds no rows of its own: when the file it
     # duplicated changed since, read the copy for real (log rotation).
-    wanted = {str(p.resolve()): (p, s) for p, s in files}
+    wanted = {file_key(p, source_dir): (p, s) for p, s in files}
     for orphan in sql.query(con, "orphaned_duplicates")["path"].to_list():
         if orphan in wanted:
             path, source = wanted[orphan]

@@ -9,7 +9,6 @@ takes and returns polars frames or plain data.
 from __future__ import annotations
 
 import csv
-import io
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -94,14 +93,20 @@ def read_labels(path: Path, known_hosts: set[str] | None = None) -> pl.DataFrame
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise LabelsError(f"{path}: cannot read the labels file ({getattr(exc, 'strerror', None) or exc})") from None
-    reader = csv.reader(io.StringIO(text))
-    header = [h.strip().lower() for h in next(reader, [])]
+    # one record per line: a stray quote must not merge the labels of the lines after it
+    records = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        try:
+            records.append((line_no, next(csv.reader([line], strict=True), [])))
+        except csv.Error:
+            raise LabelsError(f"{path}: line {line_no}: broken CSV quoting (unbalanced quote)") from None
+    header = [h.strip().lower() for h in (records[0][1] if records else [])]
     need = {"host", "is_lemon"}
     if not need <= set(header):
         raise LabelsError(f"{path}: line 1: the header must name host and is_lemon "
                           f"(host,is_lemon,confirmed_at,component), got {','.join(header) or 'nothing'}")
     rows, seen = [], {}
-    for line_no, values in enumerate(reader, start=2):
+    for line_no, values in records[1:]:
         if not values or all(not v.strip() for v in values):
             continue
         if len(values) != len(header):

@@ -7,6 +7,7 @@ absurdly long lines are handled once, here.
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +22,12 @@ import polars as pl
 MAX_LINE_BYTES = 256 * 1024
 # Decompressed size cap per file: a gzip bomb stops here instead of filling memory.
 MAX_FILE_BYTES = 4 * 1024**3
+# Deflate cannot expand more than 1032:1, so a gzip file under max_file_bytes / 1032 cannot exceed the cap.
+MAX_DEFLATE_RATIO = 1032
 RAW_CLIP = 4096
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 16 * 1024 * 1024
+COUNT_CHUNK = 1024 * 1024  # the size-only pass keeps nothing: small pieces keep its memory small
 
 
 class FileTooLarge(ValueError):
@@ -70,15 +74,15 @@ def clip(raw: str | None) -> str | None:
     return raw[:RAW_CLIP] + f"...[clipped, {len(raw)} chars]"
 
 
-def _decompressed(path: Path, problems: list[str]):
-    """Yield the file's content in chunks of at most CHUNK bytes, gunzipping
+def _decompressed(path: Path, problems: list[str], chunk: int = CHUNK):
+    """Yield the file's content in chunks of at most ``chunk`` bytes, gunzipping
     every gzip member; a truncated or corrupt stream ends with a problem noted
     and what decoded so far kept."""
     with open(path, "rb") as f:
         head = f.read(2)
         f.seek(0)
         if head != GZIP_MAGIC:
-            while block := f.read(CHUNK):
+            while block := f.read(chunk):
                 yield block
             return
         def member():
@@ -87,11 +91,11 @@ def _decompressed(path: Path, problems: list[str]):
         d, pending = member(), b""
         while True:
             if not pending:
-                pending = f.read(CHUNK)
+                pending = f.read(chunk)
                 if not pending:
                     break
             try:
-                out = d.decompress(pending, CHUNK)  # bounded output: a bomb never lands whole
+                out = d.decompress(pending, chunk)  # bounded output: a bomb never lands whole
             except zlib.error as exc:
                 problems.append(f"corrupt gzip stream ({exc}); lines up to there were read")
                 return
@@ -99,7 +103,8 @@ def _decompressed(path: Path, problems: list[str]):
             if out:
                 yield out
             if d.eof:  # the next member of concatenated gzip files, if any
-                pending = d.unused_data + pending or f.read(CHUNK)
+                # all input past the member's end is in unused_data; unconsumed_tail may hold a copy of it
+                pending = d.unused_data or f.read(chunk)
                 if not pending:
                     return
                 d = member()
@@ -114,7 +119,11 @@ class _LineCapper:
     """Copies chunks through, replacing every line longer than ``max_line`` by an
     empty line and remembering it, so a 600 MB line costs at most ``max_line``
     bytes of memory. Checking is vectorised (numpy over newline positions): an
-    ordinary chunk is copied whole."""
+    ordinary chunk is copied whole.
+
+    A file whose first line ends are lone CRs (classic Mac OS, some device
+    exports) has every CR read as a line end. Elsewhere a lone CR stays inside
+    its line: job logs redraw progress bars with it."""
 
     def __init__(self, max_line: int):
         self.max_line = max_line
@@ -123,6 +132,7 @@ class _LineCapper:
         self.partial = bytearray()  # the current line so far (clipped once it is too long)
         self.partial_len = 0
         self.long: list[tuple[int, str, int]] = []
+        self.cr_only: bool | None = None  # decided on the first chunk that shows its line ends
 
     def _emit(self, b: bytes) -> None:
         self.out.append(b)
@@ -143,6 +153,13 @@ class _LineCapper:
         self.line_no += 1
 
     def feed(self, chunk: bytes) -> None:
+        if self.cr_only is None:  # a CR that ends a chunk may be the first half of a CRLF: not decisive
+            if b"\n" in chunk:
+                self.cr_only = False
+            elif b"\r" in chunk[:-1]:
+                self.cr_only = True
+        if self.cr_only:
+            chunk = chunk.replace(b"\r", b"\n")
         nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
         if not len(nl):
             self._grow(chunk)
@@ -162,9 +179,22 @@ class _LineCapper:
 
     def finish(self) -> bytes:
         if self.partial_len:  # a last line without newline is still a line
+            long = self.partial_len > self.max_line
             self._end_line()
-            self.out[-1] = self.out[-1][:-1]
+            if not long:  # an over-long one stays an empty line ending in LF, so its number exists
+                self.out[-1] = self.out[-1][:-1]
         return b"".join(self.out)
+
+    def note(self, problems: list[str]) -> None:
+        if self.cr_only:
+            problems.append("line ends are lone CRs (classic Mac OS): each CR was read as a line end")
+
+
+def long_line_reason(n_bytes: int, text: str, max_line: int) -> str:
+    reason = f"line of {n_bytes:,} bytes exceeds the {max_line:,}-byte limit (max_line_bytes)"
+    if "\r" in text:  # lone CRs after LF-ended lines: lines glued by CR line ends, or a progress bar
+        reason += "; it holds carriage returns (CR) without line feeds"
+    return reason
 
 
 def first_line(path: Path) -> str | None:
@@ -173,7 +203,7 @@ def first_line(path: Path) -> str | None:
         chunk = next(_decompressed(Path(path), []), b"")
     except OSError:
         return None
-    return chunk[:RAW_CLIP].split(b"\n", 1)[0].decode("utf-8", errors="replace") if chunk else None
+    return re.split(rb"[\r\n]", chunk[:RAW_CLIP], maxsplit=1)[0].decode("utf-8", errors="replace") if chunk else None
 
 
 def read_raw(path: Path, max_line_bytes: int = MAX_LINE_BYTES, max_file_bytes: int = MAX_FILE_BYTES,
@@ -182,12 +212,14 @@ def read_raw(path: Path, max_line_bytes: int = MAX_LINE_BYTES, max_file_bytes: i
     formats (Parquet), where only the size cap applies. Raises FileTooLarge."""
     stream = ChunkStream(path, max_file_bytes)
     capper = _LineCapper(max_line_bytes)
+    _refuse_if_too_large(Path(path), max_file_bytes)
     for chunk in stream.chunks():
         if cap_lines:
             capper.feed(chunk)
         else:
             capper._emit(chunk)
     data = capper.finish() if cap_lines else b"".join(capper.out)
+    capper.note(stream.problems)
     return RawFile(data, stream.sha256, stream.problems, capper.long)
 
 
@@ -205,10 +237,34 @@ class ChunkStream:
         for chunk in _decompressed(self.path, self.problems):
             total += len(chunk)
             if total > self.max_file:
-                raise FileTooLarge(f"more than {self.max_file:,} bytes once decompressed (max_file_bytes)")
+                raise _too_large(self.max_file)
             digest.update(chunk)
             yield chunk
         self.sha256 = digest.hexdigest()
+
+
+def _too_large(max_file_bytes: int) -> FileTooLarge:
+    return FileTooLarge(f"more than {max_file_bytes:,} bytes once decompressed (max_file_bytes)")
+
+
+def _refuse_if_too_large(path: Path, max_file_bytes: int) -> None:
+    """Raise FileTooLarge before any of the content is held: a plain file by its size, a gzip file
+    (which may be a bomb) by a decompress-and-count pass in bounded memory. A gzip file too small
+    to reach the cap even at deflate's maximum ratio skips that pass."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        gzipped = f.read(2) == GZIP_MAGIC
+    if not gzipped:
+        if size > max_file_bytes:
+            raise _too_large(max_file_bytes)
+        return
+    if size * MAX_DEFLATE_RATIO <= max_file_bytes:
+        return
+    total = 0
+    for chunk in _decompressed(path, [], chunk=COUNT_CHUNK):
+        total += len(chunk)
+        if total > max_file_bytes:
+            raise _too_large(max_file_bytes)
 
 
 def hash_only(path: Path, max_file_bytes: int = MAX_FILE_BYTES) -> RawFile:
@@ -260,6 +316,7 @@ class LineStream:
                 bad_utf8 |= not _is_utf8(data)
                 yield self._frame(data, capper, last=False)
         data = capper.finish()
+        capper.note(self.problems)
         self.sha256 = source.sha256
         if data:
             bad_utf8 |= not _is_utf8(data)
@@ -276,7 +333,7 @@ class LineStream:
         long = [(no, text, n) for no, text, n in capper.long if lo <= no <= hi]
         nos = [no for no, _, _ in long]
         texts = [text for _, text, _ in long]
-        reasons = [f"line of {n:,} bytes exceeds the {self.max_line:,}-byte limit (max_line_bytes)" for _, _, n in long]
+        reasons = [long_line_reason(n, text, self.max_line) for _, text, n in long]
         if last and any(p.startswith("truncated gzip") for p in self.problems) and not data.endswith(b"\n"):
             nos.append(hi)
             texts.append(frame["text"][-1])
@@ -342,8 +399,7 @@ def read_lines(path: Path, raw: RawFile | None = None, max_line_bytes: int = MAX
     n_lines = frame.height
     refused_nos = [no for no, _, _ in raw.long_lines]
     texts = [text for _, text, _ in raw.long_lines]
-    reasons = [f"line of {n:,} bytes exceeds the {max_line_bytes:,}-byte limit (max_line_bytes)"
-               for _, _, n in raw.long_lines]
+    reasons = [long_line_reason(n, text, max_line_bytes) for _, text, n in raw.long_lines]
     if any(p.startswith("truncated gzip") for p in problems) and not data.endswith(b"\n"):
         refused_nos.append(n_lines)  # the stream broke inside this line
         texts.append(frame["text"][-1])

@@ -29,11 +29,26 @@ def _config() -> dict:
     return {"memory_limit": os.environ.get("GOODPUT_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT}
 
 
+def file_in_the_way(path: Path | str) -> Path | None:
+    """The nearest existing parent of ``path`` when it is a file, not a folder (``--db notes.txt/w.duckdb``)."""
+    for parent in Path(path).parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def missing_warehouse(path: Path | str) -> str:
+    blocker = file_in_the_way(path)
+    if blocker is not None:
+        return f"no warehouse at {path}: {blocker} is a file, not a folder; give --db a path inside a folder"
+    return f"no warehouse at {path}: run `goodput run --source DIR` first"
+
+
 def connect(path: Path | str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     path = Path(path) if path is not None else default_db_path()
     if read_only:
         if not path.exists():
-            raise FileNotFoundError(f"no warehouse at {path}: run `goodput run --source DIR` first")
+            raise FileNotFoundError(missing_warehouse(path))
         return duckdb.connect(str(path), read_only=True, config=_config())
     path.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(path), config=_config())

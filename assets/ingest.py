@@ -8,6 +8,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
                      asset, asset_check)
 
 from analysis import data_health, sql
+from analysis.display import printable
 from analysis.ingest import ingest_directory
 from assets.degrade import withheld_on_error
 from pipelines import diagnose
@@ -27,7 +28,7 @@ INGEST_ASSETS = {
 
 def _ingest(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources, folder: str | None):
     def progress(outcome, i, n):
-        line = f"{folder or 'other'}: [{i}/{n}] {outcome.status:12} {outcome.rows:>9} rows {outcome.rejects:>6} rejects  {outcome.path}"
+        line = f"{folder or 'other'}: [{i}/{n}] {outcome.status:12} {outcome.rows:>9} rows {outcome.rejects:>6} rejects  {printable(outcome.path)}"
         context.log.debug(line)
         progress_log.info(line)
 

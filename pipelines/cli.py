@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from analysis import sql, warehouse
+from analysis.display import printable
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_SOURCE = REPO / "tests" / "fixtures" / "demo_source"
@@ -175,19 +176,22 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of records (every row).")
 @click.option("--vertical", "-x", is_flag=True, help="One 'column: value' block per row (wide rows).")
 @click.option("--max-rows", default=50, show_default=True, help="Rows shown in table and vertical mode.")
+@click.option("--timeout", type=click.FloatRange(0), default=300, show_default=True,
+              help="Stop the query after this many seconds (0: no limit).")
 @click.argument("query")
-def sql_command(db: Path | None, as_csv: bool, as_json: bool, vertical: bool, max_rows: int, query: str) -> None:
+def sql_command(db: Path | None, as_csv: bool, as_json: bool, vertical: bool, max_rows: int, timeout: float,
+                query: str) -> None:
     """Run one ad-hoc read-only QUERY against the warehouse.
 
-    Queries only (SELECT, WITH, SHOW, DESCRIBE, SUMMARIZE, EXPLAIN); statements
-    that write (COPY, EXPORT, CREATE, SET, ATTACH, INSTALL, ...) are refused,
-    and a query reads the warehouse and no other file."""
+    Queries only (SELECT, WITH, SHOW, DESCRIBE, SUMMARIZE, EXPLAIN of a query);
+    statements that write (COPY, EXPORT, CREATE, SET, ATTACH, INSTALL, ...) are
+    refused, and a query reads the warehouse and no other file."""
     import polars as pl
 
     from pipelines.readonly import QueryRefused, run_query
 
     try:
-        columns, rows = run_query(db or warehouse.default_db_path(), query)
+        columns, rows = run_query(db or warehouse.default_db_path(), query, timeout=timeout)
     except QueryRefused as exc:
         raise click.ClickException(str(exc)) from None
     # Every value as text: DuckDB types polars cannot hold (intervals, unions,
@@ -287,7 +291,7 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
 
     db = db or warehouse.default_db_path()
     if not Path(db).is_file():
-        raise click.ClickException(f"no warehouse at {db}")
+        raise click.ClickException(warehouse.missing_warehouse(db))
     try:
         con = warehouse.connect(db, read_only=dry_run)
     except duckdb.Error as exc:
@@ -301,13 +305,13 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
     verb = "Would remove" if dry_run else "Removed"
     click.echo(f"{verb} {done.files.height} file(s) from {db}: {done.rows:,} rows and {done.rejects:,} rejects.")
     for r in done.files.iter_rows(named=True):
-        click.echo(f"  {r['path']}  ({r['source'] or 'unknown folder'}, {r['status']}: "
+        click.echo(f"  {printable(r['path'])}  ({r['source'] or 'unknown folder'}, {r['status']}: "
                    f"{r['rows'] or 0:,} rows, {r['rejects'] or 0:,} rejects)")
     if done.copies:
         click.echo(f"{len(done.copies)} file(s) recorded as copies of these are read by the next run if they still "
-                   f"exist: {', '.join(done.copies[:5])}{' ...' if len(done.copies) > 5 else ''}")
+                   f"exist: {printable(', '.join(done.copies[:5]))}{' ...' if len(done.copies) > 5 else ''}")
     if done.still_on_disk:
-        click.echo(f"Still on disk, so the next run reads again: {', '.join(done.still_on_disk[:5])}"
+        click.echo(f"Still on disk, so the next run reads again: {printable(', '.join(done.still_on_disk[:5]))}"
                    f"{' ...' if len(done.still_on_disk) > 5 else ''} (move or delete them first)")
     if not dry_run:
         click.echo("Derived tables (jobs, attribution, metrics, reports) still count these files until the next "

@@ -25,7 +25,7 @@ def _open(db: Path | None, read_only: bool):
 
     db = db or warehouse.default_db_path()
     if not Path(db).is_file():
-        raise click.ClickException(f"no warehouse at {db}: run `goodput run --source DIR` first")
+        raise click.ClickException(warehouse.missing_warehouse(db))
     try:
         return warehouse.connect(db, read_only=read_only), db
     except duckdb.Error as exc:

@@ -13,7 +13,8 @@ import duckdb
 import polars as pl
 
 from analysis import sql
-from analysis.ingest import SOURCES, discover
+from analysis.display import printable
+from analysis.ingest import SOURCES, discover, link_refusal
 
 SHOWN = 5  # files listed per problem; the rest are counted
 FORGET_HINT = "`goodput forget PATH` removes the rows of a file you deleted"
@@ -32,7 +33,8 @@ def _more(n: int) -> list[str]:
 def all_rejected(bad: pl.DataFrame, folder: str) -> str:
     lines = [f"every line of {bad.height} file(s) under {folder}/ was rejected:"]
     for r in bad.head(SHOWN).iter_rows(named=True):
-        lines.append(f"  {r['path']}: {r['rejects']} of {r['lines']} lines rejected: {r['reason'] or 'no reason recorded'}")
+        lines.append(printable(f"  {r['path']}: {r['rejects']} of {r['lines']} lines rejected: "
+                               f"{r['reason'] or 'no reason recorded'}"))
     lines += _more(bad.height)
     lines.append("  Fix the file or the options (--tz, --sacct-delimiter, --boot-time, goodput.yaml) and run again: "
                  f"a file is re-read when it, its options or its .boottime change; {FORGET_HINT}.")
@@ -43,7 +45,7 @@ def unaccounted(bad: pl.DataFrame, folder: str) -> str:
     lines = [f"{bad.height} file(s) under {folder}/ read in this run lost lines (a goodput bug: please report it "
              "with the file):"]
     for r in bad.head(SHOWN).iter_rows(named=True):
-        lines.append(f"  {r['path']}: {r['lines']} lines = {r['row_lines']} with rows + {r['rejects']} rejected + "
+        lines.append(f"  {printable(r['path'])}: {r['lines']} lines = {r['row_lines']} with rows + {r['rejects']} rejected + "
                      f"{r['skipped']} skipped + {r['merged']} merged; stored: {r['stored_lines']} lines with rows, "
                      f"{r['rejected_lines']} rejects")
     return "\n".join(lines + _more(bad.height))
@@ -69,7 +71,7 @@ def high_reject_rate(con: duckdb.DuckDBPyConnection, rejecting: pl.DataFrame, si
     lines = [f"{r['source']}/: {r['reason']}" for r in rejecting.iter_rows(named=True)]
     lines.append("most rejects:")
     for r in sql.query(con, "reject_rate_top_files", {"since": since, "limit": SHOWN}).iter_rows(named=True):
-        lines.append(f"  {r['path']}: {r['rejects']:,} of {r['lines']:,} lines rejected, mostly: {r['reason']}")
+        lines.append(printable(f"  {r['path']}: {r['rejects']:,} of {r['lines']:,} lines rejected, mostly: {r['reason']}"))
     lines.append("  Fix the files or the options and run again; `goodput sql \"SELECT reason, count(*) FROM rejects "
                  "GROUP BY ALL ORDER BY 2 DESC\"` lists every reason.")
     return "\n".join(lines)
@@ -107,19 +109,19 @@ def unknown_folders(source_dir: Path) -> list[str]:
     """Files goodput does not read because of where they are."""
     folders = Counter()
     for path, source in discover(source_dir):
-        if source is None:
+        if source is None and not link_refusal(path, source_dir):  # a refused link is reported as such
             rel = path.relative_to(source_dir).parts
             folders[rel[0] + "/" if len(rel) > 1 else "(top level)"] += 1
     out = []
     for folder, n in sorted(folders.items()):
         if folder == "(top level)":
-            out.append(f"{n} file(s) at the top of {source_dir} were not read: put each in its source folder "
+            out.append(f"{n} file(s) at the top of {printable(source_dir)} were not read: put each in its source folder "
                        f"({', '.join(s + '/' for s in SOURCES)})")
             continue
         name = folder.rstrip("/").lower()
         guess = ALIASES.get(name) or next(iter(difflib.get_close_matches(name, list(SOURCES), n=1, cutoff=0.6)), None)
         hint = f": did you mean {guess}/?" if guess else f": goodput reads {', '.join(s + '/' for s in SOURCES)}"
-        out.append(f"{n} file(s) in folder {folder} were not read, it is not a source folder{hint}")
+        out.append(f"{n} file(s) in folder {printable(folder)} were not read, it is not a source folder{hint}")
     return out
 
 
@@ -137,14 +139,14 @@ def coverage(con: duckdb.DuckDBPyConnection, source_dir: Path, since: datetime) 
                         "attribution, ETTR or goodput")
     steps = sql.query(con, "run_step_only_sacct", {"since": since})
     for r in steps.head(SHOWN).iter_rows(named=True):
-        warnings.append(f"{r['path']}: {r['row_lines']:,} job-step lines and no job allocation line, so no job was "
+        warnings.append(f"{printable(r['path'])}: {r['row_lines']:,} job-step lines and no job allocation line, so no job was "
                         "built from it: dump the allocation lines too (plain `sacct`, or `sacct -X` for allocations only)")
     warnings += _more(steps.height)
     if totals.get("slurm", {}).get("rows") and _jobs(con) == 0:
         warnings.append("the slurm/ dumps hold no job allocation line: 0 jobs, so no failure rates, attribution or goodput")
     hosts = sql.query(con, "run_unmatched_host_files", {"since": since})
     if hosts.height:
-        examples = "; ".join(f"{r['path']} -> '{r['host_hint']}'" for r in hosts.head(SHOWN).iter_rows(named=True))
+        examples = "; ".join(printable(f"{r['path']} -> '{r['host_hint']}'") for r in hosts.head(SHOWN).iter_rows(named=True))
         warnings.append(f"{hosts.height} file(s) took their host from the file name, and no Slurm job or node event names that host "
                         f"({examples}{'; ...' if hosts.height > SHOWN else ''}): their rows attach to no job; name "
                         "per-host files after the node (kernel/gpu001.log or kernel/gpu001/dmesg.log)")

@@ -11,7 +11,8 @@ from pathlib import Path
 import duckdb
 
 from analysis import warehouse
-from analysis.ingest import discover
+from analysis.display import printable
+from analysis.ingest import discover, link_refusal
 from analysis.model import IngestOptions
 from analysis.options import load_options
 
@@ -23,9 +24,31 @@ class SourceError(ValueError):
 _LOCK = re.compile(r'Could not set lock on file .*?Conflicting lock is held in (?P<prog>\S+) \(PID (?P<pid>\d+)\)')
 
 
+# What DuckDB says of a truncated or corrupt file (or one that is not a DuckDB file at all)
+_DAMAGED = ("Could not read enough bytes", "not a valid DuckDB database file", "Corrupt database file",
+            "does not match stored checksum")
+
+
+def damaged_warehouse(exc: Exception, db: Path) -> str | None:
+    """One line for a warehouse file that is damaged, with what to do; None for any other error."""
+    text = str(exc)
+    if not any(marker in text for marker in _DAMAGED):
+        return None
+    detail = text.splitlines()[0].removeprefix("IO Error: ")[:160]
+    return (f"the warehouse {db} is damaged (truncated or corrupt) or not a DuckDB file ({detail}): restore it "
+            f"from a backup, or move it aside (mv {db} {db}.damaged) and run `goodput run --source DIR` to "
+            "rebuild it from the source files")
+
+
 def warehouse_error(exc: Exception, db: Path) -> str:
     """One line for a warehouse that cannot be opened."""
     text = str(exc)
+    damaged = damaged_warehouse(exc, db)
+    if damaged:
+        return damaged
+    blocker = warehouse.file_in_the_way(db)
+    if blocker is not None:
+        return f"cannot create the warehouse {db}: {blocker} is a file, not a folder; give --db a path inside a folder"
     lock = _LOCK.search(text)
     if lock:
         return (f"the warehouse {db} is in use by another process ({Path(lock['prog']).name}, PID {lock['pid']}): "
@@ -43,7 +66,9 @@ def check_warehouse(db: Path) -> None:
     except duckdb.Error as exc:
         raise SourceError(warehouse_error(exc, db)) from None
     except OSError as exc:
-        raise SourceError(f"cannot create the warehouse {db}: {exc.strerror or exc}") from None
+        blocker = warehouse.file_in_the_way(db)
+        why = f"{blocker} is a file, not a folder; give --db a path inside a folder" if blocker else exc.strerror or exc
+        raise SourceError(f"cannot create the warehouse {db}: {why}") from None
 
 
 def check_out(out: Path) -> None:
@@ -60,15 +85,16 @@ def check_out(out: Path) -> None:
 def check_source(source: Path, tz: str | None = None, sacct_delimiter: str | None = None,
                  boot_times: dict | None = None) -> IngestOptions:
     if not source.is_dir():
-        raise SourceError(f"source directory {source} does not exist")
+        raise SourceError(f"source directory {printable(source)} does not exist")
     found = discover(source)
     if not found:
-        raise SourceError(f"source directory {source} holds no files (expected slurm/, kernel/, switch/, ... folders)")
+        raise SourceError(f"source directory {printable(source)} holds no files (expected slurm/, kernel/, switch/, ... folders)")
     if all(folder is None for _, folder in found):
         from pipelines.diagnose import unknown_folders
 
-        raise SourceError(f"no file of {source} is in a source folder, so nothing would be read: "
-                          + "; ".join(unknown_folders(source)))
+        links = [f"{printable(p.relative_to(source))}: {why}" for p, _ in found if (why := link_refusal(p, source))]
+        raise SourceError(f"no file of {printable(source)} is in a source folder, so nothing would be read: "
+                          + "; ".join(unknown_folders(source) + links))
     try:
         return load_options(source, tz=tz, sacct_delimiter=sacct_delimiter, boot_times=boot_times)
     except (ValueError, TypeError) as exc:

@@ -14,6 +14,7 @@ import polars as pl
 from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
 
 from analysis import data_health, sql, warehouse
+from analysis.display import printable
 from pipelines import diagnose
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
 from pipelines.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
@@ -68,7 +69,7 @@ class RunResult:
                        tbl_hide_column_data_types=True):
             lines = [f"Warehouse: {self.db}", str(self.summary)]
         for path, source, status, message in self.problems.head(PROBLEMS_SHOWN).iter_rows():
-            lines.append(f"  {status}: {path}: {message}")
+            lines.append(printable(f"  {status}: {path}: {message}"))
         if self.problems.height > PROBLEMS_SHOWN:
             lines.append(f"  ... and {self.problems.height - PROBLEMS_SHOWN} more: goodput sql \"SELECT path, message "
                          "FROM ingested_files WHERE status IN ('unrecognised', 'error')\"")
@@ -98,7 +99,7 @@ class RunResult:
         lines = [f"Data health: {data_health.status(self.health)}: what this run could not use, and what is missing "
                  "because of it (also at the top of the report):"]
         for r in self.health.head(HEALTH_SHOWN).iter_rows(named=True):
-            lines.append(f"  {r['what']} ({r['severity']}): {r['reason']}")
+            lines.append(printable(f"  {r['what']} ({r['severity']}): {r['reason']}"))
             if r["missing"]:
                 lines.append(f"    missing: {r['missing']}")
         if self.health.height > HEALTH_SHOWN:

@@ -46,6 +46,11 @@ def test_copy_over_the_warehouse_is_refused_and_the_file_is_untouched(db):
     ("CREATE TABLE t AS SELECT 1", "CREATE"),
     ("DELETE FROM jobs", "DELETE"),
     ("SELECT 1; COPY jobs TO '{out}/jobs.csv'", "statements"),
+    # EXPLAIN ANALYZE runs what it explains: it passed the statement check (issue 21)
+    ("EXPLAIN ANALYZE COPY (SELECT 1) TO '{out}/x.csv'", "EXPLAIN of COPY"),
+    ("EXPLAIN ANALYZE DELETE FROM jobs", "EXPLAIN of DELETE"),
+    ("/* note */ explain (analyze) INSERT INTO jobs SELECT * FROM jobs", "EXPLAIN of INSERT"),
+    ("EXPLAIN ANALYZE SET threads = 1", "EXPLAIN of SET"),
 ])
 def test_statements_that_write_or_change_settings_are_refused(db, tmp_path, statement, refused):
     before = digest(db)
@@ -60,7 +65,6 @@ def test_statements_that_write_or_change_settings_are_refused(db, tmp_path, stat
     "SELECT * FROM read_csv('/etc/passwd')",
     "SELECT * FROM read_text('/etc/hostname')",
     "SELECT * FROM glob('/etc/*')",
-    "EXPLAIN ANALYZE COPY (SELECT 1) TO '{out}/x.csv'",  # passes the statement check, stopped by the connection
 ])
 def test_queries_cannot_read_or_write_other_files(db, tmp_path, query):
     result = sql(db, query.format(out=tmp_path))
@@ -76,6 +80,7 @@ def test_queries_cannot_read_or_write_other_files(db, tmp_path, query):
     ("FROM job_status_breakdown SELECT count(*) AS n", "n"),
     ("SHOW TABLES", "name"),
     ("DESCRIBE jobs", "column_name,column_type,null,key,default,extra"),
+    ("EXPLAIN ANALYZE SELECT count(*) FROM jobs", "explain_key,explain_value"),
 ])
 def test_ordinary_queries_and_views_still_work(db, query, first_line):
     result = sql(db, query)
@@ -86,3 +91,12 @@ def test_ordinary_queries_and_views_still_work(db, query, first_line):
 def test_a_missing_warehouse_is_one_line(tmp_path):
     result = sql(tmp_path / "none.duckdb", "SELECT 1")
     assert result.exit_code != 0 and "no warehouse" in result.output and not (tmp_path / "none.duckdb").exists()
+
+
+def test_a_query_past_its_timeout_is_stopped_in_one_line(db):
+    result = CliRunner().invoke(main, ["sql", "--db", str(db), "--timeout", "0.5",
+                                       "SELECT count(*) FROM range(1000000000000) a"])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "ran longer than 0.5 s and was stopped" in result.output and "--timeout" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert sql(db, "SELECT count(*) AS n FROM jobs").output.splitlines() == ["n", "10"]  # the next query runs

@@ -4,7 +4,10 @@ accounted for (stored + rejected + skipped + merged = lines read).
 Each case keeps a file's first line (the header, or the line the parser detects
 the format from) and mutates a few thousand body lines built from the demo source's real-shaped
 lines: truncation, stray quotes and delimiters, control bytes, invalid UTF-8,
-huge numbers, deep nesting, duplicated and shuffled lines.
+huge numbers, deep nesting, duplicated and shuffled lines. The same files are
+also written with lone-CR line ends and with an over-long last line that has no
+newline; and a source tree full of symbolic links out of it is ingested without
+reading a byte through them.
 """
 from __future__ import annotations
 
@@ -13,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from analysis import warehouse
 from analysis.accounting import account
-from analysis.ingest import parser_for
+from analysis.ingest import ingest_directory, parser_for
 from analysis.lines import read_lines
 from analysis.model import IngestOptions, ParseContext, UnrecognisedFormat
 
@@ -34,6 +38,7 @@ CASES = {  # source folder -> demo file whose lines seed the mutations, file nam
     "telemetry": ("telemetry/dcgm-2024-03-01.csv", "dcgm.csv"),
     "tickets": ("tickets/tickets.csv", "tickets.csv"),
     "topology": ("topology/cabling.csv", "cabling.csv"),
+    "joblogs": ("../joblogs/slurm-7001.out", "slurm-7001.out"),  # tests/fixtures/joblogs
 }
 HEADERED = {"slurm", "slurm_events", "telemetry", "tickets", "topology"}
 NOISE = ['"', "'", "|", ",", "\t", "\\", "{", "}", "[", "]", ":", "\r", "\x00", "\x1f", "\ufffd", "é", " ", "=", "#"]
@@ -67,7 +72,8 @@ def _mutate(rng: random.Random, line: str) -> str:
     return line
 
 
-def _write_case(tmp_path: Path, case: str, seed: int) -> tuple[Path, str]:
+def _write_case(tmp_path: Path, case: str, seed: int, eol: str = "\n", tail: bytes = b"") -> tuple[Path, str]:
+    """The mutated file, lines ended by ``eol``, then ``tail`` (a last line without line end)."""
     rel, name = CASES[case]
     seed_lines = (DEMO / rel).read_text().splitlines()
     header, body = seed_lines[:1], seed_lines[1:] if case in HEADERED else seed_lines
@@ -77,17 +83,14 @@ def _write_case(tmp_path: Path, case: str, seed: int) -> tuple[Path, str]:
     sub = tmp_path / folder / ("gpu006" if case == "benchmarks_nccl" else "")
     sub.mkdir(parents=True, exist_ok=True)
     path = sub / name
-    data = "\n".join(lines).encode("utf-8", errors="surrogateescape")
+    data = eol.join(lines).encode("utf-8", errors="surrogateescape")
     if rng.random() < 0.5:
         data = data.replace("\ufffd".encode(), b"\xff\xfe")  # invalid UTF-8 as well
-    path.write_bytes(data + b"\n")
+    path.write_bytes(data + eol.encode() + tail)
     return path, folder
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_mutated_lines_are_all_accounted_for(tmp_path, case, seed):
-    path, folder = _write_case(tmp_path, case, seed)
+def _parse_case(case: str, path: Path, folder: str):
     lines = read_lines(path)
     host = "gpu006" if folder == "benchmarks" else (path.name.split(".")[0] if folder == "kernel" else None)
     ctx = ParseContext(path=path, source=folder, host_hint=host,
@@ -97,7 +100,67 @@ def test_mutated_lines_are_all_accounted_for(tmp_path, case, seed):
     except UnrecognisedFormat:
         pytest.fail(f"{case}: a file with a valid first line was refused as a whole")
     counts = account(result, lines)  # raises AccountingError when a line is lost or double-counted
-    assert counts.lines == LINES_PER_FILE + 1
     assert counts.row_lines > 0, f"{case}: no line survived; the mutations leave most lines intact"
     reasons = result.rejects["reason"].to_list()
     assert all(r and "Traceback" not in r and "polars" not in r.lower() for r in reasons)
+    return lines, result, counts
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_mutated_lines_are_all_accounted_for(tmp_path, case, seed):
+    path, folder = _write_case(tmp_path, case, seed)
+    _, _, counts = _parse_case(case, path, folder)
+    assert counts.lines == LINES_PER_FILE + 1
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_unterminated_over_long_last_line_is_a_reject_and_the_rest_parses(tmp_path, case):
+    # used to vanish (a file of only that line: ok, 0 lines) or to fail the whole file's accounting
+    tail = ("".join(random.Random(case).choice("ab, |:\"\t\r") for _ in range(64)) * 5000).encode()
+    path, folder = _write_case(tmp_path, case, 3, tail=tail)
+    lines, result, counts = _parse_case(case, path, folder)
+    assert counts.lines == LINES_PER_FILE + 2
+    last = lines.rejects.filter(lines.rejects["line_no"] == LINES_PER_FILE + 2)
+    assert last.height == 1 and "exceeds the 262,144-byte limit" in last["reason"][0]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_files_with_lone_cr_line_ends_are_read_line_by_line(tmp_path, case):
+    # classic Mac OS line ends: the whole file used to be one line (kept, or over-long and rejected)
+    path, folder = _write_case(tmp_path, case, 4, eol="\r")
+    lines, result, counts = _parse_case(case, path, folder)
+    assert counts.lines == path.read_bytes().count(b"\r")  # a CR the mutations inserted ends a line too
+    assert lines.rejects.height == 0 and any("lone CRs" in p for p in lines.problems)
+
+
+def test_links_out_of_the_tree_are_never_read(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.log"
+    demo_kernel = (DEMO / "kernel" / "gpu003.log").read_text().splitlines()
+    secret.write_text("\n".join(f"{line} SECRET-{i}" for i, line in enumerate(demo_kernel)) + "\n")
+    src = tmp_path / "src"
+    rng = random.Random("links")
+    kinds = {"absolute": lambda p: secret, "relative": lambda p: Path("../" * (len(p.parts) - 1)) / ".." / "outside" / "secret.log",
+             "folder": lambda p: outside, "loop": lambda p: p.name, "dangling": lambda p: outside / "gone.log"}
+    links = []
+    for folder in sorted({c.split("_")[0] if c.startswith(("kernel", "benchmarks")) else c for c in CASES}):
+        for kind in rng.sample(sorted(kinds), 3):
+            rel = Path(folder, *(["gpu001"] if rng.random() < 0.5 else []), f"gpu{rng.randrange(100):03d}-{kind}.log")
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            (src / rel).symlink_to(kinds[kind](rel))
+            links.append(rel)
+    (src / "kernel" / "gpu003.log").write_text("\n".join(demo_kernel) + "\n")  # an ordinary file beside them
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    try:
+        outcomes = {o.path: o for o in ingest_directory(con, src, IngestOptions(syslog_year=2024)).outcomes}
+        stored = con.execute("SELECT count(*) FROM rejects WHERE raw LIKE '%SECRET%'").fetchall()[0][0]
+        events = con.execute("SELECT count(*) FROM node_events WHERE message LIKE '%SECRET%'").fetchall()[0][0]
+        good = con.execute("SELECT count(*) FROM node_events").fetchall()[0][0]
+    finally:
+        con.close()
+    assert stored == 0 and events == 0 and good > 0
+    for rel in links:
+        o = outcomes[str((src / rel).parent.resolve() / rel.name)]
+        assert o.status == "unrecognised" and "nothing read" in o.message, (rel, o)

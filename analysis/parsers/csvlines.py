@@ -6,15 +6,18 @@ Two CSV paths exist on purpose:
 * ``split_lines`` is vectorised (``str.split``) for large files; only lines that
   contain a double quote go through the csv module, one line at a time, so a
   quoted field may hold a comma but not a newline.
-* ``csv_records`` runs the csv module record by record over a (small) file, so
-  a quoted field may span a few lines; the lines after a record's first are
-  "merged". A stray quote costs its own line only.
+* ``csv_records`` runs the csv module record by record over a (small) file.
+  Where the caller allows it (a ticket's free-text notes), a quoted field may
+  span a few lines; the lines after a record's first are "merged". Two stray
+  quotes a few lines apart must not swallow the rows between them: a record
+  whose spanning field is a key column, or whose inner lines are rows of their
+  own, is refused. A stray quote costs its own line only.
 """
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import polars as pl
@@ -102,22 +105,25 @@ class Record:
     fields: list[str] | None  # None: broken quoting
     raw: str
     n_lines: int  # physical lines the record spans
+    reason: str | None = None  # why fields is None, when more is known than "broken quoting"
 
 
+BROKEN = "broken CSV quoting (unterminated or stray quote)"
+UNBALANCED = "broken CSV quoting (unbalanced quote; a field cannot span lines here)"
 # A quoted field may span lines (a ticket note with newlines), but not many: a
 # stray quote must cost one line, not swallow the rest of the file.
 MAX_RECORD_LINES = 32
 
 
-def csv_records(lines: pl.DataFrame, sep: str = ",", expect: dict | None = None) -> Iterator[Record]:
-    """The records of a small CSV whose quoted fields may span lines. A line
-    with an odd number of quotes opens a record that runs until the quotes
-    balance (at most MAX_RECORD_LINES lines); the record is kept only if it
-    parses and, once the caller has set ``expect["width"]``, has that many
-    fields. Otherwise only its first line is a broken record (fields None) and
-    reading resumes on the next line. Blank lines give a record with empty
-    fields (the caller counts them as skipped)."""
-    expect = expect if expect is not None else {}
+def csv_records(lines: pl.DataFrame, sep: str = ",", accept: Callable[[list[str], list[str]], str | None] | None = None,
+                max_lines: int = MAX_RECORD_LINES) -> Iterator[Record]:
+    """The records of a small CSV. A line with an odd number of quotes opens a
+    record that runs until the quotes balance (at most ``max_lines`` lines; 1: a
+    line-oriented file, where a field never spans lines); a multi-line record is
+    kept only if it parses and ``accept(fields, its lines)`` finds no fault (it
+    returns the reason). Otherwise only its first line is a broken record
+    (fields None) and reading resumes on the next line. Blank lines give a
+    record with empty fields (the caller counts them as skipped)."""
     nos, texts = lines["line_no"].to_list(), lines["text"].to_list()
     odd = [t.count('"') % 2 == 1 for t in texts]
     i = 0
@@ -125,20 +131,40 @@ def csv_records(lines: pl.DataFrame, sep: str = ",", expect: dict | None = None)
         j = i
         if odd[i]:  # find the line that closes the quote
             j = i + 1
-            while j < len(texts) and j - i < MAX_RECORD_LINES and not odd[j]:
+            while j < len(texts) and not odd[j] and j - i + 1 < max_lines:
                 j += 1
-            if j >= len(texts) or not odd[j]:
-                yield Record(nos[i], None, texts[i], 1)
+            if j >= len(texts) or not odd[j] or j - i + 1 > max_lines:
+                yield Record(nos[i], None, texts[i], 1, BROKEN if max_lines > 1 else UNBALANCED)
                 i += 1
                 continue
         fields = _parse_record("\n".join(texts[i:j + 1]), sep)
-        width = expect.get("width")
-        if j > i and (fields is None or width is not None and len(fields) != width):
-            yield Record(nos[i], None, texts[i], 1)  # not a real multi-line record: only its first line is bad
-            i += 1
-            continue
+        if j > i:  # not a real multi-line record: only its first line is bad
+            fault = BROKEN if fields is None else accept(fields, texts[i:j + 1]) if accept else None
+            if fault:
+                yield Record(nos[i], None, texts[i], 1, fault)
+                i += 1
+                continue
         yield Record(nos[i], fields, "\n".join(texts[i:j + 1]), j - i + 1)
         i = j + 1
+
+
+def _merge_fault(fields: list[str], texts: list[str], width: int | None, sep: str,
+                 key_columns: dict[int, str]) -> str | None:
+    """Why a multi-line record is stray quotes merging rows, or None. ``key_columns``: index -> name of
+    the columns whose value is never multi-line (a host, a time)."""
+    if width is None:
+        return None
+    if len(fields) != width:
+        return BROKEN
+    spanning = [key_columns[k] for k, f in enumerate(fields) if "\n" in f and k in key_columns]
+    if spanning:
+        return f"stray quotes: a quoted {spanning[0]} would run over {len(texts)} lines (rows merged)"
+    # the text inside the spanning field: inner lines whole, the last line up to its closing quote
+    inside = [t.replace('""', "") for t in texts[1:-1]] + [texts[-1].replace('""', "").split('"', 1)[0]]
+    rows = sum(len(t.split(sep)) >= width for t in inside)
+    if rows:
+        return f"stray quotes: a quoted field would swallow {rows} line(s) that are rows of their own"
+    return None
 
 
 def _parse_record(text: str, sep: str) -> list[str] | None:
@@ -160,10 +186,12 @@ class Table:
 
 
 def records_table(lines: pl.DataFrame, aliases: dict[str, tuple[str, ...]], required: tuple[str, ...],
-                  what: str) -> Table:
+                  what: str, free_text: tuple[str, ...] | None = None) -> Table:
     """Small header-led CSV -> one Utf8 column per canonical name. Raises
     UnrecognisedFormat when the first non-blank record is not a header naming
-    every ``required`` column (any order, any case)."""
+    every ``required`` column (any order, any case). ``free_text``: the
+    canonical columns whose quoted value may span lines (columns the header
+    names that are not in ``aliases`` may too); None: one record per line."""
     from analysis.model import UnrecognisedFormat
 
     header: dict[str, int] | None = None
@@ -172,8 +200,13 @@ def records_table(lines: pl.DataFrame, aliases: dict[str, tuple[str, ...]], requ
     data: list[tuple[int, str, list[str]]] = []
     rejects: list[tuple[int, str, str]] = []
     skipped = merged = 0
-    expect: dict = {}
-    for rec in csv_records(lines, expect=expect):
+    keys: dict[int, str] = {}
+
+    def accept(fields: list[str], texts: list[str]) -> str | None:
+        return _merge_fault(fields, texts, width if header else None, ",", keys)
+
+    records = csv_records(lines, accept=accept, max_lines=1 if free_text is None else MAX_RECORD_LINES)
+    for rec in records:
         if rec.fields is not None and not any(rec.fields):
             skipped += rec.n_lines  # blank line (or a row of empty cells)
             continue
@@ -185,12 +218,12 @@ def records_table(lines: pl.DataFrame, aliases: dict[str, tuple[str, ...]], requ
                     f"not a {what} CSV: the first line must be a header naming {', '.join(required)}"
                     f" (missing {', '.join(missing) or 'a valid header'})")
             header, width, header_key = cols, len(rec.fields), [f.lower() for f in rec.fields]
-            expect["width"] = width
+            keys = {idx: canon for canon, idx in cols.items() if canon not in (free_text or ())}
             skipped += rec.n_lines
             continue
         merged += rec.n_lines - 1  # the record's first line carries it; the rest are merged
         if rec.fields is None:
-            rejects.append((rec.line_no, rec.raw, "broken CSV quoting (unterminated or stray quote)"))
+            rejects.append((rec.line_no, rec.raw, rec.reason or BROKEN))
         elif [f.lower() for f in rec.fields] == header_key:
             skipped += 1  # header repeated by concatenated exports
         elif len(rec.fields) != width and any(rec.fields[width:]) or len(rec.fields) < width:

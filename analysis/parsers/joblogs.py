@@ -51,6 +51,7 @@ from typing import Iterable
 
 import polars as pl
 
+from analysis.lines import empty_rejects, make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.parsers.csvlines import parse_time_any
 from analysis.timeutil import local_to_utc
@@ -119,16 +120,20 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
 def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResult:
     """The file's (line_no, text) frames in order, one at a time: only the rows kept stay in memory."""
     job_id = _job_id(ctx)
-    parts, skipped, year = [], 0, None
+    parts, bad_parts, skipped, year = [], [], 0, None
     for lines in chunks:
         kept = _screen(lines)
         if year is None:  # glog stamps carry no year: the year of the file's dated lines, any of them
             year = _year(lines["text"])
-        rows = _rows(kept, ctx, year or ctx.mtime.year).with_columns(job_id=pl.lit(job_id))
-        skipped += lines.height - (rows["line_no"].n_unique() if rows.height else 0)
+        rows, bad = _rows(kept, ctx, year or ctx.mtime.year)
+        rows = rows.with_columns(job_id=pl.lit(job_id))
+        skipped += lines.height - (rows["line_no"].n_unique() if rows.height else 0) - bad.height
         parts.append(rows.select([_column(c, t) for c, t in COLUMNS.items()]))
+        bad_parts.append(bad.join(lines, on="line_no").select("line_no", pl.col("text").alias("raw"), "reason"))
     rows = pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame(schema=COLUMNS)
-    return ParseResult(tables={"job_log_lines": rows}, skipped=skipped, format="job-log")
+    bad = pl.concat(bad_parts) if bad_parts else None
+    rejects = make_rejects(bad["line_no"], bad["raw"], bad["reason"].to_list()) if bad is not None else empty_rejects()
+    return ParseResult(tables={"job_log_lines": rows}, rejects=rejects, skipped=skipped, format="job-log")
 
 
 def _column(name: str, dtype) -> pl.Expr:
@@ -190,15 +195,16 @@ class _Read:
 DATED = r"^\s*(?:\[|[EWIF]\d{4} |\d{4}-|slurmstepd)"
 
 
-def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> pl.DataFrame:
+def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Prefixes and kind, then each (kind, dated) group's fields in one lazy plan: a small file costs a
-    few collects, not several per kind (a cluster writes thousands of job logs a day)."""
+    few collects, not several per kind (a cluster writes thousands of job logs a day). Also the
+    (line_no, reason) of lines with a number too large to store, which become rejects."""
     text = pl.col("text").str.strip_suffix("\r")
     p = pl.col("prefix").str.extract_groups(PREFIX_PARTS)
     n = pl.col("rest").str.extract_groups(NCCL)
     frame = (kept.lazy().with_columns(prefix=text.str.extract(PREFIXES, 0))
-             .with_columns(label=p.struct.field("label").cast(pl.Int64, strict=False), phost=p.struct.field("phost"),
-                           prank=p.struct.field("prank").cast(pl.Int64, strict=False), plocal=p.struct.field("plocal").cast(pl.Int64, strict=False),
+             .with_columns(label=p.struct.field("label"), phost=p.struct.field("phost"),
+                           prank=p.struct.field("prank"), plocal=p.struct.field("plocal"),
                            rest=text.str.slice(pl.col("prefix").str.len_chars()))
              .with_columns(nhost=n.struct.field("nhost"), level=n.struct.field("level"),
                            msg=pl.coalesce([n.struct.field("nmsg"), pl.col("rest")]))
@@ -210,8 +216,24 @@ def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> pl.DataFrame:
                                      _Read(ctx.options.tz, year, dated))
            for (kind, dated), part in groups.items()]
     if not out:
-        return pl.DataFrame(schema=COLUMNS)
-    return pl.concat(out, how="diagonal_relaxed").sort("line_no", "rank", "task", nulls_last=True).collect()
+        return pl.DataFrame(schema=COLUMNS), pl.DataFrame(schema={"line_no": pl.Int64, "reason": pl.Utf8})
+    return _integers(pl.concat(out, how="diagonal_relaxed").collect())
+
+
+# Integer fields are extracted as digits and converted here, once: a number wider than 64 bits
+# ("rank 99999999999999999999") makes its line a reject instead of failing the file.
+INTEGERS = ("task", "rank", "local_rank", "seq", "enqueued", "timeout_ms")
+
+
+def _integers(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    cast = {c: pl.col(c).cast(pl.Utf8).cast(pl.Int64, strict=False) for c in INTEGERS}
+    too_big = [pl.when(pl.col(c).is_not_null() & cast[c].is_null())
+               .then(pl.format("{} {}", pl.lit(c), pl.col(c).cast(pl.Utf8).str.slice(0, 40))) for c in INTEGERS]
+    rows = rows.with_columns(bad=pl.concat_str(too_big, separator=", ", ignore_nulls=True), **cast)
+    bad = (rows.filter(pl.col("bad") != "").group_by("line_no", maintain_order=True).agg(pl.col("bad").first())
+           .select("line_no", pl.format("number too large for a 64-bit integer: {}", pl.col("bad")).alias("reason")))
+    rows = rows.filter(~pl.col("line_no").is_in(bad["line_no"].implode())).drop("bad")
+    return rows.sort("line_no", "rank", "task", nulls_last=True), bad
 
 
 def _times(rest: pl.Expr, year: int, tz: str) -> pl.Expr:
@@ -235,10 +257,10 @@ def _base(part: pl.LazyFrame, r: _Read, **fields: pl.Expr) -> pl.LazyFrame:
     cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), r.year, r.tz) if r.dated
             else pl.lit(None, pl.Datetime("us")),
             "host": pl.coalesce([pl.col("nhost"), pl.col("phost")]), "task": pl.col("label"),
-            "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1).cast(pl.Int64, strict=False),
-                                 pl.col("prank"), pl.col("label")]), "local_rank": pl.col("plocal"),
-            "code": pl.lit(None, pl.Utf8), "peer": pl.lit(None, pl.Utf8), "seq": pl.lit(None, pl.Int64),
-            "enqueued": pl.lit(None, pl.Int64), "timeout_ms": pl.lit(None, pl.Int64), "message": m.str.slice(0, 2000)}
+            "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1), pl.col("prank"), pl.col("label")]),
+            "local_rank": pl.col("plocal"),
+            "code": pl.lit(None, pl.Utf8), "peer": pl.lit(None, pl.Utf8), "seq": pl.lit(None, pl.Utf8),
+            "enqueued": pl.lit(None, pl.Utf8), "timeout_ms": pl.lit(None, pl.Utf8), "message": m.str.slice(0, 2000)}
     cols.update(fields)
     return part.with_columns(**cols).select("kind", "line_no", *cols)
 
@@ -249,13 +271,12 @@ def _plain(part, r):
 
 def _watchdog_timeout(part, r):
     t = pl.col("msg").str.extract_groups(r"SeqNum=(\d+), OpType=(\w+).*?Timeout\(ms\)=(\d+)\)")
-    return _base(part, r, code=t.struct.field("2"), seq=t.struct.field("1").cast(pl.Int64, strict=False),
-                 timeout_ms=t.struct.field("3").cast(pl.Int64, strict=False))
+    return _base(part, r, code=t.struct.field("2"), seq=t.struct.field("1"), timeout_ms=t.struct.field("3"))
 
 
 def _watchdog_position(part, r):
     w = pl.col("msg").str.extract_groups(r"work: (-?\d+), last enqueued NCCL work: (-?\d+)")
-    return _base(part, r, seq=w.struct.field("1").cast(pl.Int64, strict=False), enqueued=w.struct.field("2").cast(pl.Int64, strict=False))
+    return _base(part, r, seq=w.struct.field("1"), enqueued=w.struct.field("2"))
 
 
 def _peer_error(part, r):
@@ -266,7 +287,7 @@ def _peer_error(part, r):
 
 def _nccl_init(part, r):
     m = pl.col("msg")
-    return _base(part, r, rank=m.str.extract(r"\brank (\d+) nranks", 1).cast(pl.Int64, strict=False),
+    return _base(part, r, rank=m.str.extract(r"\brank (\d+) nranks", 1),
                  code=m.str.extract(r"nranks (\d+)", 1))
 
 
@@ -337,8 +358,7 @@ def _rank_map(part, r):
     rows = base.with_columns(pair=pairs).explode("pair").filter(pl.col("pair").is_not_null())
     rows = rows.with_columns(host=pl.col("pair").str.extract(r"'([^']+)'", 1),
                              rank=pl.col("pair").str.extract(r"\[([\d, ]*)\]", 1).str.split(", "))
-    return rows.explode("rank").filter(pl.col("rank") != "").with_columns(
-        rank=pl.col("rank").cast(pl.Int64, strict=False)).drop("pair")
+    return rows.explode("rank").filter(pl.col("rank") != "").drop("pair")
 
 
 _FIELDS = {"watchdog_timeout": _watchdog_timeout, "watchdog_position": _watchdog_position,

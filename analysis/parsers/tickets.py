@@ -28,11 +28,12 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "resolution": ("action", "fix", "resolution_notes", "notes", "outcome"),
 }
 REQUIRED = ("host", "opened")
+FREE_TEXT = ("resolution",)  # the one column whose quoted value may span lines (a note with newlines)
 COLUMNS = ["ticket_id", "host", "opened", "closed", "component", "resolution", "line_no"]
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    table = records_table(lines, ALIASES, REQUIRED, "repair tickets")
+    table = records_table(lines, ALIASES, REQUIRED, "repair tickets", free_text=FREE_TEXT)
     tz = ctx.options.tz
     rows = table.rows.with_columns(
         opened_t=parse_time_any(pl.col("opened"), tz), closed_t=parse_time_any(pl.col("closed"), tz))

@@ -5,7 +5,8 @@ kept exactly as written ('Eth1/7', '1/1/7', 'swp7', '7') beside ``port_key``,
 the same normalisation switch events get, which the engine joins on. hca is optional (NULL when
 the map does not name the host adapter); so is ip, the host's fabric (IPoIB)
 address that NCCL names peers by. A row without switch, port or host cannot
-place a link and is rejected.
+place a link and is rejected. One record per line: a quoted field never spans
+lines, so two stray quotes cost their own two lines, not the hosts between them.
 
 A file in /etc/hosts format (``address name [aliases...]``, ``#`` comments)
 goes to ``host_addresses`` instead, one row per name: NCCL's peer addresses
