@@ -40,6 +40,7 @@ MISSING_WITHOUT_STEP: dict[str, str] = {
     "node_actions": "lemon scores, incident risk and node actions keep their previous contents",
     "node_exports": "the blocklist, drain.sh and validation plan are not written (the previous ones stay)",
 }
+MAX_REJECT_RATE = 0.02  # of the lines of a source's newly read files: over it, the source degrades the run
 COLUMNS = {"what": pl.Utf8, "severity": pl.Utf8, "reason": pl.Utf8, "missing": pl.Utf8}
 DEGRADED, FAILED = "degraded", "failed"
 
@@ -61,7 +62,7 @@ def release(con: duckdb.DuckDBPyConnection, step: str) -> None:
 
 
 def assess(con: duckdb.DuckDBPyConnection, day: date | None = None, recent: datetime | None = None,
-           reject_limit: float = 0.05, run_started: datetime | None = None) -> pl.DataFrame:
+           reject_limit: float = MAX_REJECT_RATE, run_started: datetime | None = None) -> pl.DataFrame:
     """One row per problem: ``what`` (a source folder or a step), severity (degraded | failed), reason and
     what is missing because of it. ``day``: judge that day's missing sources (after daily_source_volume);
     ``recent``: sources whose files ingested since then had more than ``reject_limit`` of their lines

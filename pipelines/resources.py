@@ -6,7 +6,7 @@ from pathlib import Path
 
 from dagster import ConfigurableResource
 
-from analysis import warehouse
+from analysis import data_health, warehouse
 from analysis.options import load_options
 from analysis.model import IngestOptions
 
@@ -70,7 +70,7 @@ class MetricsSettings(ConfigurableResource):
 class ReportSettings(ConfigurableResource):
     """Where reports go, and the reject rate over which a source degrades them."""
     out_dir: str = os.environ.get("GOODPUT_OUT", "out")
-    max_reject_rate: float = 0.02
+    max_reject_rate: float = data_health.MAX_REJECT_RATE
 
 
 class ModelSettings(ConfigurableResource):
