@@ -40,7 +40,8 @@ MISSING_WITHOUT_STEP: dict[str, str] = {
     "node_actions": "lemon scores, incident risk and node actions keep their previous contents",
     "node_exports": "the blocklist, drain.sh and validation plan are not written (the previous ones stay)",
 }
-MAX_REJECT_RATE = 0.02  # of the lines of a source's newly read files: over it, the source degrades the run
+MAX_REJECT_RATE = 0.02  # of the lines of a source's newly read files: over it, the source degrades the run,
+MIN_REJECTS = 20  # if at least this many lines were rejected (one odd line of a 12-line file is not a broken feed)
 COLUMNS = {"what": pl.Utf8, "severity": pl.Utf8, "reason": pl.Utf8, "missing": pl.Utf8}
 DEGRADED, FAILED = "degraded", "failed"
 
@@ -106,9 +107,10 @@ def _missing_today(con, day: date) -> list[tuple]:
 
 
 def rejecting(con: duckdb.DuckDBPyConnection, since: datetime, limit: float) -> pl.DataFrame:
-    """Sources whose files ingested since ``since`` had more than ``limit`` of their lines rejected: source,
+    """Sources whose files ingested since ``since`` had more than ``limit`` of their lines rejected (and at
+    least MIN_REJECTS lines): source,
     reason (the share, the limit and the most frequent reject reason)."""
-    rates = sql.query(con, "data_health_reject_rates", {"since": since, "limit": limit})
+    rates = sql.query(con, "data_health_reject_rates", {"since": since, "limit": limit, "min_rejects": MIN_REJECTS})
     return rates.select("source", reason=pl.format("{} of the {} lines read since {} UTC were rejected (limit {}), mostly: {}",
                                                    (pl.col("rate") * 100).round(1).cast(pl.Utf8) + "%", pl.col("lines"),
                                                    pl.lit(f"{since:%Y-%m-%d %H:%M}"), pl.lit(f"{limit:.1%}"),
