@@ -44,7 +44,8 @@ def main() -> None:
             tmp = Path(tmp)
             t0 = time.perf_counter()
             simulate(preset("rsc1", nodes=args.nodes, days=args.days, seed=seed, telemetry_jobs=args.jobs,
-                            telemetry_slow_jobs=args.jobs, telemetry_healthy_jobs=args.healthy), tmp / "src")
+                            telemetry_slow_jobs=args.jobs, telemetry_healthy_jobs=args.jobs + args.healthy),
+                     tmp / "src")
             con = warehouse.connect(tmp / "w.duckdb")
             ingest_directory(con, tmp / "src")
             build_all(con, load(), MetricsConfig())

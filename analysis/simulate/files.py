@@ -105,7 +105,7 @@ def _completed_telemetry_jobs(cfg: SimConfig, rec: Recorder, taken: set[str]) ->
     n = 3 * cfg.telemetry_jobs if cfg.telemetry_healthy_jobs is None else cfg.telemetry_healthy_jobs
     n_slow = cfg.telemetry_jobs if cfg.telemetry_slow_jobs is None else cfg.telemetry_slow_jobs
     free = [c for c in rec.healthy_candidates if c[0] not in taken]
-    picked = sorted(sorted(free, key=lambda c: (-len(c[1]), c[2]))[:n + n_slow], key=lambda c: c[2])
+    picked = sorted(sorted(free, key=lambda c: (-len(c[1]), c[2]))[:n], key=lambda c: c[2])
     rng = np.random.default_rng([cfg.seed, 19])
     slow = set(rng.choice(len(picked), size=min(n_slow, len(picked)), replace=False).tolist())
     to_dt = lambda t: cfg.start + timedelta(seconds=t)  # noqa: E731
