@@ -8,7 +8,7 @@ import pytest
 from analysis.model import ParseContext
 from analysis.parsers import benchmarks, telemetry
 from analysis.simulate.benchmarks import KEYS, STEP_KEY, write_benchmarks
-from analysis.simulate.telemetry import METRICS, TelemetryJob, write_telemetry
+from analysis.simulate.telemetry import EXPORTERS, METRICS, SLOW, TelemetryJob, write_telemetry
 from conftest import parse_file
 
 HOSTS = [f"gpu{i:03d}" for i in range(1, 17)]
@@ -138,3 +138,59 @@ def test_telemetry_jitter_is_visible_and_deterministic(tmp_path):
         mine = part.filter((pl.col("host") == j["host"]) & inside).join(med, on="time")
         assert mine.height >= 1
         assert ((mine["value"] / mine["med"]).log().abs() > 0.09).any(), j
+
+
+def _level(rows: pl.DataFrame, metric: str, hosts, since, until) -> float:
+    """The median over time of the hosts' median value (the periodic dips are a sample or two)."""
+    part = rows.filter((pl.col("metric") == metric) & pl.col("host").is_in(hosts) & (pl.col("time") >= since)
+                       & (pl.col("time") < until))
+    return part.group_by("time").agg(pl.col("value").median())["value"].median()
+
+
+def test_telemetry_fail_slow_and_decoys(tmp_path):
+    """A machine that runs slow in a job that completes stands apart on its own signature while every
+    host shows the job's slowdown; a job-wide shift moves every host at once; a stopped exporter leaves
+    its host's metrics without samples."""
+    end = datetime(2024, 3, 2, 12)
+    jobs = [TelemetryJob(str(40 + i), HOSTS, end - timedelta(hours=2), end, "gpu005" if i == 0 else None,
+                         end - timedelta(minutes=12) if i == 0 else None, slow=i == 0) for i in range(12)]
+    truth = write_telemetry(tmp_path, jobs, np.random.default_rng(3), window_minutes=30)
+    read = lambda j: pl.read_parquet(tmp_path / "telemetry" / f"job-{j}.parquet").with_columns(  # noqa: E731
+        pl.col("time").dt.replace_time_zone(None))
+    fault = truth.filter(pl.col("kind") == "fault").row(0, named=True)
+    assert fault["job_id"] == "40" and fault["fault_type"] in SLOW and fault["host"] == "gpu005"
+    assert fault["start"] == jobs[0].fault_start and fault["end"] == end
+    peers, own = SLOW[fault["fault_type"]]
+    assert fault["metrics"].split(",") == list(own)
+    rows, others = read(40), [h for h in HOSTS if h != "gpu005"]
+    shift_rows = truth.filter((pl.col("job_id") == "40") & (pl.col("kind") == "shift"))
+    shifted = set(",".join(shift_rows["metrics"]).split(","))
+    late, t0 = fault["start"] + timedelta(minutes=3), end - timedelta(minutes=30)
+    for metric, factor in own.items():  # the slow machine against its peers, after the onset
+        ratio = _level(rows, metric, ["gpu005"], late, end) / _level(rows, metric, others, late, end)
+        before = _level(rows, metric, ["gpu005"], t0, fault["start"]) / _level(rows, metric, others, t0, fault["start"])
+        assert abs(np.log(ratio / before)) > 0.4 * abs(np.log(factor)), (metric, ratio, before)
+    for metric, factor in peers.items():  # the job's slowdown, on every host
+        if metric not in shifted and metric not in own:
+            drop = _level(rows, metric, others, late, end) / _level(rows, metric, others, t0, fault["start"])
+            assert drop < 1 - 0.3 * (1 - factor), (metric, drop)
+    kinds = truth.filter(pl.col("job_id") != "40")
+    shifts, stopped = kinds.filter(pl.col("kind") == "shift"), kinds.filter(pl.col("kind") == "stopped")
+    assert shifts.height >= 2 and stopped.height >= 1 and kinds.filter(pl.col("kind") == "fault").height == 0
+    checked = 0
+    for r in shifts.iter_rows(named=True):  # against the longer stretch before or after it
+        rows = read(r["job_id"])
+        ref = (t0, r["start"]) if r["start"] - t0 > end - r["end"] else (r["end"], end)
+        if min(ref[1] - ref[0], r["end"] - r["start"]) < timedelta(minutes=2):
+            continue
+        checked += 1
+        for metric in r["metrics"].split(","):
+            moved = _level(rows, metric, HOSTS, r["start"] + timedelta(seconds=20), r["end"] - timedelta(seconds=20)) \
+                / _level(rows, metric, HOSTS, *ref)
+            assert abs(np.log(moved)) > 0.08, (r, metric, moved)
+    assert checked >= 2
+    for r in stopped.iter_rows(named=True):
+        rows = read(r["job_id"]).filter((pl.col("host") == r["host"]) & pl.col("time").is_between(r["start"], r["end"],
+                                                                                                 closed="left"))
+        assert r["metrics"].split(",") == EXPORTERS[r["fault_type"]]
+        assert rows.height > 0 and set(rows["metric"]).isdisjoint(r["metrics"].split(","))

@@ -12,18 +12,25 @@ from analysis.telemetry.truth import TRUTH_SCHEMA
 CFG = detect.DetectConfig()
 
 
-def make_jobs(seed: int, n_faulty: int, n_healthy: int, hosts: int = 16):
+def make_jobs(seed: int, n_faulty: int, n_healthy: int, hosts: int = 16, n_slow: int = 0, minutes: int = 60,
+              shuffle: bool = False):
     """Jobs of the simulator's telemetry model: a faulty machine drifts for 3-8 minutes before the job
-    halts; every job has 1-2 machines with a 20-60 s jitter (decoys)."""
+    halts; in n_slow completed jobs a machine runs slow for the last 25-90% of the telemetry; every job
+    has 1-2 machines with a 20-60 s spike, some a job-wide shift or a stopped exporter (decoys). Jobs
+    follow each other in time: faulty, slow, healthy, or in a random order (shuffle)."""
     rng = np.random.default_rng(seed)
+    kinds = ["fault"] * n_faulty + ["slow"] * n_slow + ["ok"] * n_healthy
+    kinds = [str(k) for k in rng.permutation(kinds)] if shuffle else kinds
     out, truth, t = [], [], datetime(2024, 3, 1)
-    for i in range(n_faulty + n_healthy):
+    for i, kind in enumerate(kinds):
         names = [f"n{seed}x{i:03d}h{h:02d}" for h in range(hosts)]
         end = t + timedelta(hours=2)
-        bad = names[int(rng.integers(hosts))] if i < n_faulty else None
-        drift = end - timedelta(seconds=float(rng.uniform(180, 480))) if bad else None
-        job = TelemetryJob(f"{seed}-{i}", names, t, end, bad, drift)
-        rows, tr = job_frame(job, rng)
+        bad = names[int(rng.integers(hosts))] if kind != "ok" else None
+        lead = None if kind == "ok" else float(rng.uniform(180, 480)) if kind == "fault" else \
+            float(rng.uniform(0.25, 0.9)) * minutes * 60
+        job = TelemetryJob(f"{seed}-{i}", names, t, end, bad, end - timedelta(seconds=lead) if bad else None,
+                           slow=kind == "slow")
+        rows, tr = job_frame(job, rng, window_minutes=minutes)
         truth += tr
         out.append(rows.select("time", "host", "metric", "value").with_columns(pl.col("time").dt.replace_time_zone(None)))
         t = end
@@ -58,9 +65,8 @@ def test_minder_names_the_injected_machine_and_a_metric_the_fault_touched(traine
                 assert a["host"] == f["host"] and a["metric"] in f["metrics"].split(","), (a, f)
         first = evaluate.verdicts(evaluate.as_table({job: alerts}))
         right += first.height == 1 and first["host"][0] == f["host"]
-    # 8 of 8 found; in one job (2-4) a machine whose SM clock sits 0.3% under its peers' (the simulator's
-    # per-host bias, clipped at 1410 MHz) is confirmed four minutes before the drift starts: the job's
-    # first alert names the wrong machine
+    # a healthy machine the simulator's per-host spread sets apart (e.g. an SM clock 0.3% under its peers',
+    # clipped at 1410 MHz) can be confirmed before the drift starts: that job's first alert is wrong
     assert right >= 7
 
 
@@ -81,8 +87,12 @@ def test_bad_rows_and_a_machine_that_stops_reporting(trained):
     assert np.isnan(tail).all()  # not filled from 30 minutes ago
     assert np.isfinite(f.values[:, [i for i in range(len(f.hosts)) if i != h], :]).mean() > 0.99
     alerts = detect.detect(trained, f, CFG, methods=("minder", "raw"))
-    assert [a["method"] for a in alerts] == ["missing_data"]  # no fault, and the silent machine is named
-    assert alerts[0]["host"] == host and abs((alerts[0]["window_start"] - cut).total_seconds()) <= 60
+    assert {a["method"] for a in alerts} == {"missing_data"}  # no fault, and the silent machines are named
+    mine = [a for a in alerts if a["host"] == host]
+    assert len(mine) == 1 and abs((mine[0]["window_start"] - cut).total_seconds()) <= 60
+    # the simulator's stopped exporter (a decoy) is missing data too, never a fault
+    stopped = truth.filter(pl.col("kind") == "stopped")
+    assert stopped.height == 1 and {a["host"] for a in alerts} == {host, stopped["host"][0]}
 
 
 def test_nearest_fill_respects_the_gap_limit():
@@ -95,26 +105,48 @@ def test_faults_touch_the_metrics_the_truth_lists():
     assert all(FAULTS[k] for k in FAULTS)  # the simulator's fault kinds each touch some metric
 
 
-def test_minder_f1_on_thirty_faulty_and_thirty_healthy_jobs():
-    """Minder against the baselines the paper names, trained on 20 healthy jobs, judged on 60 others."""
-    rows, truth = make_jobs(7, 6, 20)
-    built = [frames.build(f"7-{i}", r) for i, r in enumerate(rows)]
-    faulty = set(truth.filter(pl.col("kind") == "fault")["job_id"])
-    labels = [evaluate.window_labels(f, truth, CFG) for f in built]
+def test_robust_threshold_ignores_one_faulty_machine_per_training_job():
+    rng = np.random.default_rng(0)
+    clean = [np.abs(rng.normal(size=16)) for _ in range(10)]
+    thr, out = train.robust_threshold(clean, 1.5, 3.0)
+    assert thr == pytest.approx(1.5 * max(v.max() for v in clean)) and out == []  # clean jobs: the old rule
+    dirty = [v.copy() for v in clean]
+    for j in range(0, 10, 2):  # half the jobs carry a machine that ran slow
+        dirty[j][j] = 40.0 + j
+    dirty[3][5] = np.nan  # a machine without data is nobody's score
+    thr_dirty, out = train.robust_threshold(dirty, 1.5, 3.0)
+    assert thr_dirty <= thr and out == [(j, j) for j in range(0, 10, 2)]
+    assert train.robust_threshold([np.array([2.0, -np.inf])], 1.5, 3.0) == (float("-inf"), [])
+
+
+def test_minder_f1_on_a_cluster_whose_completed_jobs_hide_slow_machines():
+    """Minder's main case: half the jobs with a faulty machine complete (one machine ran slow, nothing
+    failed), so the completed jobs it trains on carry faulty machines nobody labelled. Trained as the
+    pipeline trains (on every completed job, here of the earlier half), judged on the later half, beside
+    the baselines the paper names."""
+    rows, truth = make_jobs(31, 12, 24, n_slow=12, minutes=30, shuffle=True)
+    built = [frames.build(f"31-{i}", r) for i, r in enumerate(rows)]
+    faults = truth.filter(pl.col("kind") == "fault")
+    slow = faults.filter(pl.col("fault_type").str.starts_with("slow_"))
+    early, late = built[:24], built[24:]
     methods = ("minder", "minder_nc", "raw", "md", "aegis")
-    models = train.train([f for f in built if f.job_id not in faulty], CFG, epochs=15,
-                         labelled=(built, labels), methods=methods)
-    rows, truth = make_jobs(8, 30, 30)
-    alerts = {f"8-{i}": detect.detect(models, frames.build(f"8-{i}", r), CFG, methods=methods)
-              for i, r in enumerate(rows)}
+    failed = set(faults["job_id"]) - set(slow["job_id"])
+    models = train.train([f for f in early if f.job_id not in failed], CFG, epochs=20, methods=methods,
+                         max_windows=3000)
+    hidden = {(j, h) for j, h in slow.select("job_id", "host").iter_rows() if j in {f.job_id for f in early}}
+    assert hidden and hidden <= set(models.suspects)  # the slow machines it trained on were left out
+    judged = {f.job_id for f in late}
+    later = pl.col("job_id").is_in(sorted(judged))
+    assert 2 * slow.filter(later).height >= faults.filter(later).height  # at least half the faulty jobs complete
+    alerts = {f.job_id: detect.detect(models, f, CFG, methods=methods) for f in late}
     ev = {r["method"]: r for r in evaluate.evaluate(evaluate.as_table(alerts), truth, list(alerts),
                                                      methods).iter_rows(named=True)}
-    print({m: round(r["f1"], 3) for m, r in ev.items()})
-    assert ev["minder"]["faulty_jobs"] == 30 and ev["minder"]["n_jobs"] == 60
-    assert ev["minder"]["f1"] >= 0.93, ev["minder"]
-    # continuity matters, as in the paper (MD and RAW: the note quotes them; on this clean noise they tie)
-    assert ev["minder_nc"]["f1"] < ev["minder"]["f1"]
-    assert ev["minder"]["mean_detection_delay_s"] < 480  # confirmed before the job halts
+    print({m: (round(r["f1"], 3), round(r["precision"], 3), round(r["recall"], 3), r["mean_detection_delay_s"])
+           for m, r in ev.items()})
+    assert ev["minder"]["n_jobs"] == 24 and ev["minder"]["faulty_jobs"] >= 10
+    assert ev["minder"]["f1"] >= 0.9, ev["minder"]
+    assert ev["minder_nc"]["f1"] < ev["minder"]["f1"]  # continuity matters, as in the paper
+    assert ev["minder"]["mean_detection_delay_s"] < 480
 
 
 def test_detection_over_the_warehouse_feeds_attribution(tmp_path):
@@ -149,10 +181,21 @@ def test_detection_over_the_warehouse_feeds_attribution(tmp_path):
     truth = pl.read_csv(tmp_path / "src/truth/telemetry_faults.csv", schema_overrides={"job_id": pl.Utf8})
     faults = {r["job_id"]: r for r in truth.filter(pl.col("kind") == "fault").iter_rows(named=True)}
     minder = result.alerts.filter(pl.col("method") == "minder")
-    assert set(minder["job_id"]) == set(faults)  # every faulty job, no healthy one
-    for a in minder.iter_rows(named=True):  # the injected machine, on a metric its fault touched
-        assert a["host"] == faults[a["job_id"]]["host"]
-        assert a["metric"] in faults[a["job_id"]]["metrics"].split(",")
+    # every faulty job: those that failed and those whose slow machine let them complete (trained on)
+    slow = {j for j, r in faults.items() if r["fault_type"].startswith("slow_")}
+    states = dict(con.sql("SELECT job_id::VARCHAR, state FROM telemetry_jobs").fetchall())
+    assert slow and {states[j] for j in slow} == {"COMPLETED"}
+    assert "COMPLETED" not in {states[j] for j in set(faults) - slow}
+    for j, f in faults.items():  # the injected machine, on a metric its fault touched
+        mine = minder.filter((pl.col("job_id") == j) & (pl.col("host") == f["host"]))
+        assert mine.height and set(mine["metric"]) <= set(f["metrics"].split(",")), (j, mine)
+    assert {(j, faults[j]["host"]) for j in slow} <= set(result.suspects)  # left out of the thresholds
+    # a completed job's other machines are alerted only where they already stood out in training (the
+    # simulator's per-host spread: a machine can sit 1-5% off its peers all job long)
+    others = minder.join(pl.DataFrame([{"job_id": j, "host": f["host"]} for j, f in faults.items()]),
+                         on=["job_id", "host"], how="anti")
+    completed = others.filter(pl.col("job_id").replace_strict(states, default=None) == "COMPLETED")
+    assert set(completed.select("job_id", "host").iter_rows()) <= set(result.suspects)
     assert result.trained_on >= 3
     events = con.sql("SELECT * FROM node_events WHERE source = 'telemetry'").pl()
     assert events.height == minder.height and set(events["code"]) <= {"network", "gpu", "host", "other"}
@@ -170,8 +213,16 @@ def test_detection_over_the_warehouse_feeds_attribution(tmp_path):
     causes = con.sql("SELECT DISTINCT cause FROM failure_attribution WHERE source = 'telemetry'").pl()["cause"]
     assert set(causes) and set(causes) <= {"degraded_network", "degraded_gpu", "degraded_host"}
     ev = {r["method"]: r for r in telemetry_run.evaluate_against_attribution(con).iter_rows(named=True)}
-    assert ev["minder"]["against"] == "attribution" and ev["minder"]["recall"] == 1.0
+    assert ev["minder"]["against"] == "attribution" and ev["minder"]["recall"] > 0
     assert ev["minder"]["mean_detection_delay_s"] < 0  # confirmed before the blamed event
+    blamed = con.sql("SELECT b.job_id::VARCHAR, b.host, b.event_time FROM failure_attribution b JOIN telemetry_jobs "
+                     "USING (job_id, instance) WHERE b.is_primary AND b.host IS NOT NULL AND b.source <> 'telemetry'"
+                     ).fetchall()
+    assert blamed
+    for j, host, at in blamed:  # every blamed machine was confirmed before the event that blamed it
+        assert minder.filter((pl.col("job_id") == j) & (pl.col("host") == host) & (pl.col("confirmed_at") < at)).height
+    # attribution takes a completed job as healthy: the slow machines Minder finds there count as false alarms
+    assert ev["minder"]["false_alarms"] >= len(slow)
     con.close()
 
 

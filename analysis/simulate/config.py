@@ -42,7 +42,9 @@ class SimConfig:
     oom: float = 0.0012
     benchmark_every_days: int = 7
     telemetry_jobs: int = 3  # jobs a node fault ended, with the drift before it
-    telemetry_healthy_jobs: int | None = None  # completed jobs (what normal looks like); None: 3x telemetry_jobs
+    telemetry_healthy_jobs: int | None = None  # completed jobs with telemetry; None: 3x telemetry_jobs
+    # how many of those have one machine running slow (fail-slow: Minder's main case); None: telemetry_jobs
+    telemetry_slow_jobs: int | None = None
     malformed_lines: bool = True
     health_check_added_day: int = field(default=-1)  # -1: halfway through
     cause_mix: tuple[tuple[str, float], ...] = ()  # (cause id, weight) of non-lemon faults; empty: faults.CAUSES

@@ -47,7 +47,7 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
     tele_truth = write_telemetry(out, faulty, rng)
     # completed jobs' telemetry from a stream of its own: the rest of the output stays as it was
     healthy_rng = np.random.default_rng([cfg.seed, 7])
-    healthy = _healthy_telemetry_jobs(cfg, rec, {j.job_id for j in faulty})
+    healthy = _completed_telemetry_jobs(cfg, rec, {j.job_id for j in faulty})
     tele_truth = pl.concat([tele_truth, write_telemetry(out, healthy, healthy_rng)])
     log_lines = _job_logs(cfg, cluster, rec, out)
     malformed = _malformed(rec, out) if cfg.malformed_lines else []
@@ -98,15 +98,25 @@ def _telemetry_jobs(cfg: SimConfig, rec: Recorder, rng: np.random.Generator) -> 
     return jobs
 
 
-def _healthy_telemetry_jobs(cfg: SimConfig, rec: Recorder, taken: set[str]) -> list[TelemetryJob]:
-    """The largest jobs that completed (not a requeue of a job already picked: one file per job id):
-    an hour of normal running each, jitter decoys included."""
+def _completed_telemetry_jobs(cfg: SimConfig, rec: Recorder, taken: set[str]) -> list[TelemetryJob]:
+    """The largest jobs that completed (not a requeue of a job already picked: one file per job id): an
+    hour of running each, decoys included; in ``telemetry_slow_jobs`` of them, drawn from a stream of
+    their own, one machine runs slow for the last 25-90% of that hour without failing the job."""
     n = 3 * cfg.telemetry_jobs if cfg.telemetry_healthy_jobs is None else cfg.telemetry_healthy_jobs
+    n_slow = cfg.telemetry_jobs if cfg.telemetry_slow_jobs is None else cfg.telemetry_slow_jobs
     free = [c for c in rec.healthy_candidates if c[0] not in taken]
-    picked = sorted(free, key=lambda c: (-len(c[1]), c[2]))[:n]
+    picked = sorted(sorted(free, key=lambda c: (-len(c[1]), c[2]))[:n], key=lambda c: c[2])
+    rng = np.random.default_rng([cfg.seed, 19])
+    slow = set(rng.choice(len(picked), size=min(n_slow, len(picked)), replace=False).tolist())
     to_dt = lambda t: cfg.start + timedelta(seconds=t)  # noqa: E731
-    return [TelemetryJob(job_id, hosts, to_dt(start), to_dt(end), None, None)
-            for job_id, hosts, start, end in sorted(picked, key=lambda c: c[2])]
+    jobs = []
+    for i, (job_id, hosts, start, end) in enumerate(picked):
+        bad, fault = None, None
+        if i in slow:
+            bad = hosts[int(rng.integers(len(hosts)))]
+            fault = to_dt(end - float(rng.uniform(0.25, 0.9)) * min(3600.0, end - start))
+        jobs.append(TelemetryJob(job_id, hosts, to_dt(start), to_dt(end), bad, fault, slow=i in slow))
+    return jobs
 
 
 def _malformed(rec: Recorder, out: Path) -> list[tuple[str, int, str]]:

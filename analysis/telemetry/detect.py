@@ -2,8 +2,8 @@
 
 Per window, each method gives every machine a score; the top machine is the
 window's candidate when its score passes the method's threshold (learned on
-healthy jobs); a machine is confirmed when it stays the candidate for
-``continuity`` consecutive windows (Minder: 4 minutes). Methods:
+completed jobs: train.robust_threshold); a machine is confirmed when it stays
+the candidate for ``continuity`` consecutive windows (Minder: 4 minutes). Methods:
   minder     per metric, the LSTM-VAE embedding of each machine's window; the
              sum of its Euclidean distances to every other machine, as a robust
              z-score across the machines (median and MAD: the "normal score");
@@ -41,7 +41,7 @@ class DetectConfig:
     continuity_s: int = 240  # Minder: 4 minutes
     aegis_sigma: float = 2.0
     aegis_s: int = 600  # Aegis: 10 minutes
-    threshold_margin: float = 1.5  # over the highest score a healthy training machine sustained
+    threshold_margin: float = 1.5  # over the highest score a training machine not taken as a suspect sustained
     threshold_floor: float = 3.0  # a robust z under this is never an outlier
 
 
@@ -127,6 +127,7 @@ class Models:
     thresholds: dict  # (method, metric or "*") -> score
     priority: list[str]
     window: int = 0
+    suspects: list = field(default_factory=list)  # (job_id, host) training machines a threshold left out
 
 
 def _scores(method: str, models: Models, frame: JobFrame, windows: np.ndarray) -> dict[str, np.ndarray]:

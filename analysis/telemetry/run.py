@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -31,6 +31,7 @@ class TelemetryRun:
     jobs: int  # judged this run
     trained_on: int
     judged: list[str] = None
+    suspects: list = None  # (job_id, host): training machines the thresholds left out (train.robust_threshold)
 
 
 ALERT_SCHEMA = {**evaluate.ALERTS, "instance": pl.Int32}
@@ -74,19 +75,21 @@ def save(models: Models, model_dir: Path, meta: dict) -> tuple[str, Path]:
     path.with_suffix(".json").write_text(json.dumps({**meta, "version": version, "metrics": models.metrics,
                                                      "priority": models.priority,
                                                      "thresholds": {f"{k[0]}:{k[1]}": v for k, v in
-                                                                    models.thresholds.items()}},
+                                                                    models.thresholds.items()},
+                                                     "suspects": [f"{j}:{h}" for j, h in models.suspects]},
                                                     indent=2, default=str) + "\n")
     return version, path
 
 
 def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), model_dir: Path | None = None,
         max_train_jobs: int = 50, min_train_jobs: int = 3, epochs: int = 30, progress=None,
-        lookback_days: float | None = None) -> TelemetryRun:
+        lookback_days: float | None = None, split: datetime | None = None) -> TelemetryRun:
     """Train on the last completed jobs telemetry covers, judge the covered jobs that ended within
     ``lookback_days`` of the latest (None: all; one job in memory at a time), and store their
     telemetry_jobs, machine_alerts, link_suspects (C4, where per-peer metrics exist) and confirmed
     Minder alerts as node events, replacing only those jobs' earlier results: a nightly run re-judges
-    the recent jobs and keeps the verdicts on older ones."""
+    the recent jobs and keeps the verdicts on older ones. With ``split`` (a held-out evaluation), train
+    only on the jobs that ended before it and judge only those that started at or after it."""
     if not sql.scalar(con, "table_exists", ["jobs"]):
         raise NoTelemetry("no jobs in the warehouse: telemetry is judged per job (run `goodput run` with sacct dumps)")
     min_samples = 2 * max(1, int(cfg.frame.window_s // (cfg.frame.interval_s or 10)))
@@ -95,15 +98,21 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
         raise NoTelemetry("no multi-node job is covered by telemetry")
     judge = jobs if lookback_days is None else jobs.filter(
         pl.col("end_time") >= jobs["end_time"].max() - timedelta(days=lookback_days))
-    healthy = jobs.filter(pl.col("state") == "COMPLETED").tail(max_train_jobs)
+    # held out: what training sees (the models, the metric ranking's labels) ended before the split
+    before = jobs if split is None else jobs.filter(pl.col("end_time") < split)
+    healthy = before.filter(pl.col("state") == "COMPLETED").tail(max_train_jobs)
+    if split is not None:
+        judge = judge.filter(pl.col("start_time") >= split)
     jobs = jobs.filter(pl.struct("job_id", "instance").is_in(
-        pl.concat([judge, healthy]).select(pl.struct("job_id", "instance")).to_series().implode()))
+        pl.concat([judge, healthy if split is None else before]).select(pl.struct("job_id", "instance"))
+        .to_series().implode()))
     stage(con, jobs)
     if healthy.height < min_train_jobs:
         raise NoTelemetry(f"telemetry covers {healthy.height} completed multi-node job(s); at least "
                           f"{min_train_jobs} are needed to learn what normal looks like")
     train_frames = [f for f in (job_frame(con, j, cfg) for j in healthy.iter_rows(named=True)) if f is not None]
-    models = train.train(train_frames, cfg, epochs=epochs, labelled=labelled_windows(con, jobs, train_frames, cfg))
+    labelled = labelled_windows(con, jobs if split is None else before, train_frames, cfg)
+    models = train.train(train_frames, cfg, epochs=epochs, labelled=labelled)
     meta = {"trained_from": healthy["start_time"].min(), "trained_to": healthy["end_time"].max(),
             "train_jobs": len(train_frames), "window_s": cfg.frame.window_s, "stride_s": cfg.frame.stride_s,
             "interval_s": cfg.frame.interval_s, "continuity_s": cfg.continuity_s, "epochs": epochs,
@@ -130,7 +139,8 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
                          "staged_jobs": judge.with_columns(model_version=pl.lit(version)),
                          "staged_links": link_table},
                    [("store_machine_alerts", None)])
-    return TelemetryRun(table, version, path, judge.height, len(train_frames), judge["job_id"].cast(pl.Utf8).to_list())
+    return TelemetryRun(table, version, path, judge.height, len(train_frames), judge["job_id"].cast(pl.Utf8).to_list(),
+                        models.suspects)
 
 
 def labelled_windows(con, jobs: pl.DataFrame, healthy: list[frames.JobFrame], cfg: DetectConfig,

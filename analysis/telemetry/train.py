@@ -1,5 +1,6 @@
-"""Training the detectors: per-metric LSTM-VAEs and the integrated one on windows of healthy jobs,
-each method's threshold from the same jobs, and Minder's metric priority from labelled windows."""
+"""Training the detectors: per-metric LSTM-VAEs and the integrated one on windows of completed jobs,
+each method's threshold from the same jobs (robust to a slow machine in any of them), and Minder's
+metric priority from labelled windows."""
 from __future__ import annotations
 
 import warnings
@@ -46,38 +47,74 @@ def priority_from_labels(frames: list[JobFrame], labels: list[np.ndarray], metri
     return ranked + [m for m in default_priority(metrics) if m not in ranked]
 
 
-def train(healthy: list[JobFrame], cfg: DetectConfig = DetectConfig(), epochs: int = 30, seed: int = 0,
-          labelled: tuple[list[JobFrame], list[np.ndarray]] | None = None, methods=METHODS) -> Models:
-    """Models from frames of jobs without a fault (their windows are what normal looks like), for
-    ``methods`` (the integrated VAE is trained only when "int" is among them). Frames too short for
-    one window are left out."""
-    healthy = [f for f in healthy if len(f.starts(cfg.frame))]
-    metrics = sorted(set.intersection(*(set(f.metrics) for f in healthy)))
-    wins = [f.windows(cfg.frame)[0] for f in healthy]
+def train(frames: list[JobFrame], cfg: DetectConfig = DetectConfig(), epochs: int = 30, seed: int = 0,
+          labelled: tuple[list[JobFrame], list[np.ndarray]] | None = None, methods=METHODS,
+          max_windows: int = 20_000) -> Models:
+    """Models from frames of completed jobs (what normal running looks like; one of them may carry a
+    machine that ran slow without failing it, and nothing says which), for ``methods`` (the integrated
+    VAE is trained only when "int" is among them; each VAE on at most ``max_windows`` windows). Frames
+    too short for one window are left out. The machines a threshold leaves out as suspects (Minder's,
+    on any metric) are kept in ``Models.suspects``; their jobs' windows are not taken as normal when
+    ranking the metrics."""
+    frames = [f for f in frames if len(f.starts(cfg.frame))]
+    metrics = sorted(set.intersection(*(set(f.metrics) for f in frames)))
+    wins = [f.windows(cfg.frame)[0] for f in frames]
     per_metric = {}
     for m in metrics:
-        x = np.concatenate([w[f.metrics.index(m)].reshape(-1, w.shape[-1]) for f, w in zip(healthy, wins)])
-        per_metric[m] = vae.train(x, epochs=epochs, seed=seed)
-    stacked = np.concatenate([np.moveaxis(w[[f.metrics.index(m) for m in metrics]], 0, -1)
-                              .reshape(-1, w.shape[-1], len(metrics)) for f, w in zip(healthy, wins)])
-    integrated = vae.train(stacked, n_inputs=len(metrics), epochs=epochs, seed=seed) if "int" in methods else None
-    priority = priority_from_labels(*labelled, metrics, cfg) if labelled else default_priority(metrics)
-    models = Models(metrics, per_metric, integrated, {}, priority, wins[0].shape[-1])
+        x = np.concatenate([w[f.metrics.index(m)].reshape(-1, w.shape[-1]) for f, w in zip(frames, wins)])
+        per_metric[m] = vae.train(x, epochs=epochs, seed=seed, max_windows=max_windows)
+    integrated = None
+    if "int" in methods:
+        stacked = np.concatenate([np.moveaxis(w[[f.metrics.index(m) for m in metrics]], 0, -1)
+                                  .reshape(-1, w.shape[-1], len(metrics)) for f, w in zip(frames, wins)])
+        integrated = vae.train(stacked, n_inputs=len(metrics), epochs=epochs, seed=seed, max_windows=max_windows)
+    models = Models(metrics, per_metric, integrated, {}, default_priority(metrics), wins[0].shape[-1])
     k = max(1, int(round(cfg.continuity_s / cfg.frame.stride_s)))
-    sustained: dict = {}
-    for f, w in zip(healthy, wins):
+    held: dict = {}
+    for f, w in zip(frames, wins):
         for method, by_metric in job_scores(models, f, cfg, [m for m in methods if m != "aegis"], w).items():
             for metric, s in by_metric.items():
-                sustained.setdefault((method, metric), []).append(sustained_max(s, 1 if method == "minder_nc" else k))
-    # the lowest threshold under which no healthy training job would have confirmed an alert
-    models.thresholds = {key: float(np.nanmax(v)) * cfg.threshold_margin for key, v in sustained.items()}
+                held.setdefault((method, metric), []).append(sustained(s, 1 if method == "minder_nc" else k))
+    suspects = set()
+    for key, per_job in held.items():
+        models.thresholds[key], tops = robust_threshold(per_job, cfg.threshold_margin, cfg.threshold_floor)
+        if key[0] == "minder":
+            suspects |= {(frames[j].job_id, frames[j].hosts[h]) for j, h in tops}
+    models.suspects = sorted(suspects)
+    if labelled:
+        flagged = {job for job, _ in suspects}
+        keep = [i for i, (f, lab) in enumerate(zip(*labelled)) if lab.any() or f.job_id not in flagged]
+        models.priority = priority_from_labels([labelled[0][i] for i in keep], [labelled[1][i] for i in keep],
+                                               metrics, cfg)
     return models
 
 
-def sustained_max(scores: np.ndarray, k: int) -> float:
-    """The highest score any one machine holds for k consecutive windows (its minimum over them)."""
+def sustained(scores: np.ndarray, k: int) -> np.ndarray:
+    """Per machine, the highest score it held for k consecutive windows (its minimum over them);
+    -inf for a machine that never had k windows with data."""
     s = np.nan_to_num(scores, nan=-np.inf)
     if len(s) < k:
-        return float("-inf")
-    held = np.min(np.lib.stride_tricks.sliding_window_view(s, k, axis=0), axis=-1)
-    return float(held.max())
+        return np.full(s.shape[1], -np.inf)
+    return np.min(np.lib.stride_tricks.sliding_window_view(s, k, axis=0), axis=-1).max(axis=0)
+
+
+def robust_threshold(per_job: list[np.ndarray], margin: float, floor: float) -> tuple[float, list]:
+    """The threshold from the training jobs' per-machine sustained scores, robust to a faulty machine
+    in any number of them, and the suspects it left out as (job index, machine index).
+
+    Minder looks for one faulty machine per job, so a job's runner-up (its second-highest machine) is
+    healthy whatever the job: ``margin`` over the highest runner-up (at least the floor) is the
+    threshold machines that cannot be the faulty one would set. A job's top machine is the highest of
+    its peers, so a healthy one sits above that by the gap between the two highest; it is a suspect,
+    left out, only when it sustained more than ``margin`` times that threshold again. The threshold is
+    ``margin`` times the highest score any machine not left out sustained: on clean training jobs
+    the old rule (margin over the highest healthy score) unless one stands out that far."""
+    order = [np.argsort(-np.where(np.isfinite(v), v, -np.inf)) for v in per_job]
+    ranked = [v[o][np.isfinite(v[o])] for v, o in zip(per_job, order)]
+    runners = [v[1] for v in ranked if len(v) > 1]
+    if not runners:
+        return float("-inf"), []  # nothing held k windows: the floor decides
+    limit = margin * max(margin * max(runners), floor)
+    kept = runners + [v[0] for v in ranked if len(v) and v[0] <= limit]
+    out = [(j, int(o[0])) for j, (v, o) in enumerate(zip(ranked, order)) if len(v) and v[0] > limit]
+    return float(margin * max(kept)), out
