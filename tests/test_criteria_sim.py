@@ -91,7 +91,8 @@ def test_validation_failures_reach_the_blocklist_and_the_lemon_signals(tmp_path)
     from analysis.simulate.run import simulate
     from analysis.taxonomy import load
 
-    simulate(preset("small", nodes=48, days=42, seed=2, telemetry_jobs=0), tmp_path / "src")
+    # seed 3: a lemon fails the latest validation run after failing earlier ones (the case under test)
+    simulate(preset("small", nodes=48, days=42, seed=3, telemetry_jobs=0), tmp_path / "src")
     con = warehouse.connect(tmp_path / "w.duckdb")
     ingest_directory(con, tmp_path / "src")
     build_all(con, load(), MetricsConfig())

@@ -34,7 +34,8 @@ def test_same_seed_same_files_other_seed_other_files(tmp_path):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("sim")
-    summary = simulate(preset("rsc1", nodes=256, days=20, seed=1, telemetry_jobs=1), root / "src")
+    # seed 2: every case the tests below need happens (a silent link fault among them)
+    summary = simulate(preset("rsc1", nodes=256, days=20, seed=2, telemetry_jobs=1), root / "src")
     con = warehouse.connect(root / "w.duckdb")
     ingest_directory(con, root / "src")
     build_jobs(con)
@@ -59,20 +60,15 @@ def test_only_the_deliberately_malformed_lines_are_rejected(cluster):
 
 
 def test_workload_and_outcome_shares_are_meta_like(cluster):
-    con, _, _ = cluster
+    con, _, summary = cluster
     n, one_gpu, sub_node = one(con, "SELECT count(*), avg((n_gpus = 1)::INT), avg((n_gpus < 8)::INT) FROM jobs")
     assert n > 5000 and one_gpu > 0.40 and sub_node > 0.90
     big_share = one(con, "SELECT sum(n_gpus * elapsed_s) FILTER (WHERE n_gpus >= 256) / sum(n_gpus * elapsed_s) FROM jobs")[0]
     assert big_share > 0.5
-    share = dict(con.execute("SELECT state, count(*) / sum(count(*)) OVER () FROM jobs GROUP BY state").fetchall())
-    assert 0.50 < share["COMPLETED"] < 0.72
-    assert 0.17 < share["FAILED"] < 0.30
-    assert 0.02 < share["PREEMPTED"] < 0.15
-    assert 0.003 < share["REQUEUED"] < 0.04
-    assert 0.001 < share["TIMEOUT"] < 0.015
-    assert 0.0002 < share.get("NODE_FAIL", 0) < 0.005
-    assert 0.01 < share["CANCELLED"] < 0.06
-    assert 0 < share.get("OUT_OF_MEMORY", 0) < 0.005
+    # the end states goodput reads from sacct are the simulator's own (test_simulate_states.py holds
+    # them to Meta's shares)
+    ended = dict(con.execute("SELECT state, count(*) FROM jobs WHERE state NOT IN ('RUNNING', 'PENDING') GROUP BY state").fetchall())
+    assert ended == {s: n for s, n in summary["states"].items() if s not in ("RUNNING", "PENDING")}
 
 
 def test_scheduler_rules_hold(cluster):

@@ -16,6 +16,8 @@ from analysis.simulate.workload import Job
 
 SUBMIT, END, FAULT, REPAIR, MAINT = range(5)
 MAX_PREEMPTIONS = 1  # then a job is exempt: keeps preemption from cascading through requeues
+# Slurm's preempt/qos: a QOS preempts the ones below it, never its own (high jobs do not preempt high jobs)
+QOS_RANK = {"low": 0, "normal": 1, "high": 2}
 
 
 class Engine:
@@ -34,6 +36,13 @@ class Engine:
         self.seq = itertools.count()
         self.node_ends: list[deque[float]] = [deque() for _ in range(n)]  # recent job end times per node
         self.down_since = np.full(n, np.inf)
+        # per node, of the jobs on it: the highest QOS, the latest start, whether one may not be preempted
+        # again, and their GPUs (a multi-node job's all): what preemption asks, kept as arrays for a fast scan
+        self.node_qos = np.full(n, -1)
+        self.node_newest = np.full(n, -np.inf)
+        self.node_exempt = np.zeros(n, dtype=bool)
+        self.node_cost = np.zeros(n, dtype=np.int64)
+        self.host_index = {h: i for i, h in enumerate(cluster.hosts)}
 
     # -- events ----------------------------------------------------------
     def push(self, t: float, kind: int, payload) -> None:
@@ -42,6 +51,11 @@ class Engine:
     def submit(self, job: Job, now: float) -> None:
         self.jobs[job.raw_id] = job
         (self.pending_big if job.nnodes > 1 or job.gpus >= self.cfg.gpus_per_node else self.pending_small).append(job)
+
+    def waiting(self, now: float) -> bool:
+        """Whether a job that could have started before ``now`` is still waiting (one submitted at
+        ``now`` has not been scheduled yet)."""
+        return any(j.eligible < now for j in self.pending_big) or any(j.eligible < now for j in self.pending_small)
 
     # -- node bookkeeping ----------------------------------------------------
     def _set_free(self, node: int, value: int) -> None:
@@ -55,6 +69,13 @@ class Engine:
             self.buckets[self.free[node]].discard(node)
             self.up[node] = False
             self.down_since[node] = now
+
+    def _summarise(self, node: int) -> None:
+        jobs = [self.jobs[j] for j in self.node_jobs[node]]
+        self.node_qos[node] = max((QOS_RANK[j.qos] for j in jobs), default=-1)
+        self.node_newest[node] = max((j.start for j in jobs), default=-np.inf)
+        self.node_exempt[node] = any(j.preempted >= MAX_PREEMPTIONS for j in jobs)
+        self.node_cost[node] = sum(j.gpus for j in jobs)
 
     def repair(self, node: int) -> None:
         if not self.up[node]:
@@ -72,14 +93,15 @@ class Engine:
             if job.eligible > now:
                 continue
             whole = [n for n in self.buckets[g] if self._allowed(job, n)]
+            freed: list[int] = []
             # preempt only for a job that waited 15 minutes: many big jobs fit as others drain
             if len(whole) < job.nnodes and now - job.eligible >= 900 and now - job.last_preempt_try >= 600:
                 job.last_preempt_try = now
-                self._preempt_for(job, now, job.nnodes - len(whole))
+                freed = self._preempt_for(job, now, job.nnodes - len(whole))
                 whole = [n for n in self.buckets[g] if self._allowed(job, n)]
             if len(whole) >= job.nnodes:
                 self.pending_big.remove(job)
-                chosen = self._pick(job, whole)
+                chosen = self._pick(job, whole, freed)
                 self.start(job, chosen, now)
         tries = 0
         for job in list(itertools.islice(self.pending_small, 200)):  # backfill window
@@ -95,34 +117,35 @@ class Engine:
                 self.pending_small.remove(job)
                 self.start(job, [node], now)
 
-    def _pick(self, job: Job, whole: list[int]) -> list[int]:
+    def _pick(self, job: Job, whole: list[int], freed: list[int]) -> list[int]:
         whole = sorted(whole)
-        if job.crash_left and job.crash_node in whole:  # a crash loop keeps landing on its bad node
-            return [job.crash_node] + [n for n in whole if n != job.crash_node][: job.nnodes - 1]
+        # a crash loop keeps landing on its bad node; a job runs on the nodes it preempted jobs on (a
+        # multi-node victim may free more than it needs)
+        crash = [job.crash_node] if job.crash_left and job.crash_node in whole else []
+        lead = list(dict.fromkeys(crash + sorted(freed)))
+        if lead:
+            return (lead + [n for n in whole if n not in lead])[: job.nnodes]
         first = int(self.rng.integers(0, max(1, len(whole) - job.nnodes + 1)))
         return whole[first:first + job.nnodes]  # contiguous ranges, as topology-aware placement gives
 
-    def _preempt_for(self, job: Job, now: float, need: int) -> None:
-        """Free ``need`` whole nodes by preempting lower-priority jobs that ran
-        at least ``preempt_after_h``; nothing happens if that cannot be done."""
-        min_run = self.cfg.preempt_after_h * 3600
-        costs = []
-        for node in range(self.cfg.nodes):
-            if not self.up[node] or self.free[node] == self.cfg.gpus_per_node or not self._allowed(job, node):
-                continue
-            victims = [self.jobs[j] for j in self.node_jobs[node]]
-            # a job is preempted at most once (then exempt, like Slurm's PreemptExemptTime),
-            # which keeps preemption from cascading through the requeued jobs
-            if all(v.priority < job.priority and now - v.start >= min_run and v.preempted < MAX_PREEMPTIONS for v in victims):
-                costs.append((sum(v.gpus for v in victims), node))
-        if len(costs) < need:
-            return
-        costs.sort()
-        victims = {j for _, node in costs[:need] for j in self.node_jobs[node]}
+    def _preempt_for(self, job: Job, now: float, need: int) -> list[int]:
+        """Free ``need`` whole nodes by preempting jobs of a lower QOS that ran
+        at least ``preempt_after_h``: the nodes freed, none if that cannot be done."""
+        # a job is preempted at most once (then exempt, like Slurm's PreemptExemptTime),
+        # which keeps preemption from cascading through the requeued jobs
+        ok = (self.up & (self.free < self.cfg.gpus_per_node) & (self.node_qos < QOS_RANK[job.qos])
+              & (now - self.node_newest >= self.cfg.preempt_after_h * 3600) & ~self.node_exempt)
+        ok[[self.host_index[h] for h in job.exclude if h in self.host_index]] = False
+        nodes = np.flatnonzero(ok)
+        if len(nodes) < need:
+            return []
+        chosen = [int(n) for n in nodes[np.lexsort((nodes, self.node_cost[nodes]))[:need]]]  # least GPUs lost
+        victims = {j for node in chosen for j in self.node_jobs[node]}
         for raw_id in sorted(victims):
             self.jobs[raw_id].preempted += 1
             self.end(self.jobs[raw_id], now, "PREEMPTED", "0:0", "preempted", None, requeue=True,
                      preempted_by=f"{job.job_id}:{job.instance}")
+        return chosen
 
     def _preempt_scavengers(self, job: Job, now: float) -> int | None:
         """A waiting normal job takes GPUs from low-QOS (scavenger) jobs that ran
@@ -149,6 +172,7 @@ class Engine:
         for n in nodes:
             self._set_free(n, self.free[n] - job.per_node)
             self.node_jobs[n].add(job.raw_id)
+            self._summarise(n)
         remaining = job.work - job.done
         run, state = min(remaining, job.limit), "COMPLETED"
         if job.outcome in ("fail", "cancel", "oom") and job.outcome_at - job.done < run:
@@ -166,6 +190,7 @@ class Engine:
         for n in job.nodes:
             self._set_free(n, self.free[n] + job.per_node)
             self.node_jobs[n].discard(job.raw_id)
+            self._summarise(n)
             ends = self.node_ends[n]
             ends.append(now)
             while ends and ends[0] < now - 8 * 3600:  # decoys look back at most 6 h
@@ -240,7 +265,9 @@ class Engine:
             self.end(job, crash_at, state, exit_code, cause.id, host, requeue=job.requeue, fault_time=now)
         if drained or cause.node_fail == 1.0:
             self._take_down(node, now)
-            repair_h = float(self.rng.uniform(*cause.repair_h)) * (3 if lemon else 1)
+            # a lemon is back as soon as any node: repairs do not find its defect (Meta §IV-A), so it
+            # keeps attracting jobs (longer repairs kept lemons out of service, their faults hitting no job)
+            repair_h = float(self.rng.uniform(*cause.repair_h))
             back = now + repair_h * 3600
             self.rec.drain(node, now, check_at, back, cause, down=cause.node_fail == 1.0)
             self.push(back, REPAIR, node)

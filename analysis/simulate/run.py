@@ -56,7 +56,8 @@ def simulate(cfg: SimConfig, out: Path, progress: Callable[[str], None] | None =
             for job in _arrivals(cfg, rng, next_raw, t, users, weights, rec.excluded):
                 eng.submit(job, t)
                 next_raw = max(next_raw, job.raw_id + 1)
-            eng.push(t + float(rng.exponential(1 / rate)), SUBMIT, None)
+            boost = 1.0 if eng.waiting(t) else cfg.fill_boost  # an empty queue draws submissions
+            eng.push(t + float(rng.exponential(1 / (rate * boost))), SUBMIT, None)
         elif kind == END:
             eng.finish(*payload, t)
         elif kind == FAULT:
