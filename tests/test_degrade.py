@@ -106,3 +106,14 @@ def test_dagster_run_succeeds_with_the_failed_source_check(source, tmp_path):
         ("network_counters", "not_all_rejected", AssetCheckSeverity.ERROR)]
     built = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert {"node_events", "failure_attribution", "node_actions", "node_exports"} <= built
+
+
+def test_every_source_and_optional_step_says_what_is_missing_without_it():
+    from analysis import data_health
+    from analysis.ingest import SOURCES
+    from assets.ingest import INGEST_ASSETS
+
+    assert set(data_health.MISSING_WITHOUT_SOURCE) == set(SOURCES) == set(INGEST_ASSETS.values())
+    withheld = {a.op.name for a in all_assets if getattr(a.op.compute_fn.decorated_fn, "__wrapped__", None)}
+    assert set(data_health.MISSING_WITHOUT_STEP) <= withheld
+    assert {"machine_alerts", "port_counter_events", "job_log_events", "node_actions", "node_exports"} <= withheld
