@@ -4,7 +4,8 @@ run summary and the exit code all read this one assessment of the warehouse.
 A broken source (every line of a file rejected, a file no parser reads, today's files missing) degrades
 the run: the steps that read it still run on what was loaded, and this says what the numbers lack. A step
 that crashed on odd data is withheld (it keeps its previous contents, `withheld_steps`) and the steps
-after it run on. Lines that no table and no reject accounts for are data lost: the run has failed."""
+after it run on. Lines that no table and no reject accounts for are data lost: the ingest check
+lines_accounted fails the run (pipelines.runner), whatever this assessment says."""
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
@@ -13,7 +14,6 @@ import duckdb
 import polars as pl
 
 from analysis import daily, sql
-from analysis.ingest import SOURCES
 
 # What a report reader is missing when a source folder could not be used (one entry per source).
 MISSING_WITHOUT_SOURCE: dict[str, str] = {
@@ -63,19 +63,17 @@ def release(con: duckdb.DuckDBPyConnection, step: str) -> None:
 
 
 def assess(con: duckdb.DuckDBPyConnection, day: date | None = None, recent: datetime | None = None,
-           reject_limit: float = MAX_REJECT_RATE, run_started: datetime | None = None) -> pl.DataFrame:
-    """One row per problem: ``what`` (a source folder or a step), severity (degraded | failed), reason and
-    what is missing because of it. ``day``: judge that day's missing sources (after daily_source_volume);
-    ``recent``: sources whose files ingested since then had more than ``reject_limit`` of their lines
-    rejected; ``run_started``: this run's files are checked for lines lost."""
+           reject_limit: float = MAX_REJECT_RATE) -> pl.DataFrame:
+    """One row per problem: ``what`` (a source folder or a step), severity, reason and what is missing
+    because of it. ``day``: judge that day's missing sources (after daily_source_volume); ``recent``:
+    sources whose files ingested since then had more than ``reject_limit`` of their lines rejected.
+    Lines lost are not judged here: the ingest assets' lines_accounted check finds them, and fails the run."""
     rows = [*_source_rows(con), *_withheld_rows(con)]
     if day is not None:
         rows += _missing_today(con, day)
     if recent is not None:  # a source already listed for a file that gave nothing is not listed twice
         listed = {r[0] for r in rows}
         rows += [r for r in _rejecting(con, recent, reject_limit) if r[0] not in listed]
-    if run_started is not None:
-        rows += _lost_lines(con, run_started)
     return pl.DataFrame(rows, schema=COLUMNS, orient="row")
 
 
@@ -120,13 +118,3 @@ def rejecting(con: duckdb.DuckDBPyConnection, since: datetime, limit: float) -> 
 def _rejecting(con, since: datetime, limit: float) -> list[tuple]:
     return [(f"{r['source']}/", DEGRADED, r["reason"], MISSING_WITHOUT_SOURCE.get(r["source"], ""))
             for r in rejecting(con, since, limit).iter_rows(named=True)]
-
-
-def _lost_lines(con, since: datetime) -> list[tuple]:
-    rows = []
-    for folder in SOURCES:
-        bad = sql.query(con, "accounting_check_run", {"source": folder, "since": since})
-        if bad.height:
-            rows.append((f"{folder}/", FAILED, f"{bad.height} file(s) read in this run lost lines, e.g. {bad['path'][0]} "
-                         "(a goodput bug: please report it)", "lines of these files are in no table and no reject"))
-    return rows

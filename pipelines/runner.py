@@ -165,8 +165,7 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
             degraded.append(text)
     con = warehouse.connect(db, read_only=True)
     try:
-        health = data_health.assess(con, day, data_health.recent_start(), resources["report_settings"].max_reject_rate,
-                                     since)
+        health = data_health.assess(con, day, data_health.recent_start(), resources["report_settings"].max_reject_rate)
         summary = sql.query(con, "ingest_summary", {"since": since})
         problems = sql.query(con, "file_problems")
         withheld = sql.query(con, "withheld_steps_list").filter(pl.col("since") >= since)
