@@ -30,6 +30,7 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
     criteria_evaluation, and write OUT/exports/criteria/."""
     import os
 
+    from analysis import fingerprints
     from analysis.criteria import catalog
     from analysis.criteria import run as criteria_run
     from analysis.criteria.learn import CriteriaConfig
@@ -42,6 +43,7 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
         try:
             catalog.load(metrics)
             result = criteria_run.run(con, cfg, metrics, progress=lambda i, n: click.echo(f"  {i}/{n} metrics", err=True))
+            fingerprints.forget_steps(con, ["benchmark_criteria"])  # the next run rebuilds it, and what reads it
         except (catalog.CatalogError, criteria_run.NoBenchmarks) as exc:
             raise click.ClickException(str(exc)) from None
         _print(result, cfg)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from analysis import warehouse
+from analysis import fingerprints, warehouse
 
 
 def _as_of(value: str | None) -> datetime | None:
@@ -60,6 +60,7 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
         cfg = ModelsConfig(lemon=LemonConfig(window_days=window_days), labels_path=labels,
                            model_dir=Path(db).resolve().parent / "models")
         result = run_models(con, cfg, when)
+        fingerprints.forget_steps(con, ["node_actions"])  # its tables are this command's now: the next run rebuilds
     except (LabelsError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:

@@ -99,13 +99,15 @@ class ModelSettings(ConfigurableResource):
                             self.max_drain_floor, clean_checks=self.clean_checks, clean_jobs=self.clean_jobs,
                             clean_job_hours=self.clean_job_hours)
 
+    def labels_path(self, source_dir: str) -> Path:
+        return Path(self.labels_file) if self.labels_file else Path(source_dir) / "labels" / "lemons.csv"
+
     def config(self, source_dir: str, db_path: str):
         from analysis.lemons import LemonConfig
         from analysis.node_models import ModelsConfig
 
-        labels = Path(self.labels_file) if self.labels_file else Path(source_dir) / "labels" / "lemons.csv"
         return ModelsConfig(lemon=LemonConfig(window_days=self.window_days, min_signals=self.min_signals),
-                            ladder=self.ladder(), labels_path=labels,
+                            ladder=self.ladder(), labels_path=self.labels_path(source_dir),
                             model_dir=Path(db_path).resolve().parent / "models")
 
 

@@ -108,6 +108,12 @@ CREATE OR REPLACE MACRO nodes_out_of_service(day) AS TABLE
 CREATE TABLE IF NOT EXISTS withheld_steps (
     step VARCHAR PRIMARY KEY, reason VARCHAR, missing VARCHAR, trace VARCHAR, since TIMESTAMP
 );
+-- What each step was last built from (analysis/fingerprints.py): a step whose inputs (its upstream steps' output
+-- versions, settings, the files they name, the code) hash to the stored fingerprint is not rebuilt. A check keeps
+-- its last outcome here (step 'asset:check'), replayed while its asset is unchanged. `goodput run --rebuild` empties it.
+CREATE TABLE IF NOT EXISTS asset_inputs (
+    asset VARCHAR PRIMARY KEY, fingerprint VARCHAR, output_version VARCHAR, outcome VARCHAR, built_at TIMESTAMP
+);
 -- Each outage of a switch port: the first link_down (oper, carrier or admin) of a run of downs, paired with the
 -- first link_up (oper or admin) of the same port on the same switch after it; up_time NULL while it is still down.
 CREATE OR REPLACE VIEW link_outages AS
