@@ -65,7 +65,7 @@ def materialize_small(db, rules=None):
 def small(tmp_path):
     FAIL.clear()
     FAIL["out"] = tmp_path
-    rules = src.parent / "rules.yaml"
+    rules = tmp_path / "rules.yaml"
     rules.write_text(RULES.format(before=10))
     return tmp_path / "w.duckdb", rules
 
@@ -102,27 +102,30 @@ def test_a_deleted_output_file_is_written_again(small):
     assert calls == ["downstream", "check"] and (FAIL["out"] / "downstream.txt").exists()
 
 
-def test_a_withheld_step_keeps_its_version_and_is_built_again_next_time(small):
+def crash_after_a_change(small, step: str):
+    """Build, then run again with other rules and ``step`` crashing; the next runs do not crash."""
     db, rules = small
     materialize_small(db, rules)
-    FAIL["downstream"] = True
+    FAIL[step] = True
     rules.write_text(RULES.format(before=30))
-    _, meta = materialize_small(db, rules)
+    crashed = materialize_small(db, rules)
+    FAIL[step] = False
+    return crashed
+
+
+def test_a_withheld_step_keeps_its_version_and_is_built_again_next_time(small):
+    db, rules = small
+    _, meta = crash_after_a_change(small, "downstream")
     assert "withheld" in meta["downstream_file"]
     assert calls == ["upstream", "downstream"]  # it kept its contents: the check's last outcome stands
-    FAIL["downstream"] = False
     _, meta = materialize_small(db, rules)  # the same inputs: built again all the same
     assert calls == ["downstream", "check"] and UNCHANGED not in meta["downstream_file"]
 
 
 def test_a_crashed_step_is_built_again_even_from_the_inputs_it_was_last_built_from(small):
     db, rules = small
-    materialize_small(db, rules)
-    FAIL["upstream"] = True
-    rules.write_text(RULES.format(before=40))
-    result, _ = materialize_small(db, rules)
+    result, _ = crash_after_a_change(small, "upstream")
     assert not result.success and calls == ["upstream"]
-    FAIL["upstream"] = False
     rules.write_text(RULES.format(before=10))  # what it was last built from
     materialize_small(db, rules)  # it may have written half its tables before it crashed
     assert calls == ["upstream", "downstream", "check"]
