@@ -28,8 +28,10 @@ from pathlib import Path
 import polars as pl
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from analysis.simulate.increment import add_held_out, data_files, hold_out_last_day  # noqa: E402
+
 GOODPUT = [sys.executable, "-m", "pipelines.cli"]
-DATED = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 
 def child(cmd: list[str], log: Path) -> tuple[float, float, float, int]:
@@ -40,40 +42,6 @@ def child(cmd: list[str], log: Path) -> tuple[float, float, float, int]:
         _, status, usage = os.wait4(proc.pid, 0)
     cpu = usage.ru_utime + usage.ru_stime
     return time.perf_counter() - t0, cpu, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
-
-
-def data_files(src: Path) -> list[Path]:
-    return sorted(p for p in src.rglob("*") if p.is_file() and "truth" not in p.relative_to(src).parts)
-
-
-JOB_FILE = re.compile(r"^(?:slurm|job)-(\d+(?:_\d+)?)\.(?:out|parquet)$")  # joblogs/ and telemetry/ per job
-
-
-def jobs_ending_on(src: Path, day: str) -> set[str]:
-    """Job ids with an instance that ended on ``day`` or has not ended (the simulator's truth): their job log
-    and telemetry files are written, or grow, that day."""
-    inst = pl.read_csv(src / "truth" / "job_instances.csv", columns=["job_id", "end"], infer_schema_length=0)
-    last = inst.group_by("job_id").agg(pl.col("end").str.slice(0, 10).max().alias("day"), pl.col("end").null_count())
-    return set(last.filter((pl.col("day") >= day) | (pl.col("end") > 0))["job_id"].to_list())
-
-
-def split_last_day(src: Path, base: Path) -> list[Path]:
-    """Link every file but the last day's into ``base``; returns the held-out files (relative). The last
-    day's files: those named by it (daily dumps), and the per-job files of jobs that ended that day."""
-    files = data_files(src)
-    days = sorted({m.group(1) for p in files if (m := DATED.search(p.name))})
-    last = days[-1]
-    ending = jobs_ending_on(src, last)
-    held = []
-    for p in files:
-        rel = p.relative_to(src)
-        job = JOB_FILE.match(p.name)
-        if last in p.name or (job and job.group(1) in ending):
-            held.append(rel)
-            continue
-        (base / rel).parent.mkdir(parents=True, exist_ok=True)
-        os.link(p, base / rel)
-    return held
 
 
 SLOW_STEP = re.compile(r"^\s+(\S+) (done|FAILED) after ([\d.]+) s")  # the runner's progress log (steps >= 2 s)
@@ -113,7 +81,6 @@ def polars_read(path: Path, source: str) -> int:
 
 
 def throughput(base: Path, workdir: Path) -> None:
-    sys.path.insert(0, str(REPO))
     from analysis import warehouse
     from analysis.ingest import discover, ingest_directory
 
@@ -158,7 +125,7 @@ def main() -> None:
         print(f"  simulate {seconds:.1f} s, peak RSS {rss:,.0f} MB", flush=True)
     base = work / "base"
     shutil.rmtree(base, ignore_errors=True)
-    held = split_last_day(src, base)
+    held = hold_out_last_day(src, base)
     size = sum(p.stat().st_size for p in data_files(base)) / 1e6
     print(f"base: {len(data_files(base))} files, {size:,.1f} MB; held out for the increment: {len(held)} files", flush=True)
     db, out = work / "warehouse.duckdb", work / "out"
@@ -172,9 +139,7 @@ def main() -> None:
     results["fresh run"] = run(base, db, out, work / "fresh.log")
     print("2. rerun, nothing new", flush=True)
     results["no-change rerun"] = run(base, db, out, work / "rerun.log")
-    for rel in held:
-        (base / rel).parent.mkdir(parents=True, exist_ok=True)
-        os.link(src / rel, base / rel)
+    add_held_out(src, base, held)
     print("3. one-day increment", flush=True)
     results["one-day increment"] = run(base, db, out, work / "increment.log")
     print(f"\n{args.nodes} nodes x {args.days} days, every source")
