@@ -14,7 +14,7 @@ from pipelines.runner import run_pipeline
 WHEN_RUN = {"ingested_at", "verified_at", "mtime_ns", "built_at", "trained_at", "since", "published_at",
             "generated_at", "created_at"}
 # Bookkeeping of runs, not data: which steps were withheld, what each run built.
-RUN_TABLES = {"withheld_steps", "asset_inputs", "asset_checks_recorded"}
+RUN_TABLES = {"withheld_steps", "asset_inputs", "asset_checks_recorded", "derived_marks"}
 # Day partitions: each run adds the partition of its last day, so the nightly also holds yesterday's,
 # which a fresh run never built. Compared on the days both hold.
 PARTITIONED = {"daily_source_volume": "day"}
