@@ -131,3 +131,5 @@ CREATE TABLE IF NOT EXISTS derived_marks (
     files BIGINT,                 -- source files read (status ok) when it was built
     ingested_through TIMESTAMP    -- the newest of their ingested_at
 );
+-- The newest reading a build covered (port_counter_events: new readings after it extend the build).
+ALTER TABLE derived_marks ADD COLUMN IF NOT EXISTS data_through TIMESTAMP;
