@@ -131,7 +131,7 @@ class _Reading:
         self.lines = LineFile(self.path, self.raw.sha256, self.path.stat().st_size, no_lines, refused, n, problems)
 
     def parts(self) -> Iterator[ParseResult]:
-        module, path, raw, opts = parser_for(self.source), self.path, self.raw, self.ctx.options
+        module, path, opts = parser_for(self.source), self.path, self.ctx.options
         if _is_parquet(path):
             yield from self._parquet(module)
         elif _is_json(path, self.source):  # one JSON document (a Prometheus answer): a stream of records
@@ -142,7 +142,7 @@ class _Reading:
                 yield part
             for _ in chunks:  # a parser that stopped early (a broken document): the rest still counts for the hash
                 pass
-            _same_file(stream.sha256, raw)
+            _same_file(stream.sha256, self.raw)
             self._done(records, empty_rejects(), stream.problems)
         elif _streamed(path, self.source):  # parsed piece by piece: a multi-gigabyte log in bounded memory
             stream = LineStream(path, opts.max_line_bytes, opts.max_file_bytes, PIECE_BYTES)
@@ -150,13 +150,16 @@ class _Reading:
             yield from module.stream_parts(frames, self.ctx)
             for _ in frames:
                 pass
-            _same_file(stream.sha256, raw)
+            _same_file(stream.sha256, self.raw)
             self._done(stream.n_lines, stream.rejects, stream.problems)
-        else:  # a parser that reads a file whole
-            lines = read_lines(path, raw, opts.max_line_bytes, opts.max_file_bytes)
-            self.raw = RawFile(b"", raw.sha256, raw.problems, [])  # the bytes are in the lines now
-            yield module.parse(lines.lines, self.ctx)
-            self._done(lines.n_lines, lines.rejects, lines.problems)
+        else:  # a parser that reads a file whole (small tables: tickets, topology, benchmarks)
+            lines = read_lines(path, self.raw, opts.max_line_bytes, opts.max_file_bytes)
+            self.raw = RawFile(b"", self.raw.sha256, self.raw.problems, [])  # the bytes are in the lines now
+            result = module.parse(lines.lines, self.ctx)
+            n, refused, problems = lines.n_lines, lines.rejects, lines.problems
+            del lines  # not held while the engine writes the rows
+            yield result
+            self._done(n, refused, problems)
 
     def _parquet(self, module) -> Iterator[ParseResult]:
         """Read from the file a batch of rows at a time (a gzipped one from its bytes, decompressed)."""
@@ -339,8 +342,12 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
     outcome = FileOutcome(key, source, "ok", counts.lines, counts.rows, counts.rejects, message)
     record = _record(ident, path, fmt, counts, "ok", message)
     if writer is not None:
-        writer.write({}, refused)
-        writer.commit(record)
+        try:
+            writer.write({}, refused)
+            writer.commit(record)
+        except BaseException:
+            writer.abort()
+            raise
         return Prepared(outcome)
     result = combine(held)
     rejects = pl.concat([refused, result.rejects], how="vertical_relaxed").sort("line_no")

@@ -118,7 +118,10 @@ class FileWriter:
         self.con.execute("COMMIT")
 
     def abort(self) -> None:
-        self.con.execute("ROLLBACK")
+        try:
+            self.con.execute("ROLLBACK")
+        except duckdb.Error:  # a failed COMMIT has ended the transaction already
+            pass
 
 
 def _delete_rows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:

@@ -75,10 +75,6 @@ def parquet_parts(source, ctx: ParseContext) -> Iterator[ParseResult]:
     return telemetry.parquet_parts(source, ctx)
 
 
-def parse_json(chunks: Iterable[bytes], ctx: ParseContext) -> ParseResult:
-    return telemetry.parse_json(chunks, ctx)
-
-
 def json_parts(chunks: Iterable[bytes], ctx: ParseContext) -> Iterator[ParseResult]:
     return telemetry.json_parts(chunks, ctx)
 

@@ -73,10 +73,6 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     return combine(stream_parts([lines], ctx))
 
 
-def parse_json(chunks: Iterable[bytes], ctx: ParseContext) -> ParseResult:
-    return promjson.parse_json(chunks, ctx)
-
-
 def json_parts(chunks: Iterable[bytes], ctx: ParseContext) -> Iterator[ParseResult]:
     return promjson.json_parts(chunks, ctx)
 
