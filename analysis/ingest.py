@@ -14,10 +14,10 @@ import importlib
 import io
 import logging
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from collections.abc import Callable, Iterator
 
 import duckdb
 import polars as pl
@@ -27,12 +27,12 @@ from analysis import sql, warehouse
 from analysis.accounting import AccountingError, Tally
 from analysis.display import printable, utf8_path
 from analysis.hosts import MAX_HOSTS, host_from_path
-from analysis.lines import (GZIP_MAGIC, MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge, LineFile, LineStream,
-                            RawFile, empty_rejects, first_line, hash_only, head_bytes, make_rejects, read_lines,
-                            read_raw)
+from analysis.lines import (GZIP_MAGIC, MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge, LineFile,
+                            LineStream, RawFile, empty_rejects, first_line, hash_only, head_bytes, make_rejects,
+                            read_lines, read_raw)
 from analysis.model import IngestOptions, ParseContext, ParseResult, UnrecognisedFormat
-from analysis.parts import combine
 from analysis.options import CONFIG_NAMES, load_options  # noqa: F401 - re-exported
+from analysis.parts import combine
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,8 @@ class _Reading:
         source = raw.data or path
         before = _stat_key(path)
         try:
-            n = pq.ParquetFile(io.BytesIO(source) if raw.data else path).metadata.num_rows  # rows in the file, not what the parser kept
+            # rows in the file, not what the parser kept
+            n = pq.ParquetFile(io.BytesIO(source) if raw.data else path).metadata.num_rows
         except Exception:  # noqa: BLE001 - pyarrow raises several types for a damaged file
             raise UnrecognisedFormat("not a readable Parquet file (damaged, truncated or another format)") from None
         yield from module.parquet_parts(source, self.ctx)

@@ -43,7 +43,8 @@ def cut_frames(frames: Iterable[pl.DataFrame], starts: Callable[[pl.DataFrame], 
             frame = pl.concat([carry, frame])
         tail = frame.tail(CUT_SEARCH_LINES)
         offset = frame.height - tail.height
-        hits = pl.DataFrame({"hit": starts(tail)}).with_row_index("i").filter(pl.col("hit") & (pl.col("i") + offset > 0))
+        hits = pl.DataFrame({"hit": starts(tail)}).with_row_index("i")
+        hits = hits.filter(pl.col("hit") & (pl.col("i") + offset > 0))
         if hits.height:
             cut = offset + hits["i"][-1]
             yield frame.head(cut)

@@ -64,7 +64,8 @@ _CHECK = r"^(?P<chk>[A-Za-z_][\w.-]*):\s+(?P<detail>.*)$"
 def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
     """A large log piece by piece (analysis/parts.py), cut before a line that is no failure, so the
     'ERROR: nhc:' copy of a failure stays with it."""
-    return each_piece(parse, chunks, ctx, lambda lines: ~lines["text"].str.contains("Health check failed", literal=True))
+    return each_piece(parse, chunks, ctx,
+                      lambda lines: ~lines["text"].str.contains("Health check failed", literal=True))
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:

@@ -37,7 +37,8 @@ program's own chatter. A job log can be gigabytes (NCCL_DEBUG=INFO on
 thousands of ranks): lines are first screened with literal substring tests
 (Aho-Corasick, no regex), NCCL INFO lines other than init lines are dropped
 there, and each kind's fields are extracted on that kind's lines only. The
-engine feeds the file in chunks (``stream_parts``) and writes each chunk's rows, so memory stays bounded. Times: a leading ``[YYYY-MM-DD hh:mm:ss,ms]`` or ISO
+engine feeds the file in chunks (``stream_parts``) and writes each chunk's rows,
+so memory stays bounded. Times: a leading ``[YYYY-MM-DD hh:mm:ss,ms]`` or ISO
 stamp, PyTorch/glog ``E1125 09:40:16.123`` (no year: taken from the file's
 modification time) and slurmstepd's ``CANCELLED AT``; naive stamps are in
 ctx.options.tz. Lines without one get their time from the file's neighbours
