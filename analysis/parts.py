@@ -4,7 +4,7 @@ rows are ever held whole (the engine writes each part as it comes: analysis/inge
 A part is a ParseResult for consecutive lines (or records) of the file, in file order; the parts' counts
 add up to the file's. A parser that reads pieces needs to know where a record may begin (``cut_frames``:
 a row split over lines, a multi-line kernel message stays in one piece) and what it keeps from one
-piece to the next (``ctx.state``: a header's columns, the year a year-less log is in).
+piece to the next (a header's columns; in ``ctx.state``, the year a year-less log is in).
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def each_piece(parse: Callable[[pl.DataFrame, ParseContext], ParseResult], frame
                ctx: ParseContext, starts: Callable[[pl.DataFrame], pl.Series] | None = None) -> Iterator[ParseResult]:
     """``parse`` over a file's pieces, one part each. Whether the file is in the parser's format is decided
     on its first piece: a later piece in which nothing reads (a file that stops being that format) is
-    rejected line by line with the parser's reason, as a file read whole would be."""
+    rejected line by line, with the reason the parser gives for the piece."""
     first = True
     for piece in (cut_frames(frames, starts) if starts else frames):
         try:

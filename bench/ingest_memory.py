@@ -34,6 +34,7 @@ from analysis.ingest import ingest_directory
 con = warehouse.connect(Path(sys.argv[2]))
 sources = sys.argv[3:] or None
 out = ingest_directory(con, Path(sys.argv[1]), sources=sources).outcomes
+con.close()  # DuckDB's checkpoint counts too
 usage = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"files": len(out), "rows": sum(o.rows for o in out), "errors": sum(o.status == "error" for o in out),
                   "cpu": usage.ru_utime + usage.ru_stime, "peak_gb": usage.ru_maxrss / 1024 / 1024}))
@@ -50,7 +51,7 @@ def child(src: Path, db: Path, *sources: str) -> dict:
 
 
 def port_counters(workdir: Path, n_lines: int) -> None:
-    src = workdir / "network-src"
+    src = workdir / f"network-{n_lines}"
     path = src / "network" / "ib-port-counters.csv"
     days = max(1, round(n_lines / (2000 * 4 * 3)))
     if not path.exists():

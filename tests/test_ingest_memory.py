@@ -31,6 +31,7 @@ from analysis.ingest import ingest_directory
 con = warehouse.connect(Path(sys.argv[2]))
 out = ingest_directory(con, Path(sys.argv[1])).outcomes[0]
 stored = con.execute("SELECT count(*) FROM telemetry").fetchall()[0][0]
+con.close()  # DuckDB's checkpoint counts too
 print(json.dumps({"status": out.status, "lines": out.lines, "rows": out.rows, "stored": stored,
                   "peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """
