@@ -23,10 +23,6 @@ class FileCounts:
     merged: int
 
 
-def all_rejects(result: ParseResult, lines: LineFile) -> pl.DataFrame:
-    return pl.concat([lines.rejects, result.rejects], how="vertical_relaxed").sort("line_no")
-
-
 class Tally:
     """The counts of a file parsed in parts (analysis/parts.py), added up part by part so that no part
     is kept: a part's lines come after the parts' before it, and none is both stored and rejected."""
