@@ -181,33 +181,70 @@ def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:
     touched = [p.record for p in batch if p.record is not None and "status" not in p.record]
     con.execute("BEGIN TRANSACTION")
     try:
-        if records:
-            con.register("staged_files", pl.DataFrame({"path": [r["path"] for r in records]}, schema={"path": pl.Utf8}))
-            sql.run(con, "delete_files_rows")
-            con.unregister("staged_files")
-        for table in RAW_TABLES:
-            frames = [p.tables[table].with_columns(file=pl.lit(p.record["path"]))
-                      for p in batch if p.tables.get(table) is not None and p.tables[table].height]
-            unknown = {t for p in batch for t in p.tables} - set(RAW_TABLES)
-            if unknown:
-                raise ValueError(f"parser produced rows for unknown table(s) {sorted(unknown)}")
-            if frames:
-                con.register("staged_rows", pl.concat(frames, how="diagonal_relaxed"))
-                sql.run(con, f"insert_{table}")
-                con.unregister("staged_rows")
-        rejects = [p.rejects.with_columns(source=pl.lit(p.record["source"]), file=pl.lit(p.record["path"]))
-                   for p in batch if p.record is not None and p.rejects.height]
-        if rejects:
-            con.register("staged_rejects", pl.concat(rejects, how="vertical_relaxed"))
-            sql.run(con, "insert_rejects")
-            con.unregister("staged_rejects")
-        if records:
-            con.register("staged_files", pl.DataFrame(records, infer_schema_length=None))
-            sql.run(con, "upsert_ingested_files")
-            con.unregister("staged_files")
+        _delete_rows(con, [r["path"] for r in records])
+        _insert(con, [(p.record, p.tables, p.rejects) for p in batch if p.record is not None])
+        _upsert_files(con, records)
         for record in touched:
             sql.run(con, "update_file_mtime", record)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+class FileWriter:
+    """One file's rows written as they are parsed, part by part, in one transaction of its own (a file too
+    large to hold: DuckDB spills a large transaction to disk): the file's old rows go first, its
+    ingested_files row last, so a crash or a parse error part-way (abort) leaves the file as it was."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, source: str):
+        self.con, self.record = con, {"path": path, "source": source}
+        con.execute("BEGIN TRANSACTION")
+        try:
+            _delete_rows(con, [path])
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def write(self, tables: dict[str, pl.DataFrame], rejects: pl.DataFrame) -> None:
+        _insert(self.con, [(self.record, tables, rejects)])
+
+    def commit(self, record: dict) -> None:
+        _upsert_files(self.con, [record])
+        self.con.execute("COMMIT")
+
+    def abort(self) -> None:
+        try:
+            self.con.execute("ROLLBACK")
+        except duckdb.Error:  # a failed COMMIT has ended the transaction already
+            pass
+
+
+def _delete_rows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
+    if paths:
+        con.register("staged_files", pl.DataFrame({"path": paths}, schema={"path": pl.Utf8}))
+        sql.run(con, "delete_files_rows")
+        con.unregister("staged_files")
+
+
+def _insert(con: duckdb.DuckDBPyConnection, files: list[tuple[dict, dict[str, pl.DataFrame], pl.DataFrame]]) -> None:
+    """``files``: (ingested_files record, table -> rows, rejects) of each file."""
+    unknown = {t for _, tables, _ in files for t in tables} - set(RAW_TABLES)
+    if unknown:
+        raise ValueError(f"parser produced rows for unknown table(s) {sorted(unknown)}")
+    for table in RAW_TABLES:
+        frames = [tables[table].with_columns(file=pl.lit(record["path"]))
+                  for record, tables, _ in files if tables.get(table) is not None and tables[table].height]
+        if frames:
+            sql.run_on(con, f"insert_{table}", "staged_rows", pl.concat(frames, how="diagonal_relaxed"))
+    rejects = [r.with_columns(source=pl.lit(record["source"]), file=pl.lit(record["path"]))
+               for record, _, r in files if r.height]
+    if rejects:
+        sql.run_on(con, "insert_rejects", "staged_rejects", pl.concat(rejects, how="vertical_relaxed"))
+
+
+def _upsert_files(con: duckdb.DuckDBPyConnection, records: list[dict]) -> None:
+    if records:
+        con.register("staged_files", pl.DataFrame(records, infer_schema_length=None))
+        sql.run(con, "upsert_ingested_files")
+        con.unregister("staged_files")
