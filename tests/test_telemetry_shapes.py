@@ -141,7 +141,7 @@ def test_port_counters_in_every_shape_give_the_same_readings_and_events(tmp_path
     expected, expected_run = stored(con), network_run.run(con)
     expected_events = con.sql("SELECT event_time, host, code, severity, device, message FROM node_events "
                               "ORDER BY ALL").fetchall()
-    assert expected_run == {"series": 5, "error_deltas": 4, "events": 2}
+    assert expected_run == {"built": "all", "series": 5, "error_deltas": 4, "events": 2}
     for file, write in SHAPES.items():
         con, out = ingest(tmp_path, file, "network", {file: write(samples)})
         assert (out[file].status, out[file].rows, out[file].rejects) == ("ok", len(samples), 0), out[file]
