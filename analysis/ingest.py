@@ -23,7 +23,7 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from analysis import sql, warehouse
+from analysis import ingest_batch, sql, warehouse
 from analysis.accounting import AccountingError, account, all_rejects
 from analysis.display import printable, utf8_path
 from analysis.hosts import MAX_HOSTS, host_from_path
@@ -189,14 +189,32 @@ def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None) -> s
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
+NO_REJECTS = empty_rejects()  # shared, never modified: a frame per file costs more than reading a small file
+
+
 @dataclass
 class Prepared:
     """One file read and parsed, waiting to be written with its batch."""
     outcome: FileOutcome
     record: dict | None = None  # the ingested_files row; None: nothing to write
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    rejects: pl.DataFrame = field(default_factory=empty_rejects)
+    rejects: pl.DataFrame = field(default_factory=lambda: NO_REJECTS)
     rows: int = 0
+    pending: Pending | None = None  # prepare_file(defer=True): identified and read, to be parsed with its batch
+
+
+@dataclass
+class Pending:
+    """A file identified and read but not parsed yet (analysis.ingest_batch parses many at once)."""
+    ident: FileIdentity
+    path: Path
+    ctx: ParseContext
+    raw: RawFile
+    twin: str | None  # an ingested file with the same content, host and read options
+
+    @property
+    def twin_key(self) -> tuple:
+        return (self.ident.sha256, self.ident.source, self.ident.host_hint, self.ident.fingerprint)
 
 
 def _unchanged_stat(previous: dict, stat, fingerprint: str) -> bool:
@@ -211,9 +229,12 @@ def _unchanged_stat(previous: dict, stat, fingerprint: str) -> bool:
 
 
 def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, source_dir: Path,
-                 options: IngestOptions, force: bool = False, batch_shas: dict | None = None) -> Prepared:
+                 options: IngestOptions, force: bool = False, batch_shas: dict | None = None,
+                 defer: bool = False, previous: pl.DataFrame | None = None) -> Prepared:
     """Read and parse one file (nothing written). A file whose size, mtime and
-    read options match what was ingested is not even read."""
+    read options match what was ingested is not even read. ``defer``: a file to
+    parse is returned read, not parsed, and its twin not looked up (Prepared.pending:
+    ingest_batch does both for many files at once); ``previous``: its file_by_path row, already looked up."""
     refused = link_refusal(path, source_dir)
     key = file_key(path, source_dir)
     if refused:  # its target is never opened
@@ -228,12 +249,13 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
         stat = path.stat()
     except OSError as exc:
         return _problem(ident, path, "error", f"cannot read file: {exc.strerror or exc}")
-    previous = sql.query(con, "file_by_path", {"path": key})
+    if previous is None:
+        previous = sql.query(con, "file_by_path", {"path": key})
     known = not force and previous.height and previous["status"][0] != "error"
     if known and _unchanged_stat(previous.row(0, named=True), stat, ident.fingerprint):
         return Prepared(FileOutcome(key, source, "unchanged"))
     try:
-        raw = (hash_only(path, options.max_file_bytes) if _streamed(path, source) else
+        raw = (hash_only(path, options.max_file_bytes) if _streamed(path, source) and not defer else
                read_raw(path, options.max_line_bytes, options.max_file_bytes, cap_lines=not _is_parquet(path)))
     except OSError as exc:
         return _problem(ident, path, "error", f"cannot read file: {exc.strerror or exc}")
@@ -244,17 +266,25 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
         # touched, not changed: remember the new mtime so the next run skips it unread
         return Prepared(FileOutcome(key, source, "unchanged"),
                         {"path": key, "mtime_ns": stat.st_mtime_ns, "verified_at": _utc_now()})
-    # The same content for the same host read the same way (a rotated or
-    # re-compressed copy) adds nothing; the same text under another host is new.
-    twin_key = (ident.sha256, source, host_hint, ident.fingerprint)
+    ctx = ParseContext(path=path, source=source, sha256=ident.sha256, host_hint=host_hint, options=options)
+    if defer:
+        return Prepared(FileOutcome(key, source, "ok"), pending=Pending(ident, path, ctx, raw, None))
     twin = sql.query(con, "file_by_sha", {"sha256": ident.sha256, "path": key, "source": source,
                                           "host_hint": host_hint, "fingerprint": ident.fingerprint})
-    original = twin["path"][0] if twin.height else (batch_shas or {}).get(twin_key)
+    return finish(Pending(ident, path, ctx, raw, twin["path"][0] if twin.height else None), batch_shas)
+
+
+def finish(pending: Pending, batch_shas: dict | None = None) -> Prepared:
+    """Parse and account a file prepare_file has read (or record it as a duplicate)."""
+    ident, path, ctx, raw = pending.ident, pending.path, pending.ctx, pending.raw
+    key, source = ident.key, ident.source
+    # The same content for the same host read the same way (a rotated or
+    # re-compressed copy) adds nothing; the same text under another host is new.
+    original = pending.twin or (batch_shas or {}).get(pending.twin_key)
     if original and original != key:
         message = f"same content as {original}"
         return Prepared(FileOutcome(key, source, "duplicate", message=message),
                         _record(ident, path, None, None, "duplicate", message))
-    ctx = ParseContext(path=path, source=source, sha256=ident.sha256, host_hint=host_hint, options=options)
     try:
         result, lines = _parse(path, source, ctx, raw)
         counts = account(result, lines)
@@ -268,7 +298,7 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
                 else "could not be parsed (a goodput bug; please report it with the file)")
         return _problem(ident, path, "error", f"{kind}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
     if batch_shas is not None:
-        batch_shas.setdefault(twin_key, key)
+        batch_shas.setdefault(pending.twin_key, key)
     rejects = all_rejects(result, lines)
     message = "; ".join(lines.problems)
     if any("gzip" in p for p in lines.problems):
@@ -332,21 +362,26 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
     summary = IngestSummary()
     batch: list[Prepared] = []
     shas: dict = {}
-    for i, (path, source) in enumerate(files, start=1):
-        prepared = prepare_file(con, path, source, source_dir, options, batch_shas=shas)
-        summary.outcomes.append(prepared.outcome)
-        if prepared.record is not None:
-            batch.append(prepared)
+    done = 0
+    # small files of one source are parsed together (ingest_batch); a group is written whole
+    for group in ingest_batch.groups(files):
+        for prepared in ingest_batch.prepare(con, group, source_dir, options, shas):
+            done += 1
+            summary.outcomes.append(prepared.outcome)
+            if prepared.record is not None:
+                batch.append(prepared)
+            if progress:
+                progress(prepared.outcome, done, len(files))
         if len(batch) >= BATCH_FILES or sum(p.rows for p in batch) >= BATCH_ROWS:
             warehouse.write_files(con, batch)
-            batch, shas = [], {}
-        if progress:
-            progress(prepared.outcome, i, len(files))
+            batch = []
+            shas.clear()
     warehouse.write_files(con, batch)
     # A copy recorded as a duplicate holds no rows of its own: when the file it
     # duplicated changed since, read the copy for real (log rotation).
-    wanted = {file_key(p, source_dir): (p, s) for p, s in files}
-    for orphan in sql.query(con, "orphaned_duplicates")["path"].to_list():
+    orphans = sql.query(con, "orphaned_duplicates")["path"].to_list()
+    wanted = {file_key(p, source_dir): (p, s) for p, s in files} if orphans else {}
+    for orphan in orphans:
         if orphan in wanted:
             path, source = wanted[orphan]
             summary.outcomes.append(ingest_file(con, path, source, source_dir, options, force=True))

@@ -54,6 +54,17 @@ def query(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None)
     return con.sql(load(name), params=params or None).pl()
 
 
+def query_staged(con: duckdb.DuckDBPyConnection, name: str, frames: dict, params: dict | None = None):
+    """query with ``frames`` (name -> polars frame) visible to the SQL as tables, for its duration only."""
+    for frame_name, frame in frames.items():
+        con.register(frame_name, frame)
+    try:
+        return query(con, name, params)
+    finally:
+        for frame_name in frames:
+            con.unregister(frame_name)
+
+
 def scalar(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None):
     """Run a one-value SELECT from sql/. fetchall, not fetchone: DuckDB 2 keeps a
     half-read result open and refuses further work on the connection."""

@@ -90,7 +90,7 @@ def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:
             sql.run(con, "delete_files_rows")
             con.unregister("staged_files")
         for table in RAW_TABLES:
-            frames = [p.tables[table].with_columns(file=pl.lit(p.record["path"]))
+            frames = [_with_file(p.tables[table], p.record["path"])
                       for p in batch if p.tables.get(table) is not None and p.tables[table].height]
             unknown = {t for p in batch for t in p.tables} - set(RAW_TABLES)
             if unknown:
@@ -99,7 +99,7 @@ def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:
                 con.register("staged_rows", pl.concat(frames, how="diagonal_relaxed"))
                 sql.run(con, f"insert_{table}")
                 con.unregister("staged_rows")
-        rejects = [p.rejects.with_columns(source=pl.lit(p.record["source"]), file=pl.lit(p.record["path"]))
+        rejects = [_with_file(p.rejects, p.record["path"]).with_columns(source=pl.lit(p.record["source"]))
                    for p in batch if p.record is not None and p.rejects.height]
         if rejects:
             con.register("staged_rejects", pl.concat(rejects, how="vertical_relaxed"))
@@ -115,3 +115,8 @@ def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+def _with_file(frame: pl.DataFrame, path: str) -> pl.DataFrame:
+    """A file's rows with its path; rows of a batch of files (analysis.ingest_batch) already name theirs."""
+    return frame if "file" in frame.columns else frame.with_columns(file=pl.lit(path))

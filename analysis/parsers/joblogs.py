@@ -51,8 +51,9 @@ from typing import Iterable
 
 import polars as pl
 
-from analysis.lines import empty_rejects, make_rejects
+from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
+from analysis.parsers import batch
 from analysis.parsers.csvlines import parse_time_any
 from analysis.timeutil import local_to_utc
 
@@ -104,13 +105,8 @@ def job_id_for(path) -> str | None:
     return m.group(1) if m else None
 
 
-def _job_id(ctx: ParseContext) -> str:
-    job_id = job_id_for(ctx.path)
-    if job_id is None:
-        raise UnrecognisedFormat(
-            "cannot tell which job this log belongs to: name it slurm-<jobid>.out, slurm-<jobid>_<task>.out, "
-            "<jobid>.err, or put it in a folder named by the job id (joblogs/<jobid>/...)")
-    return job_id
+NO_JOB = ("cannot tell which job this log belongs to: name it slurm-<jobid>.out, slurm-<jobid>_<task>.out, "
+          "<jobid>.err, or put it in a folder named by the job id (joblogs/<jobid>/...)")
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
@@ -119,21 +115,43 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
 
 def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResult:
     """The file's (line_no, text) frames in order, one at a time: only the rows kept stay in memory."""
-    job_id = _job_id(ctx)
-    parts, bad_parts, skipped, year = [], [], 0, None
+    if job_id_for(ctx.path) is None:
+        raise UnrecognisedFormat(NO_JOB)
+    parts, year = [], None
     for lines in chunks:
-        kept = _screen(lines)
+        lines = batch.numbered(lines)
         if year is None:  # glog stamps carry no year: the year of the file's dated lines, any of them
-            year = _year(lines["text"])
-        rows, bad = _rows(kept, ctx, year or ctx.mtime.year)
-        rows = rows.with_columns(job_id=pl.lit(job_id))
-        skipped += lines.height - (rows["line_no"].n_unique() if rows.height else 0) - bad.height
-        parts.append(rows.select([_column(c, t) for c, t in COLUMNS.items()]))
-        bad_parts.append(bad.join(lines, on="line_no").select("line_no", pl.col("text").alias("raw"), "reason"))
-    rows = pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame(schema=COLUMNS)
-    bad = pl.concat(bad_parts) if bad_parts else None
-    rejects = make_rejects(bad["line_no"], bad["raw"], bad["reason"].to_list()) if bad is not None else empty_rejects()
-    return ParseResult(tables={"job_log_lines": rows}, rejects=rejects, skipped=skipped, format="job-log")
+            year = _years(lines).get(0)
+        parts.append(_parse(lines, [ctx], {0: year} if year else {}))
+    if not parts:
+        return ParseResult(tables={"job_log_lines": pl.DataFrame(schema=COLUMNS)}, format="job-log")
+    return ParseResult(tables={"job_log_lines": pl.concat([p.tables["job_log_lines"] for p in parts])},
+                       rejects=pl.concat([p.rejects for p in parts]), skipped=sum(p.skipped.get(0, 0) for p in parts),
+                       format="job-log")
+
+
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
+    """Many job logs at once (analysis.parsers.batch): one per job, thousands a day."""
+    return _parse(lines, ctxs, _years(lines))
+
+
+def _parse(lines: pl.DataFrame, ctxs: list[ParseContext], years: dict[int, int]) -> batch.BatchResult:
+    """``years``: fid -> the year of the file's dated lines (a file without one: its mtime's)."""
+    job_ids = [job_id_for(c.path) for c in ctxs]
+    kept = _screen(lines)
+    year = batch.per_file([years.get(i) or c.mtime.year for i, c in enumerate(ctxs)] if kept.height else [0], pl.Int32)
+    rows, bad = _rows(kept.with_columns(_year=year), ctxs[0].options.tz)
+    rows = rows.with_columns(job_id=batch.per_file(job_ids, pl.Utf8, batch.fid_of(pl.col("line_no"))))
+    per_file = batch.counts(batch.fid_of(lines["line_no"]))
+    stored = batch.counts(batch.fid_of(rows["line_no"].unique()))
+    refused = batch.counts(batch.fid_of(bad["line_no"]))
+    bad = bad.join(lines, on="line_no")
+    return batch.BatchResult(
+        tables={"job_log_lines": rows.select([_column(c, t) for c, t in COLUMNS.items()])},
+        rejects=make_rejects(bad["line_no"], bad["text"], bad["reason"].to_list()),
+        skipped={fid: n - stored.get(fid, 0) - refused.get(fid, 0) for fid, n in per_file.items()},
+        formats=dict.fromkeys(range(len(ctxs)), "job-log"),
+        unrecognised={fid: NO_JOB for fid, job in enumerate(job_ids) if job is None})
 
 
 def _column(name: str, dtype) -> pl.Expr:
@@ -143,10 +161,13 @@ def _column(name: str, dtype) -> pl.Expr:
     return pl.when(col.is_between(-2**31, 2**31 - 1)).then(col).alias(name) if name in INT32 else col
 
 
-def _year(text: pl.Series) -> int | None:
-    years = text.filter(text.str.contains("-", literal=True)).str.extract(
-        r"(?:^|[\[\s])((?:19|20)\d\d)-[01]\d-[0-3]\d[ T_]\d\d:", 1).drop_nulls()
-    return int(years.max()) if years.len() else None
+def _years(lines: pl.DataFrame) -> dict[int, int]:
+    """fid -> the latest year a dated line of the file names (files without one are absent)."""
+    years = lines.filter(pl.col("text").str.contains("-", literal=True)).select(
+        fid=batch.fid_of(pl.col("line_no")),
+        year=pl.col("text").str.extract(r"(?:^|[\[\s])((?:19|20)\d\d)-[01]\d-[0-3]\d[ T_]\d\d:", 1).cast(pl.Int32))
+    years = years.drop_nulls().group_by("fid").agg(pl.col("year").max())
+    return dict(zip(years["fid"].to_list(), years["year"].to_list()))
 
 
 def _screen(lines: pl.DataFrame) -> pl.DataFrame:
@@ -186,16 +207,16 @@ def _kinds(msg: pl.Expr, level: pl.Expr) -> pl.Expr:
 
 @dataclass(frozen=True)
 class _Read:
-    """How one group of rows is read: the zone of naive stamps, glog's year, whether any row is dated."""
+    """How one group of rows is read: the zone of naive stamps, whether any row is dated (glog's
+    year is each row's _year: its file's)."""
     tz: str
-    year: int
     dated: bool
 
 
 DATED = r"^\s*(?:\[|[EWIF]\d{4} |\d{4}-|slurmstepd)"
 
 
-def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _rows(kept: pl.DataFrame, tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Prefixes and kind, then each (kind, dated) group's fields in one lazy plan: a small file costs a
     few collects, not several per kind (a cluster writes thousands of job logs a day). Also the
     (line_no, reason) of lines with a number too large to store, which become rejects."""
@@ -213,7 +234,7 @@ def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> tuple[pl.DataFram
     # (partitioned eagerly: polars 2.1 panics on some of these plans behind a lazy filter)
     groups = frame.partition_by("kind", "dated", as_dict=True, maintain_order=True)
     out = [_FIELDS.get(kind, _plain)(part.lazy().with_columns(kind=pl.lit(kind.rstrip("?"))),
-                                     _Read(ctx.options.tz, year, dated))
+                                     _Read(tz, dated))
            for (kind, dated), part in groups.items()]
     if not out:
         return pl.DataFrame(schema=COLUMNS), pl.DataFrame(schema={"line_no": pl.Int64, "reason": pl.Utf8})
@@ -236,13 +257,13 @@ def _integers(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return rows.sort("line_no", "rank", "task", nulls_last=True), bad
 
 
-def _times(rest: pl.Expr, year: int, tz: str) -> pl.Expr:
+def _times(rest: pl.Expr, year: pl.Expr, tz: str) -> pl.Expr:
     """A line's own time, each shape read with its fixed format: [YYYY-MM-DD hh:mm:ss(,ms)], ISO with a
     zone, glog's E1206 18:44:12.715 (``year`` given), slurmstepd's CANCELLED AT."""
     fixed = lambda text, fmt: text.str.to_datetime(fmt, strict=False, time_unit="us")  # noqa: E731
     bracket = rest.str.extract(TIME_BRACKET_TEXT, 1).str.replace(",", ".", literal=True).str.replace(" ", "T")
     glog = rest.str.extract_groups(TIME_GLOG)
-    glog_text = pl.format("{}-{}-{}T{}", pl.lit(str(year)), glog.struct.field("1").str.zfill(2), glog.struct.field("2"),
+    glog_text = pl.format("{}-{}-{}T{}", year, glog.struct.field("1").str.zfill(2), glog.struct.field("2"),
                           glog.struct.field("3"))
     cancelled = rest.str.extract(r"CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)", 1)
     naive = pl.coalesce([fixed(bracket, "%Y-%m-%dT%H:%M:%S%.f"), fixed(glog_text, "%Y-%m-%dT%H:%M:%S%.f"),
@@ -254,7 +275,7 @@ def _base(part: pl.LazyFrame, r: _Read, **fields: pl.Expr) -> pl.LazyFrame:
     """The columns every kind has; ``fields`` add or override the kind's own."""
     m = pl.col("msg")
     # NCCL's own lines carry no time: most rows of a big log never go through the time parsers
-    cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), r.year, r.tz) if r.dated
+    cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), pl.col("_year"), r.tz) if r.dated
             else pl.lit(None, pl.Datetime("us")),
             "host": pl.coalesce([pl.col("nhost"), pl.col("phost")]), "task": pl.col("label"),
             "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1), pl.col("prank"), pl.col("label")]),
