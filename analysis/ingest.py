@@ -65,11 +65,17 @@ class IngestSummary:
     outcomes: list[FileOutcome] = field(default_factory=list)
 
 
-def discover(source_dir: Path) -> list[tuple[Path, str | None]]:
+def discover(source_dir: Path, sources: list[str] | None = None) -> list[tuple[Path, str | None]]:
     """Every data file below ``source_dir`` with its source (None: unknown folder), and every symbolic
-    link that is not followed (link_refusal): those are recorded, never read."""
+    link that is not followed (link_refusal): those are recorded, never read. ``sources``: only the
+    files of those source folders, and only those folders are walked (one source of a tree of
+    thousands of job logs need not list them all), unless a symbolic link makes the whole tree matter."""
+    folders = None if sources is None else [source_dir / s for s in sources if s in SOURCES]
+    if folders is not None and any(f.is_symlink() for f in folders):
+        folders = None
     found = []
-    for path in sorted(p for p in source_dir.rglob("*") if p.is_file() or link_refusal(p, source_dir)):
+    tops = [source_dir] if folders is None else [f for f in folders if f.is_dir()]
+    for path in sorted(p for top in tops for p in top.rglob("*") if p.is_file() or link_refusal(p, source_dir)):
         rel = path.relative_to(source_dir)
         if any(part.startswith(".") for part in rel.parts) or path.name.endswith(SIDECAR_SUFFIXES):
             continue
@@ -77,11 +83,17 @@ def discover(source_dir: Path) -> list[tuple[Path, str | None]]:
             continue
         source = rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in SOURCES else None
         found.append((path, source))
+    if folders is not None and any(p.is_symlink() for p, _ in found):  # its target may be in another folder
+        return [(p, s) for p, s in discover(source_dir) if s in sources]
+    if sources is not None:
+        found = [(p, s) for p, s in found if s in sources]
     # a link inside the tree to a file also listed would read that file twice
-    root = source_dir.resolve()
-    listed = {root / p.relative_to(source_dir) for p, _ in found if not p.is_symlink()}
-    found = [(p, s) for p, s in found
-             if not (p.is_symlink() and not link_refusal(p, source_dir) and p.resolve() in listed)]
+    links = {p for p, _ in found if p.is_symlink()}
+    if links:
+        root = source_dir.resolve()
+        listed = {root / p.relative_to(source_dir) for p, _ in found if p not in links}
+        found = [(p, s) for p, s in found
+                 if not (p in links and not link_refusal(p, source_dir) and p.resolve() in listed)]
     order = {s: i for i, s in enumerate(SOURCES)}
     return sorted(found, key=lambda item: (order.get(item[1], len(order)), str(item[0])))
 
@@ -230,13 +242,14 @@ def _unchanged_stat(previous: dict, stat, fingerprint: str) -> bool:
 
 def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, source_dir: Path,
                  options: IngestOptions, force: bool = False, batch_shas: dict | None = None,
-                 defer: bool = False, previous: pl.DataFrame | None = None) -> Prepared:
+                 defer: bool = False, previous: pl.DataFrame | None = None, key: str | None = None) -> Prepared:
     """Read and parse one file (nothing written). A file whose size, mtime and
     read options match what was ingested is not even read. ``defer``: a file to
     parse is returned read, not parsed, and its twin not looked up (Prepared.pending:
-    ingest_batch does both for many files at once); ``previous``: its file_by_path row, already looked up."""
+    ingest_batch does both for many files at once); ``previous``, ``key``: its file_by_path row and
+    file_key, already known."""
     refused = link_refusal(path, source_dir)
-    key = file_key(path, source_dir)
+    key = key or file_key(path, source_dir)
     if refused:  # its target is never opened
         return _problem(FileIdentity(key, source, None, None, None), path, "unrecognised", refused, read=False)
     if source is None:
@@ -358,7 +371,7 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
     if not source_dir.is_dir():
         raise FileNotFoundError(f"source directory {source_dir} does not exist")
     options = options or load_options(source_dir)
-    files = [(p, s) for p, s in discover(source_dir) if sources is None or s in sources]
+    files = [(p, s) for p, s in discover(source_dir, sources) if sources is None or s in sources]
     summary = IngestSummary()
     batch: list[Prepared] = []
     shas: dict = {}

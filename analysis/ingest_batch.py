@@ -17,14 +17,15 @@ exactly as without batching.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import polars as pl
 
 from analysis import ingest, sql  # (ingest imports this module: names from it are read at call time)
 from analysis.accounting import FileCounts
+from analysis.display import utf8_path
 from analysis.lines import _is_utf8, _split_lines
 from analysis.parsers.batch import FILE, BatchResult, fid_of, local_no
 from analysis.parsers.batch import counts as per_fid
@@ -77,13 +78,13 @@ def prepare(con: duckdb.DuckDBPyConnection, group: list[tuple[Path, str | None]]
     if len(group) == 1:
         path, source = group[0]
         return [ingest.prepare_file(con, path, source, source_dir, options, batch_shas=shas)]
-    keys = [ingest.file_key(path, source_dir) for path, _ in group]
+    keys = _keys([path for path, _ in group])
     known = _rows_by_path(sql.query_staged(con, "files_by_path", {"staged_paths": pl.DataFrame({"path": keys})}))
     out: list[ingest.Prepared | None] = [None] * len(group)
     pending = {}
     for i, (path, source) in enumerate(group):
         prepared = ingest.prepare_file(con, path, source, source_dir, options, batch_shas=shas, defer=True,
-                                       previous=known.get(keys[i], known[None]))
+                                       previous=known.get(keys[i], known[None]), key=keys[i])
         if prepared.pending is None:
             out[i] = prepared
         else:
@@ -101,6 +102,14 @@ def prepare(con: duckdb.DuckDBPyConnection, group: list[tuple[Path, str | None]]
     for i, p in later.items():
         out[i] = ingest.finish(p, shas)
     return out
+
+
+def _keys(paths: list[Path]) -> list[str]:
+    """ingest.file_key of files that are no symbolic links (groups() keeps links out): each folder's
+    real path is resolved once, not once per file."""
+    folders: dict[Path, str] = {}
+    return [utf8_path(os.path.join(folders.get(p.parent) or folders.setdefault(p.parent, os.path.realpath(p.parent)),
+                                   p.name)) for p in paths]
 
 
 def _rows_by_path(frame: pl.DataFrame) -> dict:
@@ -135,7 +144,7 @@ def _parse_batch(pendings: list[ingest.Pending], shas: dict) -> list[ingest.Prep
     if len(pendings) < 2:
         return [ingest.finish(p, shas) for p in pendings]
     datas = [p.raw.data for p in pendings]
-    n_lines = np.array([d.count(b"\n") + (1 if d and not d.endswith(b"\n") else 0) for d in datas], dtype=np.int64)
+    n_lines = [d.count(b"\n") + (1 if d and not d.endswith(b"\n") else 0) for d in datas]
     try:
         lines = _lines(b"".join(d if not d or d.endswith(b"\n") else d + b"\n" for d in datas), n_lines)
         result = ingest.parser_for(pendings[0].ident.source).parse_batch(lines, [p.ctx for p in pendings])
@@ -160,20 +169,21 @@ def _parse_batch(pendings: list[ingest.Pending], shas: dict) -> list[ingest.Prep
     return out
 
 
-def _lines(data: bytes, n_lines: np.ndarray) -> pl.DataFrame:
+def _lines(data: bytes, n_lines: list[int]) -> pl.DataFrame:
     """fid, line_no (batch numbering) and text of the files whose lines, each file ending in a newline,
     make ``data``; ``n_lines``: lines per file."""
-    total = int(n_lines.sum())
+    total = sum(n_lines)
     text = _split_lines(data)["text"] if total else pl.Series("text", [], pl.Utf8)
     if text.len() != total:
         raise ValueError(f"{text.len()} lines split, {total} counted")
-    fid = np.repeat(np.arange(len(n_lines), dtype=np.int64), n_lines)
-    starts = np.concatenate([[0], np.cumsum(n_lines)[:-1]])
-    local = np.arange(total, dtype=np.int64) - starts[fid] + 1
-    return pl.DataFrame({"fid": fid, "line_no": fid * FILE + local, "text": text})
+    counts = pl.Series("n", n_lines, dtype=pl.Int64)
+    fid = pl.select(pl.int_range(len(n_lines), dtype=pl.Int64).repeat_by(counts).explode()).to_series()
+    start = (counts.cum_sum() - counts).gather(fid)
+    return pl.DataFrame({"fid": fid, "line_no": fid * FILE + pl.int_range(total, dtype=pl.Int64, eager=True) - start + 1,
+                         "text": text})
 
 
-def _split(result: BatchResult, n_lines: np.ndarray, keys: list[str]) -> tuple[dict[int, FileCounts], dict, pl.DataFrame]:
+def _split(result: BatchResult, n_lines: list[int], keys: list[str]) -> tuple[dict[int, FileCounts], dict, pl.DataFrame]:
     """The files whose lines the batch result accounts for (analysis.accounting.account, for all files at
     once), fid -> counts; and their rows and rejects with a ``file`` column and their own line numbers."""
     if result.rejects["line_no"].null_count():
@@ -185,7 +195,7 @@ def _split(result: BatchResult, n_lines: np.ndarray, keys: list[str]) -> tuple[d
     both = set((lines_with_rows.filter(lines_with_rows.is_in(rejected.implode())) // FILE).to_list())
     rows, row_lines, rejects = (per_fid(s // FILE) for s in (row_nos, lines_with_rows, rejected))
     files = {}
-    for fid, n in enumerate(n_lines.tolist()):
+    for fid, n in enumerate(n_lines):
         counts = FileCounts(lines=n, row_lines=row_lines.get(fid, 0), rows=rows.get(fid, 0),
                             rejects=rejects.get(fid, 0), skipped=result.skipped.get(fid, 0),
                             merged=result.merged.get(fid, 0))

@@ -87,7 +87,8 @@ def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:
     try:
         if records:
             con.register("staged_files", pl.DataFrame({"path": [r["path"] for r in records]}, schema={"path": pl.Utf8}))
-            sql.run(con, "delete_files_rows")
+            if sql.scalar(con, "staged_files_known"):  # a new file has no old rows: no scan of every table for them
+                sql.run(con, "delete_files_rows")
             con.unregister("staged_files")
         for table in RAW_TABLES:
             frames = [_with_file(p.tables[table], p.record["path"])

@@ -207,17 +207,24 @@ def _kinds(msg: pl.Expr, level: pl.Expr) -> pl.Expr:
 
 @dataclass(frozen=True)
 class _Read:
-    """How one group of rows is read: the zone of naive stamps, whether any row is dated (glog's
-    year is each row's _year: its file's)."""
+    """How one group of rows is read: the zone of naive stamps, the shape of the rows' stamp (None: the
+    lines are not dated; glog's year is each row's _year: its file's)."""
     tz: str
-    dated: bool
+    stamp: str | None
 
 
 DATED = r"^\s*(?:\[|[EWIF]\d{4} |\d{4}-|slurmstepd)"
+# The shape of a dated line's stamp, by its first characters: only its own parser (and CANCELLED AT) runs.
+_REST = pl.col("rest").str.strip_chars_start()
+STAMP = (pl.when(~pl.col("rest").str.contains(DATED)).then(pl.lit(None, pl.Utf8))
+         .when(_REST.str.contains(r"^\d")).then(pl.lit("iso"))
+         .when(_REST.str.contains(r"^\[\d")).then(pl.lit("bracket"))
+         .when(_REST.str.contains(r"^\[?[EWIF]\d")).then(pl.lit("glog"))
+         .otherwise(pl.lit("other")))
 
 
 def _rows(kept: pl.DataFrame, tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Prefixes and kind, then each (kind, dated) group's fields in one lazy plan: a small file costs a
+    """Prefixes and kind, then each (kind, stamp) group's fields in one lazy plan: a small file costs a
     few collects, not several per kind (a cluster writes thousands of job logs a day). Also the
     (line_no, reason) of lines with a number too large to store, which become rejects."""
     text = pl.col("text").str.strip_suffix("\r")
@@ -230,12 +237,12 @@ def _rows(kept: pl.DataFrame, tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
              .with_columns(nhost=n.struct.field("nhost"), level=n.struct.field("level"),
                            msg=pl.coalesce([n.struct.field("nmsg"), pl.col("rest")]))
              .with_columns(kind=_kinds(pl.col("msg"), pl.col("level"))).filter(pl.col("kind").is_not_null())
-             .with_columns(dated=pl.col("rest").str.contains(DATED)).collect())
+             .with_columns(stamp=STAMP).collect())
     # (partitioned eagerly: polars 2.1 panics on some of these plans behind a lazy filter)
-    groups = frame.partition_by("kind", "dated", as_dict=True, maintain_order=True)
+    groups = frame.partition_by("kind", "stamp", as_dict=True, maintain_order=True)
     out = [_FIELDS.get(kind, _plain)(part.lazy().with_columns(kind=pl.lit(kind.rstrip("?"))),
-                                     _Read(tz, dated))
-           for (kind, dated), part in groups.items()]
+                                     _Read(tz, stamp))
+           for (kind, stamp), part in groups.items()]
     if not out:
         return pl.DataFrame(schema=COLUMNS), pl.DataFrame(schema={"line_no": pl.Int64, "reason": pl.Utf8})
     return _integers(pl.concat(out, how="diagonal_relaxed").collect())
@@ -257,25 +264,30 @@ def _integers(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return rows.sort("line_no", "rank", "task", nulls_last=True), bad
 
 
-def _times(rest: pl.Expr, year: pl.Expr, tz: str) -> pl.Expr:
+def _times(rest: pl.Expr, year: pl.Expr, tz: str, stamp: str) -> pl.Expr:
     """A line's own time, each shape read with its fixed format: [YYYY-MM-DD hh:mm:ss(,ms)], ISO with a
-    zone, glog's E1206 18:44:12.715 (``year`` given), slurmstepd's CANCELLED AT."""
+    zone, glog's E1206 18:44:12.715 (``year`` given), slurmstepd's CANCELLED AT. ``stamp`` (STAMP) says
+    which shape the rows start with: the others cannot match them, so they are not run."""
     fixed = lambda text, fmt: text.str.to_datetime(fmt, strict=False, time_unit="us")  # noqa: E731
-    bracket = rest.str.extract(TIME_BRACKET_TEXT, 1).str.replace(",", ".", literal=True).str.replace(" ", "T")
-    glog = rest.str.extract_groups(TIME_GLOG)
-    glog_text = pl.format("{}-{}-{}T{}", year, glog.struct.field("1").str.zfill(2), glog.struct.field("2"),
-                          glog.struct.field("3"))
-    cancelled = rest.str.extract(r"CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)", 1)
-    naive = pl.coalesce([fixed(bracket, "%Y-%m-%dT%H:%M:%S%.f"), fixed(glog_text, "%Y-%m-%dT%H:%M:%S%.f"),
-                         fixed(cancelled, "%Y-%m-%dT%H:%M:%S")])
-    return pl.coalesce([parse_time_any(rest.str.extract(TIME_ISO, 1), tz), local_to_utc(naive, tz)])
+    cancelled = fixed(rest.str.extract(r"CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)", 1), "%Y-%m-%dT%H:%M:%S")
+    if stamp == "iso":
+        return pl.coalesce([parse_time_any(rest.str.extract(TIME_ISO, 1), tz), local_to_utc(cancelled, tz)])
+    if stamp == "bracket":
+        text = rest.str.extract(TIME_BRACKET_TEXT, 1).str.replace(",", ".", literal=True).str.replace(" ", "T")
+        return local_to_utc(pl.coalesce([fixed(text, "%Y-%m-%dT%H:%M:%S%.f"), cancelled]), tz)
+    if stamp == "glog":
+        glog = rest.str.extract_groups(TIME_GLOG)
+        text = pl.format("{}-{}-{}T{}", year, glog.struct.field("1").str.zfill(2), glog.struct.field("2"),
+                         glog.struct.field("3"))
+        return local_to_utc(pl.coalesce([fixed(text, "%Y-%m-%dT%H:%M:%S%.f"), cancelled]), tz)
+    return local_to_utc(cancelled, tz)
 
 
 def _base(part: pl.LazyFrame, r: _Read, **fields: pl.Expr) -> pl.LazyFrame:
     """The columns every kind has; ``fields`` add or override the kind's own."""
     m = pl.col("msg")
     # NCCL's own lines carry no time: most rows of a big log never go through the time parsers
-    cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), pl.col("_year"), r.tz) if r.dated
+    cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), pl.col("_year"), r.tz, r.stamp) if r.stamp
             else pl.lit(None, pl.Datetime("us")),
             "host": pl.coalesce([pl.col("nhost"), pl.col("phost")]), "task": pl.col("label"),
             "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1), pl.col("prank"), pl.col("label")]),

@@ -70,18 +70,25 @@ def _absent(expr: pl.Expr) -> pl.Expr:
 
 
 def _expand_nodes(node_lists: pl.Series, max_hosts: int) -> pl.DataFrame:
-    """Expand each distinct NodeList once (lists repeat across steps and jobs)."""
+    """Expand each distinct NodeList once (lists repeat across steps and jobs). The hosts are gathered
+    flat and listed by polars: a list column built from Python lists costs more than the expansion."""
     keys = node_lists.drop_nulls().unique().sort().to_list()
-    values, errors = [], []
+    owner, hosts, errors = [], [], {}
     for key in keys:
         try:
-            values.append(list(expand_hostlist(key, max_hosts)))
-            errors.append(None)
+            nodes = expand_hostlist(key, max_hosts)
         except HostlistError as exc:
-            values.append(None)
-            errors.append(f"unreadable NodeList: {exc}")
-    return pl.DataFrame({"node_list": keys, "nodes": values, "node_error": errors},
-                        schema={"node_list": pl.Utf8, "nodes": pl.List(pl.Utf8), "node_error": pl.Utf8})
+            errors[key] = f"unreadable NodeList: {exc}"
+            continue
+        owner.extend([key] * len(nodes))
+        hosts.extend(nodes)
+    listed = pl.DataFrame({"node_list": owner, "nodes": hosts}, schema={"node_list": pl.Utf8, "nodes": pl.Utf8}
+                          ).group_by("node_list", maintain_order=True).agg("nodes")
+    every = pl.DataFrame({"node_list": keys, "node_error": [errors.get(k) for k in keys]},
+                         schema={"node_list": pl.Utf8, "node_error": pl.Utf8})
+    every = every.join(listed, on="node_list", how="left", maintain_order="left")
+    return every.select("node_list", pl.when(pl.col("node_error").is_null()).then(
+        pl.col("nodes").fill_null(pl.lit([], pl.List(pl.Utf8)))).alias("nodes"), "node_error")
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:

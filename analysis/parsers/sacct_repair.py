@@ -63,12 +63,18 @@ def repair_rows(bad: pl.DataFrame, body: pl.DataFrame, columns: list[str], names
     if bad.height == 0:
         return empty, empty_rejects(), {}
     ncols = len(columns)
-    # Work on the whole non-blank body in order, so a split row can borrow the
-    # line that follows it; only positions flagged bad start a repair.
+    # Work on the non-blank body in order, so a split row can borrow the lines
+    # that follow it; only positions flagged bad start a repair, so only the
+    # lines a repair can reach are taken out of polars.
+    body = body.with_row_index("pos")
+    starts = body.filter(pl.col("line_no").is_in(bad["line_no"].implode()))["pos"].cast(pl.Int64)
+    reach = pl.int_ranges(starts, starts + MAX_JOINED_LINES + 1, eager=True).explode().unique()
+    body = body.filter(pl.col("pos").is_in(reach.implode()))
     line_nos = body["line_no"].to_list()
     texts = body["text"].to_list()
     counts = body["n"].to_list()
     segs = body["seg"].to_list()
+    positions = body["pos"].to_list()
     pos_of = {ln: i for i, ln in enumerate(line_nos)}
     out_no, out_fields, rej_no, rej_raw, rej_reason = [], [], [], [], []
     merged: dict[int, int] = {}
@@ -80,7 +86,7 @@ def repair_rows(bad: pl.DataFrame, body: pl.DataFrame, columns: list[str], names
         if counts[i] > ncols:
             fields, why = _fold_extras(texts[i].split(delim), names, delim, ncols)
         else:
-            fields, why, j = _join_split(i, texts, counts, segs, ncols, delim, names)
+            fields, why, j = _join_split(i, texts, counts, segs, positions, ncols, delim, names)
             if fields is not None:
                 consumed.update(range(i + 1, j + 1))
                 merged[ln // FILE] = merged.get(ln // FILE, 0) + j - i
@@ -101,10 +107,11 @@ def repair_rows(bad: pl.DataFrame, body: pl.DataFrame, columns: list[str], names
 MAX_JOINED_LINES = 64
 
 
-def _join_split(i, texts, counts, segs, ncols, delim, names):
+def _join_split(i, texts, counts, segs, positions, ncols, delim, names):
     """Join line i with the lines after it (in its segment) while the field count stays <= ncols."""
     total, j = counts[i], i
-    while (total < ncols and j + 1 < len(texts) and segs[j + 1] == segs[i] and j - i < MAX_JOINED_LINES
+    while (total < ncols and j + 1 < len(texts) and segs[j + 1] == segs[i] and positions[j + 1] == positions[j] + 1
+           and j - i < MAX_JOINED_LINES
            and counts[j + 1] < ncols
            and total + counts[j + 1] - 1 <= ncols):
         j += 1
