@@ -129,11 +129,12 @@ def _jsonl(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
     unrecognised = {fid: f"{ctxs[fid].path.name}: JSON lines without a 'node' key: not a SuperBench results "
                          "summary (raw monitor/telemetry JSON is not a benchmark result)"
                     for fid in files if not named.get(fid) and refused.get(fid)}
-    # times are parsed once per line, not once per value (a line holds hundreds)
+    # times are parsed once per line, not once per value (a line holds hundreds); a line's samples of a
+    # key (sample_idx) are in order already: the sort only interleaves keys and lines
     meta = meta.filter(pl.col("stored")).with_columns(run_time=parse_time_any(pl.col("time"), ctxs[0].options.tz))
     rows = vals.join(meta.select("line_no", "host", "run_time"), on="line_no")
     blank = batch.counts(lines.filter(pl.col("text").str.strip_chars() == "")["fid"])
-    return batch.BatchResult(tables={"benchmark_results": _finish(rows.sort("line_no", "col", "sample_idx"), ctxs[0])},
+    return batch.BatchResult(tables={"benchmark_results": _finish(rows.sort("line_no", "col", maintain_order=True), ctxs[0])},
                              rejects=rejects.sort("line_no"), skipped={fid: blank.get(fid, 0) for fid in files},
                              formats=dict.fromkeys(files, "superbench-jsonl"), unrecognised=unrecognised)
 

@@ -105,7 +105,10 @@ def _json(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, p
                           **{k: [jsonlines.as_text(obj.get(k)) for _, _, obj in decoded.objects] for k in _SCHEMA}},
                          schema={"line_no": pl.Int64, **_SCHEMA})
     values = pl.concat([*[f.select("line_no", *_SCHEMA) for f in decoded.frames], exact])
-    rows = values.join(part.select("fid", "line_no", "text"), on="line_no").select(
+    part = part.select("fid", "line_no", "text")
+    # (one decoded block holds the lines in order: no join needed to put their text beside them)
+    aligned = values.height == part.height and values["line_no"].equals(part["line_no"])
+    rows = (values.hstack(part.drop("line_no")) if aligned else values.join(part, on="line_no")).select(
         "fid", "line_no", "text", **{k: pl.coalesce([pl.col(a).replace("", None) for a in v]) for k, v in KEYS.items()})
     rows = rows.with_columns(t=_distinct_times(rows["time"], ctxs[0].options.tz),
                              host=pl.col("host").fill_null(batch.per_file([c.host_hint for c in ctxs], pl.Utf8)))

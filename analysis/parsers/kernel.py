@@ -159,8 +159,9 @@ def _headers(body: pl.DataFrame, ctxs: list[ParseContext]) -> pl.DataFrame | Non
                 else:
                     naive = parse_ts(stamps)
                 got = got.with_columns(naive=naive, msg=b.str.slice(end).str.strip_prefix(" "))
-            else:
-                got = got.with_columns(g=b.str.extract_groups(rx), msg=b.str.replace(rx, "")).unnest("g")
+            else:  # (the header's length cuts the message off: a second pass of the regex costs as much)
+                got = got.with_columns(g=b.str.extract_groups(f"(?P<_hdr>{rx})")).unnest("g").with_columns(
+                    msg=b.str.slice(pl.col("_hdr").str.len_chars())).drop("_hdr")
             parts.append(_build(name, got, ctxs))
     return pl.concat(parts, how="vertical_relaxed") if parts else None
 
@@ -233,7 +234,10 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchRes
     recs = recs.with_columns(why=pl.when(pl.col("event_time").is_not_null()).then(NULL_S)
                              .when(pl.col("up_us").is_not_null()).then(batch.per_file([e for _, e in boots], pl.Utf8))
                              .otherwise(pl.lit(f"invalid timestamp (or not a time in {tz})")))
-    recs, merged, rejects = _continuations(lines, skip, recs)
+    if recs.height == live.height:  # every line that is not skipped has a header: nothing to fold
+        merged, rejects = {}, make_rejects([], [], [])
+    else:
+        recs, merged, rejects = _continuations(lines, skip, recs)
     good = recs.filter(pl.col("why").is_null()).select("line_no", "event_time", "host", "sev", "message", "label", "code0")
     events = classify(good).with_columns(code=pl.coalesce("code", "code0", "label"))
     events = events.select(
