@@ -1,13 +1,15 @@
 """The DuckDB warehouse: open, create the schema, write one file's rows atomically."""
 from __future__ import annotations
 
+import hashlib
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from analysis import sql
+from analysis import snapshot, sql
 
 DEFAULT_DB = Path("data/warehouse.duckdb")
 # Tables that hold rows read from files; each has (file, line_no).
@@ -45,15 +47,109 @@ def missing_warehouse(path: Path | str) -> str:
 
 
 def connect(path: Path | str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection to the warehouse. While this process holds it (``held``), a cursor on the held connection:
+    DuckDB refuses a second connection to the file with other settings, read-only included. Read-only, when
+    another process writes it: its published snapshot (analysis.snapshot)."""
     path = Path(path) if path is not None else default_db_path()
+    held_con = _held.get(_key(path))
+    if held_con is not None:
+        return held_con[0].cursor()
     if read_only:
         if not path.exists():
             raise FileNotFoundError(missing_warehouse(path))
-        return duckdb.connect(str(path), read_only=True, config=_config())
+        return snapshot.connect_reader(path, _config())
     path.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(path), config=_config())
-    sql.run(con, "schema")
+    _ensure_schema(con)
     return con
+
+
+def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create or migrate the schema only when sql/schema.sql changed since it last ran on this file: its
+    CREATE OR REPLACE statements rewrite the catalog, and a file left untouched is how publishing the
+    snapshot knows a no-change run wrote nothing."""
+    digest = hashlib.sha256(sql.load("schema").encode()).hexdigest()
+    try:
+        current = con.execute(sql.load("schema_digest")).fetchall()
+    except duckdb.CatalogException:
+        current = []
+    if current != [(digest,)]:
+        sql.run(con, "schema")
+        sql.run(con, "record_schema_digest", {"digest": digest})
+
+
+# path -> [connection, depth]: the warehouses this process holds open for writing (``held``)
+_held: dict[str, list] = {}
+
+
+def _key(path: Path | str) -> str:
+    return str(Path(path).resolve())
+
+
+@contextmanager
+def held(path: Path | str | None = None):
+    """Keep the warehouse open for writing, so locked, for the whole block: a reader cannot take the file
+    between two steps of a run and stall the next one (it reads the snapshot instead). Every ``connect``
+    in the block shares this connection. Nested blocks share it too; when the outermost ends, the
+    connection is closed and the snapshot published."""
+    path = Path(path) if path is not None else default_db_path()
+    hold(path)
+    try:
+        yield
+    except BaseException:
+        release(path, publish=False)  # a crash or Ctrl-C: the next writer publishes
+        raise
+    release(path)
+
+
+def hold(path: Path | str) -> None:
+    key = _key(path)
+    if key in _held:
+        _held[key][1] += 1
+    else:
+        _held[key] = [connect(path), 1]
+
+
+def release(path: Path | str, publish: bool = True) -> None:
+    """End one ``hold``; the last one closes the connection and publishes the snapshot."""
+    key = _key(path)
+    entry = _held.get(key)
+    if entry is None:  # its hold failed (another process had the file)
+        return
+    entry[1] -= 1
+    if entry[1]:
+        return
+    del _held[key]
+    entry[0].close()
+    if publish:
+        published(path)
+
+
+def published(path: Path | str) -> snapshot.Published:
+    """Publish the snapshot of a warehouse no connection of this process writes any more, and say so."""
+    result = snapshot.publish(path)
+    if result.done:
+        snapshot.log.info("published %s (%.2f GB) in %.1f s (%s)", result.path, result.size / 1e9,
+                          result.seconds, result.method)
+    elif result.why.startswith("cannot"):
+        snapshot.log.warning("readers keep the previous snapshot: %s", result.why)
+    else:
+        snapshot.log.debug("snapshot not published: %s", result.why)
+    return result
+
+
+def drop_cache(path: Path | str) -> None:
+    """Drop the blocks a held connection keeps cached, up to the memory limit, after a step is done with
+    them: each step starts with the memory it had when it opened its own connection."""
+    entry = _held.get(_key(path))
+    if entry is None:
+        return
+    try:
+        sql.run(entry[0], "set_memory_limit", {"limit": "16MB"})  # lowering the limit evicts
+    except duckdb.Error:
+        pass  # something is still pinned: it stays cached
+    finally:
+        sql.run(entry[0], "set_memory_limit", {"limit": _config()["memory_limit"]})
 
 
 def read_scalar(path: Path | str | None, statement: str):

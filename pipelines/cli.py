@@ -302,6 +302,8 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
         raise click.ClickException(str(exc)) from None
     finally:
         con.close()
+        if not dry_run:
+            warehouse.published(db)  # what readers open while the next run writes
     verb = "Would remove" if dry_run else "Removed"
     click.echo(f"{verb} {done.files.height} file(s) from {db}: {done.rows:,} rows and {done.rejects:,} rejects.")
     for r in done.files.iter_rows(named=True):

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from analysis import warehouse
 from pipelines.cli_models import _open
 
 
@@ -53,6 +54,7 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
             raise click.ClickException(f"cannot write to {out}: {exc.strerror or exc}") from None
     finally:
         con.close()
+        warehouse.published(db)  # what readers open while the next run writes
     for name, path in paths.items():
         click.echo(f"{name:15} {path}")
 

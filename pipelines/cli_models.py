@@ -64,6 +64,7 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
         raise click.ClickException(str(exc)) from None
     finally:
         con.close()
+        warehouse.published(db)  # what readers open while the next run writes
     lemon = result.lemon
     click.echo(f"As of {result.as_of:%Y-%m-%d} (UTC), data strictly before it.")
     how = "classifier trained on the labels" if lemon.method == "classifier" else \

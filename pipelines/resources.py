@@ -12,8 +12,16 @@ from analysis.model import IngestOptions
 
 
 class Warehouse(ConfigurableResource):
-    """The DuckDB file. Default ./data/warehouse.duckdb, or $GOODPUT_DB."""
+    """The DuckDB file. Default ./data/warehouse.duckdb, or $GOODPUT_DB. A run holds it open for writing
+    from its first step to its last (no reader can take it in between), then publishes the snapshot that
+    readers open while the next run writes (analysis.snapshot)."""
     db_path: str = os.environ.get("GOODPUT_DB", str(warehouse.DEFAULT_DB))
+
+    def setup_for_execution(self, context) -> None:
+        warehouse.hold(Path(self.db_path))
+
+    def teardown_after_execution(self, context) -> None:
+        warehouse.release(Path(self.db_path))
 
     @contextmanager
     def connect(self):
@@ -22,6 +30,7 @@ class Warehouse(ConfigurableResource):
             yield con
         finally:
             con.close()
+            warehouse.drop_cache(Path(self.db_path))
 
 
 class LogSources(ConfigurableResource):

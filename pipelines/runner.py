@@ -118,7 +118,14 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
     check_rules(rules_file)
     check_out(out)
     check_warehouse(db)
-    warn = warn or log.warning
+    # One connection, so DuckDB's lock, from the first step to the last: a reader cannot take the file
+    # between two steps and stall the next (it reads the snapshot this publishes at the end).
+    with warehouse.held(db):
+        return _build(source, db, out, warn or log.warning, tz, sacct_delimiter, boot_times, rules_file, models)
+
+
+def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, sacct_delimiter, boot_times,
+           rules_file, models) -> RunResult:
     since = datetime.now(timezone.utc).replace(tzinfo=None)  # ingested_at is naive UTC
     resources = {"warehouse": Warehouse(db_path=str(db)), "models": models or ModelSettings(),
                  "criteria": CriteriaSettings(), "telemetry_settings": TelemetrySettings(),

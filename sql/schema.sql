@@ -124,3 +124,12 @@ SELECT reporter AS switch, device AS port, arg_min(host, (event_time, line_no)) 
        min(event_time) AS down_time, up_time, epoch(up_time - min(event_time)) AS outage_s, count(*) AS down_lines,
        arg_min(file, (event_time, line_no)) AS file, arg_min(line_no, (event_time, line_no)) AS line_no
 FROM paired GROUP BY reporter, device, up_time;
+-- Derived tables rebuilt in part (analysis/jobs.py): what of their source each build had read. A later
+-- build that finds those files unchanged reads only the files ingested since; else it rebuilds all.
+CREATE TABLE IF NOT EXISTS derived_marks (
+    step VARCHAR PRIMARY KEY,     -- the derived table (jobs)
+    files BIGINT,                 -- source files read (status ok) when it was built
+    ingested_through TIMESTAMP    -- the newest of their ingested_at
+);
+-- The newest reading a build covered (port_counter_events: new readings after it extend the build).
+ALTER TABLE derived_marks ADD COLUMN IF NOT EXISTS data_through TIMESTAMP;
