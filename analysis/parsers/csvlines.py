@@ -3,9 +3,10 @@ benchmark CSVs): flexible time parsing, header matching and CSV splitting that
 keeps physical line numbers.
 
 Two CSV paths exist on purpose:
-* ``split_lines`` is vectorised (``str.split``) for large files; only lines that
-  contain a double quote go through the csv module, one line at a time, so a
-  quoted field may hold a comma but not a newline.
+* ``split_lines`` is vectorised (``str.split``) for large files; lines with
+  quoted fields are split by one regex when every field is quoted whole or free
+  of quotes, and only odd ones (a stray quote) go through the csv module, one
+  line at a time, so a quoted field may hold a comma but not a newline.
 * ``csv_records`` runs the csv module record by record over a (small) file.
   Where the caller allows it (a ticket's free-text notes), a quoted field may
   span a few lines; the lines after a record's first are "merged". Two stray
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -81,11 +83,37 @@ def split_lines(lines: pl.DataFrame, sep: str = ",") -> pl.DataFrame:
     plain = lines.filter(~pl.col("text").str.contains('"', literal=True)).with_columns(
         fields=pl.col("text").str.split(sep).list.eval(pl.element().str.strip_chars()))
     quoted = lines.filter(pl.col("text").str.contains('"', literal=True))
-    if quoted.height:  # rare: only these lines pay for the csv module
-        parsed = [_one_line(t, sep) for t in quoted["text"]]
-        quoted = quoted.with_columns(fields=pl.Series(parsed, dtype=pl.List(pl.Utf8)))
-        plain = pl.concat([plain, quoted]).sort("line_no")
+    if quoted.height:
+        field, s = _quoted_field(sep), re.escape(sep)
+        clean = pl.col("text").str.contains(f"^{field}(?:{s}{field})*$")
+        regular = quoted.filter(clean).with_columns(fields=_quoted_fields(sep))
+        odd = quoted.filter(~clean)  # rare: only these lines pay for the csv module
+        odd = odd.with_columns(fields=pl.Series([_one_line(t, sep) for t in odd["text"]], dtype=pl.List(pl.Utf8)))
+        plain = pl.concat([plain, regular, odd]).sort("line_no")
     return plain
+
+
+def _quoted_field(sep: str) -> str:
+    """A field the csv module reads without a question: quoted whole (quotes inside doubled), or free of
+    quotes; neither holds a CR."""
+    s = re.escape(sep)
+    return f'(?:"(?:[^"\\r]|"")*"|[^"{s}\\r]*)'
+
+
+def _quoted_fields(sep: str) -> pl.Expr:
+    """The fields of a line of such fields, as csv.reader gives them (stripped, like _one_line): with a
+    separator put in front of the line, each match is a separator and the field after it (never empty,
+    so an empty first field is not lost)."""
+    s = re.escape(sep)
+    return pl.concat_str([pl.lit(sep), pl.col("text")]).str.extract_all(f"{s}{_quoted_field(sep)}").list.eval(
+        pl.element().str.strip_prefix(sep).pipe(
+            lambda f: pl.when(f.str.starts_with('"')).then(f.str.slice(1, f.str.len_chars() - 2)
+                                                              .str.replace_all('""', '"', literal=True))
+            .otherwise(f)).str.strip_chars(_PY_SPACE))
+
+
+# what str.strip() takes off (it counts \x1c-\x1f as blanks, polars' default does not)
+_PY_SPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
 
 
 def _one_line(text: str, sep: str) -> list[str] | None:
