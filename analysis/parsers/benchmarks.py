@@ -52,10 +52,29 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchRes
             result.skipped[fid], result.formats[fid] = int((lines["fid"] == fid).sum()), None
         elif fid not in jsonl:
             _add(result, fid, by_file[(fid,)], ctx, first_of[fid])
-    if jsonl:
-        part = lines.filter(pl.col("fid").is_in(jsonl)) if len(jsonl) < len(ctxs) else lines
+    for fids in _chunks(lines, jsonl):
+        part = lines.filter(pl.col("fid").is_in(fids)) if len(fids) < len(ctxs) else lines
         _add(result, None, part, ctxs, None)
     return result
+
+
+JSONL_CHUNK = 4 * 1024**2  # bytes of JSON lines decoded together: beyond, a bigger block only costs more
+
+
+def _chunks(lines: pl.DataFrame, fids: list[int]) -> list[list[int]]:
+    """The JSON-lines files in runs of about JSONL_CHUNK bytes (a big file alone)."""
+    if len(fids) < 2:
+        return [fids] if fids else []
+    sizes = lines.filter(pl.col("fid").is_in(fids)).group_by("fid").agg(pl.col("text").str.len_bytes().sum())
+    size = dict(zip(sizes["fid"].to_list(), sizes["text"].to_list()))
+    chunks, run, total = [], [], 0
+    for fid in fids:
+        if run and total + size.get(fid, 0) > JSONL_CHUNK:
+            chunks.append(run)
+            run, total = [], 0
+        run.append(fid)
+        total += size.get(fid, 0)
+    return chunks + [run]
 
 
 def _add(result: batch.BatchResult, fid: int | None, lines: pl.DataFrame, ctx, first: str | None) -> None:
