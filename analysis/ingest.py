@@ -23,7 +23,7 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from analysis import sql, warehouse
+from analysis import ingest_batch, sql, warehouse
 from analysis.accounting import AccountingError, Tally
 from analysis.display import printable, utf8_path
 from analysis.hosts import MAX_HOSTS, host_from_path
@@ -66,11 +66,17 @@ class IngestSummary:
     outcomes: list[FileOutcome] = field(default_factory=list)
 
 
-def discover(source_dir: Path) -> list[tuple[Path, str | None]]:
+def discover(source_dir: Path, sources: list[str] | None = None) -> list[tuple[Path, str | None]]:
     """Every data file below ``source_dir`` with its source (None: unknown folder), and every symbolic
-    link that is not followed (link_refusal): those are recorded, never read."""
+    link that is not followed (link_refusal): those are recorded, never read. ``sources``: only the
+    files of those source folders, and only those folders are walked (one source of a tree of
+    thousands of job logs need not list them all), unless a symbolic link makes the whole tree matter."""
+    folders = None if sources is None else [source_dir / s for s in sources if s in SOURCES]
+    if folders is not None and any(f.is_symlink() for f in folders):
+        folders = None
     found = []
-    for path in sorted(p for p in source_dir.rglob("*") if p.is_file() or link_refusal(p, source_dir)):
+    tops = [source_dir] if folders is None else [f for f in folders if f.is_dir()]
+    for path in sorted(p for top in tops for p in top.rglob("*") if p.is_file() or link_refusal(p, source_dir)):
         rel = path.relative_to(source_dir)
         if any(part.startswith(".") for part in rel.parts) or path.name.endswith(SIDECAR_SUFFIXES):
             continue
@@ -78,11 +84,17 @@ def discover(source_dir: Path) -> list[tuple[Path, str | None]]:
             continue
         source = rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in SOURCES else None
         found.append((path, source))
+    if folders is not None and any(p.is_symlink() for p, _ in found):  # its target may be in another folder
+        return [(p, s) for p, s in discover(source_dir) if s in sources]
+    if sources is not None:
+        found = [(p, s) for p, s in found if s in sources]
     # a link inside the tree to a file also listed would read that file twice
-    root = source_dir.resolve()
-    listed = {root / p.relative_to(source_dir) for p, _ in found if not p.is_symlink()}
-    found = [(p, s) for p, s in found
-             if not (p.is_symlink() and not link_refusal(p, source_dir) and p.resolve() in listed)]
+    links = {p for p, _ in found if p.is_symlink()}
+    if links:
+        root = source_dir.resolve()
+        listed = {root / p.relative_to(source_dir) for p, _ in found if p not in links}
+        found = [(p, s) for p, s in found
+                 if not (p in links and not link_refusal(p, source_dir) and p.resolve() in listed)]
     order = {s: i for i, s in enumerate(SOURCES)}
     return sorted(found, key=lambda item: (order.get(item[1], len(order)), str(item[0])))
 
@@ -234,15 +246,33 @@ def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None) -> s
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
+NO_REJECTS = empty_rejects()  # shared, never modified: a frame per file costs more than reading a small file
+
+
 @dataclass
 class Prepared:
     """One file read and parsed, waiting to be written with its batch."""
     outcome: FileOutcome
     record: dict | None = None  # the ingested_files row; None: nothing to write
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    rejects: pl.DataFrame = field(default_factory=empty_rejects)
+    rejects: pl.DataFrame = field(default_factory=lambda: NO_REJECTS)
     rows: int = 0
     held_bytes: int = 0  # of its rows and rejects, in memory until the batch is written
+    pending: Pending | None = None  # prepare_file(defer=True): identified and read, to be parsed with its batch
+
+
+@dataclass
+class Pending:
+    """A file identified and read but not parsed yet (analysis.ingest_batch parses many at once)."""
+    ident: FileIdentity
+    path: Path
+    ctx: ParseContext
+    raw: RawFile
+    twin: str | None  # an ingested file with the same content, host and read options
+
+    @property
+    def twin_key(self) -> tuple:
+        return (self.ident.sha256, self.ident.source, self.ident.host_hint, self.ident.fingerprint)
 
 
 def _unchanged_stat(previous: dict, stat, fingerprint: str) -> bool:
@@ -258,10 +288,12 @@ def _unchanged_stat(previous: dict, stat, fingerprint: str) -> bool:
 
 def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, source_dir: Path,
                  options: IngestOptions, force: bool = False, batch_shas: dict | None = None,
-                 key: str | None = None, previous: dict | None = ...) -> Prepared:
+                 key: str | None = None, previous: dict | None = ..., defer: bool = False) -> Prepared:
     """Read and parse one file (nothing written). A file whose size, mtime and
     read options match what was ingested is not even read. ``key``: its file_key, and ``previous``: its
-    ingested_files row (None: it has none), when the caller has them."""
+    ingested_files row (None: it has none), when the caller has them. ``defer``: a file to parse is
+    returned read, not parsed, and its twin not looked up (Prepared.pending: ingest_batch does both
+    for many files at once)."""
     refused = link_refusal(path, source_dir)
     key = key or file_key(path, source_dir)
     if refused:  # its target is never opened
@@ -283,7 +315,8 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
     if known and _unchanged_stat(previous, stat, ident.fingerprint):
         return Prepared(FileOutcome(key, source, "unchanged"))
     try:
-        raw = (hash_only(path, options.max_file_bytes) if _hashed_only(path, source) else
+        # a deferred file is parsed from its bytes with its batch (ingest_batch reads only small files)
+        raw = (hash_only(path, options.max_file_bytes) if _hashed_only(path, source) and not defer else
                read_raw(path, options.max_line_bytes, options.max_file_bytes, cap_lines=not _is_parquet(path)))
     except OSError as exc:
         return _problem(ident, path, "error", f"cannot read file: {exc.strerror or exc}")
@@ -294,18 +327,27 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
         # touched, not changed: remember the new mtime so the next run skips it unread
         return Prepared(FileOutcome(key, source, "unchanged"),
                         {"path": key, "mtime_ns": stat.st_mtime_ns, "verified_at": _utc_now()})
-    # The same content for the same host read the same way (a rotated or
-    # re-compressed copy) adds nothing; the same text under another host is new.
-    twin_key = (ident.sha256, source, host_hint, ident.fingerprint)
+    ctx = ParseContext(path=path, source=source, sha256=ident.sha256, host_hint=host_hint, options=options)
+    if defer:
+        return Prepared(FileOutcome(key, source, "ok"), pending=Pending(ident, path, ctx, raw, None))
     twin = sql.query(con, "file_by_sha", {"sha256": ident.sha256, "path": key, "source": source,
                                           "host_hint": host_hint, "fingerprint": ident.fingerprint})
-    original = twin["path"][0] if twin.height else (batch_shas or {}).get(twin_key)
+    return finish(con, Pending(ident, path, ctx, raw, twin["path"][0] if twin.height else None), batch_shas)
+
+
+def finish(con: duckdb.DuckDBPyConnection, pending: Pending, batch_shas: dict | None = None) -> Prepared:
+    """Parse and account a file prepare_file has read (or record it as a duplicate)."""
+    ident, path, ctx, raw = pending.ident, pending.path, pending.ctx, pending.raw
+    key, source = ident.key, ident.source
+    # The same content for the same host read the same way (a rotated or
+    # re-compressed copy) adds nothing; the same text under another host is new.
+    original = pending.twin or (batch_shas or {}).get(pending.twin_key)
     if original and original != key:
         message = f"same content as {original}"
         return Prepared(FileOutcome(key, source, "duplicate", message=message),
                         _record(ident, path, None, None, "duplicate", message))
-    ctx = ParseContext(path=path, source=source, sha256=ident.sha256, host_hint=host_hint, options=options)
-    reading, raw = _Reading(path, source, ctx, raw), None  # the reading holds the bytes of a file read whole
+    reading, pending.raw = _Reading(path, source, ctx, raw), None  # the reading holds the bytes of a file read whole
+    del raw
     tally, held, writer, problems, fmt = Tally(key), [], None, [], None
     try:
         for part in reading.parts():
@@ -335,7 +377,7 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
                 else "could not be parsed (a goodput bug; please report it with the file)")
         return _problem(ident, path, "error", f"{kind}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
     if batch_shas is not None:
-        batch_shas.setdefault(twin_key, key)
+        batch_shas.setdefault(pending.twin_key, key)
     refused = lines.rejects
     if any("gzip" in p for p in lines.problems):
         refused = pl.concat([refused, make_rejects([None], [None], [lines.problems[0]])], how="vertical_relaxed")
@@ -455,33 +497,40 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
     if not source_dir.is_dir():
         raise FileNotFoundError(f"source directory {source_dir} does not exist")
     options = options or load_options(source_dir)
-    files = [(p, s) for p, s in discover(source_dir) if sources is None or s in sources]
+    files = [(p, s) for p, s in discover(source_dir, sources) if sources is None or s in sources]
     keys = _keys(files, source_dir)
     summary = IngestSummary()
     batch: list[Prepared] = []
     shas: dict = {}
-    known: dict[str, dict | None] = {}
-    for i, ((path, source), key) in enumerate(zip(files, keys), start=1):
-        if (i - 1) % CHECK_FILES == 0:  # the warehouse is asked once per CHECK_FILES files, not once per file
-            known = _known_files(con, files[i - 1:i - 1 + CHECK_FILES], keys[i - 1:i - 1 + CHECK_FILES],
-                                 source_dir, options)
-        previous = known.get(key, ...)
-        if isinstance(previous, dict) and previous["unchanged"]:
-            summary.outcomes.append(FileOutcome(key, source, "unchanged"))
-            if progress:
-                progress(summary.outcomes[-1], i, len(files))
-            continue
-        prepared = prepare_file(con, path, source, source_dir, options, batch_shas=shas, key=key,
-                                previous=previous)
-        summary.outcomes.append(prepared.outcome)
-        if prepared.record is not None:
-            batch.append(prepared)
-        if (len(batch) >= BATCH_FILES or sum(p.rows for p in batch) >= BATCH_ROWS
-                or sum(p.held_bytes for p in batch) >= BATCH_BYTES):
-            warehouse.write_files(con, batch)
-            batch, shas = [], {}
-        if progress:
-            progress(prepared.outcome, i, len(files))
+    done = 0
+    for start in range(0, len(files), CHECK_FILES):  # the warehouse is asked once per CHECK_FILES files
+        chunk = list(zip(files[start:start + CHECK_FILES], keys[start:start + CHECK_FILES]))
+        known = _known_files(con, [f for f, _ in chunk], [k for _, k in chunk], source_dir, options)
+        todo = []
+        for (path, source), key in chunk:
+            previous = known.get(key, ...)
+            if isinstance(previous, dict) and previous["unchanged"]:
+                done += 1
+                summary.outcomes.append(FileOutcome(key, source, "unchanged"))
+                if progress:
+                    progress(summary.outcomes[-1], done, len(files))
+            else:
+                todo.append((path, source, key, previous))
+        # small files of one source are parsed together (ingest_batch), a large one alone (in pieces where
+        # its parser reads pieces); a group is written whole
+        for group in ingest_batch.groups(todo):
+            for prepared in ingest_batch.prepare(con, group, source_dir, options, shas):
+                done += 1
+                summary.outcomes.append(prepared.outcome)
+                if prepared.record is not None:
+                    batch.append(prepared)
+                if progress:
+                    progress(prepared.outcome, done, len(files))
+            if (len(batch) >= BATCH_FILES or sum(p.rows for p in batch) >= BATCH_ROWS
+                    or sum(p.held_bytes for p in batch) >= BATCH_BYTES):
+                warehouse.write_files(con, batch)
+                batch = []
+                shas.clear()
     warehouse.write_files(con, batch)
     # A copy recorded as a duplicate holds no rows of its own: when the file it
     # duplicated changed since, read the copy for real (log rotation).

@@ -36,11 +36,19 @@ def combine(parts: Iterable[ParseResult]) -> ParseResult:
 
 def cut_frames(frames: Iterable[pl.DataFrame], starts: Callable[[pl.DataFrame], pl.Series]) -> Iterator[pl.DataFrame]:
     """The (line_no, text) frames cut again so that each ends just before a line where ``starts(lines)``
-    is true (a record may begin there); the lines after the last such line go on with the next frame."""
-    carry = None
-    for frame in frames:
+    is true (a record may begin there); the lines after the last such line go on with the next frame.
+    The last frame is not cut: a file read in one frame is one piece, parsed as it is when read whole."""
+    frames = iter(frames)
+    carry, frame = None, next(frames, None)
+    while frame is not None:
+        following = next(frames, None)
         if carry is not None:
             frame = pl.concat([carry, frame])
+            carry = None
+        if following is None:
+            if frame.height:
+                yield frame
+            break
         tail = frame.tail(CUT_SEARCH_LINES)
         offset = frame.height - tail.height
         hits = pl.DataFrame({"hit": starts(tail)}).with_row_index("i")
@@ -51,11 +59,9 @@ def cut_frames(frames: Iterable[pl.DataFrame], starts: Callable[[pl.DataFrame], 
             carry = frame.slice(cut)
         elif offset:  # a record longer than the search window (none is): cut where the frame ends
             yield frame
-            carry = None
         else:  # the frame is one record so far: it goes on with the next
             carry = frame
-    if carry is not None and carry.height:
-        yield carry
+        frame = following
 
 
 def each_piece(parse: Callable[[pl.DataFrame, ParseContext], ParseResult], frames: Iterable[pl.DataFrame],

@@ -223,7 +223,8 @@ class FileWriter:
 def _delete_rows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
     if paths:
         con.register("staged_files", pl.DataFrame({"path": paths}, schema={"path": pl.Utf8}))
-        sql.run(con, "delete_files_rows")
+        if sql.scalar(con, "staged_files_known"):  # a new file has no old rows: no scan of every table for them
+            sql.run(con, "delete_files_rows")
         con.unregister("staged_files")
 
 
@@ -233,11 +234,11 @@ def _insert(con: duckdb.DuckDBPyConnection, files: list[tuple[dict, dict[str, pl
     if unknown:
         raise ValueError(f"parser produced rows for unknown table(s) {sorted(unknown)}")
     for table in RAW_TABLES:
-        frames = [tables[table].with_columns(file=pl.lit(record["path"]))
+        frames = [_with_file(tables[table], record["path"])
                   for record, tables, _ in files if tables.get(table) is not None and tables[table].height]
         if frames:
             sql.run_on(con, f"insert_{table}", "staged_rows", pl.concat(frames, how="diagonal_relaxed"))
-    rejects = [r.with_columns(source=pl.lit(record["source"]), file=pl.lit(record["path"]))
+    rejects = [_with_file(r, record["path"]).with_columns(source=pl.lit(record["source"]))
                for record, _, r in files if r.height]
     if rejects:
         sql.run_on(con, "insert_rejects", "staged_rejects", pl.concat(rejects, how="vertical_relaxed"))
@@ -248,3 +249,8 @@ def _upsert_files(con: duckdb.DuckDBPyConnection, records: list[dict]) -> None:
         con.register("staged_files", pl.DataFrame(records, infer_schema_length=None))
         sql.run(con, "upsert_ingested_files")
         con.unregister("staged_files")
+
+
+def _with_file(frame: pl.DataFrame, path: str) -> pl.DataFrame:
+    """A file's rows with its path; rows of a batch of files (analysis.ingest_batch) already name theirs."""
+    return frame if "file" in frame.columns else frame.with_columns(file=pl.lit(path))

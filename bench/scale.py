@@ -11,8 +11,8 @@ its own child process (wall seconds, CPU seconds, that child's peak RSS, and its
   2. the same run again with nothing new;
   3. the last day's files linked in, then a run (the one-day nightly increment).
 Then, per source folder, goodput's ingest of base/ into a new warehouse against
-a plain polars read of the same files (read_ndjson / read_parquet / read_csv,
-lines for text logs): the throughput ratio polars-seconds / goodput-seconds.
+a plain polars read of the same files (bench/ingest_ratio.py, which also runs on
+its own): the throughput ratio polars-seconds / goodput-seconds.
 """
 from __future__ import annotations
 
@@ -24,8 +24,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-import polars as pl
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -58,50 +56,12 @@ def run(source: Path, db: Path, out: Path, log: Path) -> tuple[float, float, flo
     return seconds, cpu, rss
 
 
-def polars_read(path: Path, source: str) -> int:
-    """Rows of the plainest polars read that fits the file: columns for sacct
-    dumps and CSV, records for JSONL, lines for text logs (a malformed line
-    makes polars fail the whole file: then it is read as lines)."""
-    name = path.name.removesuffix(".gz")
-    try:
-        if source == "slurm":
-            return pl.read_csv(path, separator="|", quote_char=None, infer_schema_length=0,
-                               truncate_ragged_lines=True).height
-        if name.endswith(".parquet"):
-            return pl.read_parquet(path).height
-        if name.endswith(".jsonl") or name.endswith(".ndjson"):
-            return pl.read_ndjson(path, infer_schema_length=None).height
-        if name.endswith(".csv"):
-            return pl.read_csv(path, infer_schema_length=0).height
-    except pl.exceptions.PolarsError:
-        pass
-    # a text log: lines as one string column (no quoting, no splitting)
-    return pl.read_csv(path, has_header=False, separator="\x1f", quote_char=None, new_columns=["line"],
-                       schema_overrides={"line": pl.String}, truncate_ragged_lines=True).height
-
-
 def throughput(base: Path, workdir: Path) -> None:
-    from analysis import warehouse
-    from analysis.ingest import discover, ingest_directory
+    """Per source folder, goodput's ingest against a plain polars read (bench/ingest_ratio.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import ingest_ratio
 
-    by_source: dict[str, list[Path]] = {}
-    for path, source in discover(base):
-        by_source.setdefault(source or "?", []).append(path)
-    db = workdir / "throughput.duckdb"
-    db.unlink(missing_ok=True)
-    con = warehouse.connect(db)
-    print(f"{'source':10} {'files':>6} {'MB':>8} {'polars s':>9} {'goodput s':>10} {'ratio':>6}", flush=True)
-    for source, paths in sorted(by_source.items()):
-        mb = sum(p.stat().st_size for p in paths) / 1e6
-        t0 = time.perf_counter()
-        for p in paths:
-            polars_read(p, source)
-        plain = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        ingest_directory(con, base, sources=[source])
-        ours = time.perf_counter() - t0
-        print(f"{source:10} {len(paths):6} {mb:8.1f} {plain:9.2f} {ours:10.2f} {plain / ours:6.2f}", flush=True)
-    con.close()
+    ingest_ratio.throughput(base, workdir)
 
 
 def main() -> None:

@@ -147,3 +147,23 @@ def test_telemetry_parquet_odd_column_types(tmp_path):
     path, ctx = _parquet(tmp_path, value=[[1.0], [2.0]])
     with pytest.raises(UnrecognisedFormat, match="column 'value' \\(value\\) holds List\\(Float64\\) values"):
         telemetry.parse_parquet(path.read_bytes(), ctx)
+
+
+@pytest.mark.parametrize("sep", [",", "\t", "|"])
+def test_quoted_lines_split_by_regex_as_the_csv_module_splits_them(sep):
+    """split_lines reads lines of whole quoted fields in bulk (a port-counter CSV quotes every metric);
+    whatever it reads, a line at a time through the csv module reads the same, stray quotes included."""
+    import random
+
+    from analysis.parsers.csvlines import _one_line, split_lines
+    pieces = ["a", sep, '"', " ", "\r", '""', f'"{sep}"', "é", "\x1c", "\xa0", "\u2028", "x y"]
+    rnd = random.Random(7)
+    texts = ['t,gpu1,"node_infiniband_symbol_error_total{device=""mlx5_0"",port=""1""}",0'.replace(",", sep),
+             f'{sep}""', f'""{sep}', f' "a"{sep}b', f'"a"b{sep}c', f'a"b{sep}c', '"a\rb"']
+    texts += ["".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 9))) for _ in range(3000)]
+    texts = [t for t in texts if '"' in t]
+    got = split_lines(pl.DataFrame({"line_no": range(len(texts)), "text": texts}), sep)
+    assert got["line_no"].to_list() == list(range(len(texts)))
+    assert got["fields"].to_list() == [_one_line(t, sep) for t in texts]
+    metric = f'node_infiniband_symbol_error_total{{device="mlx5_0"{sep}port="1"}}'
+    assert got["fields"][0].to_list() == ["t", "gpu1", metric, "0"]

@@ -25,7 +25,7 @@ import polars as pl
 
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
-from analysis.parsers import jsonlines, nccl_tests
+from analysis.parsers import batch, jsonlines, nccl_tests
 from analysis.parsers.csvlines import parse_time_any, split_lines
 
 NODE_KEYS = ("node", "host", "hostname")
@@ -35,12 +35,69 @@ COLUMNS = ["run_time", "host", "benchmark", "metric", "rank", "size_bytes", "sam
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    body = lines.filter(pl.col("text").str.strip_chars() != "")
-    if body.height == 0:
-        return ParseResult(tables={"benchmark_results": _finish(pl.DataFrame(), ctx)}, skipped=lines.height)
-    first = body["text"][0].strip()
-    if first.startswith("{"):
-        return _jsonl(lines, ctx)
+    return batch.single(parse_batch(batch.numbered(lines), [ctx]))
+
+
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
+    """Many benchmark outputs at once (analysis.parsers.batch): the SuperBench JSON lines of every file
+    are decoded together; other formats are read file by file."""
+    text = pl.col("text").str.strip_chars()
+    firsts = lines.filter(text != "").group_by("fid", maintain_order=True).agg(text.first())
+    first_of = dict(zip(firsts["fid"].to_list(), firsts["text"].to_list()))
+    result = batch.BatchResult(tables={"benchmark_results": _finish(pl.DataFrame(), ctxs[0])})
+    jsonl = [fid for fid, first in first_of.items() if first.startswith("{")]
+    by_file = lines.partition_by("fid", as_dict=True) if len(first_of) > len(jsonl) else {}
+    for fid, ctx in enumerate(ctxs):
+        if fid not in first_of:
+            result.skipped[fid], result.formats[fid] = int((lines["fid"] == fid).sum()), None
+        elif fid not in jsonl:
+            _add(result, fid, by_file[(fid,)], ctx, first_of[fid])
+    for fids in _chunks(lines, jsonl):
+        part = lines.filter(pl.col("fid").is_in(fids)) if len(fids) < len(ctxs) else lines
+        _add(result, None, part, ctxs, None)
+    return result
+
+
+JSONL_CHUNK = 4 * 1024**2  # bytes of JSON lines decoded together: beyond, a bigger block only costs more
+
+
+def _chunks(lines: pl.DataFrame, fids: list[int]) -> list[list[int]]:
+    """The JSON-lines files in runs of about JSONL_CHUNK bytes (a big file alone)."""
+    if len(fids) < 2:
+        return [fids] if fids else []
+    sizes = lines.filter(pl.col("fid").is_in(fids)).group_by("fid").agg(pl.col("text").str.len_bytes().sum())
+    size = dict(zip(sizes["fid"].to_list(), sizes["text"].to_list()))
+    chunks, run, total = [], [], 0
+    for fid in fids:
+        if run and total + size.get(fid, 0) > JSONL_CHUNK:
+            chunks.append(run)
+            run, total = [], 0
+        run.append(fid)
+        total += size.get(fid, 0)
+    return chunks + [run]
+
+
+def _add(result: batch.BatchResult, fid: int | None, lines: pl.DataFrame, ctx, first: str | None) -> None:
+    """One file's results (fid; ``first``: its first non-blank line), or the JSON-lines files' (fid None)."""
+    if fid is None:
+        one = _jsonl(lines, ctx)
+    else:
+        try:
+            one = _one(lines, ctx, first)
+        except UnrecognisedFormat as exc:
+            result.unrecognised[fid] = str(exc)
+            return
+        one = batch.BatchResult(one.tables, one.rejects, {fid: one.skipped}, {fid: one.merged}, {fid: one.format})
+    result.tables["benchmark_results"] = pl.concat([result.tables["benchmark_results"],
+                                                    one.tables["benchmark_results"]], how="vertical_relaxed")
+    result.rejects = pl.concat([result.rejects, one.rejects], how="vertical_relaxed")
+    for field in ("skipped", "merged", "formats", "unrecognised"):
+        getattr(result, field).update(getattr(one, field))
+
+
+def _one(lines: pl.DataFrame, ctx: ParseContext, first: str) -> ParseResult:
+    """A file in another format than JSON lines."""
+    first = first.strip()
     head = [h.strip().strip('"').lower() for h in first.split(",")]
     if len(head) > 1 and head[0] in NODE_KEYS and any("/" in h for h in head[1:]):
         return _wide_csv(lines, ctx)
@@ -62,7 +119,7 @@ _META = {"line_no": pl.Int64, "host": pl.Utf8, "time": pl.Utf8}  # one row per d
 _VALUES = {"line_no": pl.Int64, "key": pl.Utf8, "col": pl.Int32, "sample_idx": pl.Int32, "value": pl.Float64}
 
 
-def _jsonl(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+def _jsonl(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
     body = lines.filter(pl.col("text").str.strip_chars() != "")
     decoded = jsonlines.decode(body)
     metas, values, ambiguous = [], [], []
@@ -84,16 +141,21 @@ def _jsonl(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
            .otherwise(pl.lit("no numeric benchmark value in this line")))
     bad = meta.filter(~pl.col("stored")).join(body, on="line_no").with_columns(why=why)
     rejects = pl.concat([decoded.rejects, again.rejects, make_rejects(bad["line_no"], bad["text"], bad["why"])])
-    if meta.filter(pl.col("host").is_not_null()).height == 0 and rejects.height:
-        raise UnrecognisedFormat(
-            f"{ctx.path.name}: JSON lines without a 'node' key: not a SuperBench results summary "
-            "(raw monitor/telemetry JSON is not a benchmark result)")
-    # times are parsed once per line, not once per value (a line holds hundreds)
-    meta = meta.filter(pl.col("stored")).with_columns(run_time=parse_time_any(pl.col("time"), ctx.options.tz))
+    named = batch.counts(batch.fid_of(meta.filter(pl.col("host").is_not_null())["line_no"]))
+    refused = batch.counts(batch.fid_of(rejects["line_no"]))
+    files = batch.counts(lines["fid"])
+    # a file without a node in any line is no SuperBench summary: none of its lines is read
+    unrecognised = {fid: f"{ctxs[fid].path.name}: JSON lines without a 'node' key: not a SuperBench results "
+                         "summary (raw monitor/telemetry JSON is not a benchmark result)"
+                    for fid in files if not named.get(fid) and refused.get(fid)}
+    # times are parsed once per line, not once per value (a line holds hundreds); a line's samples of a
+    # key (sample_idx) are in order already: the sort only interleaves keys and lines
+    meta = meta.filter(pl.col("stored")).with_columns(run_time=parse_time_any(pl.col("time"), ctxs[0].options.tz))
     rows = vals.join(meta.select("line_no", "host", "run_time"), on="line_no")
-    return ParseResult(tables={"benchmark_results": _finish(rows.sort("line_no", "col", "sample_idx"), ctx)},
-                       rejects=rejects.sort("line_no"), skipped=lines.height - body.height,
-                       format="superbench-jsonl")
+    blank = batch.counts(lines.filter(pl.col("text").str.strip_chars() == "")["fid"])
+    return batch.BatchResult(tables={"benchmark_results": _finish(rows.sort("line_no", "col", maintain_order=True), ctxs[0])},
+                             rejects=rejects.sort("line_no"), skipped={fid: blank.get(fid, 0) for fid in files},
+                             formats=dict.fromkeys(files, "superbench-jsonl"), unrecognised=unrecognised)
 
 
 def _text(frame: pl.DataFrame, keys: tuple[str, ...], node: bool) -> pl.Expr:

@@ -3,9 +3,10 @@ benchmark CSVs): flexible time parsing, header matching and CSV splitting that
 keeps physical line numbers.
 
 Two CSV paths exist on purpose:
-* ``split_lines`` is vectorised (``str.split``, and a regex for quoted fields) for
-  large files; only lines whose quoting is odd go through the csv module, one line
-  at a time, so a quoted field may hold a comma but not a newline.
+* ``split_lines`` is vectorised (``str.split``) for large files; lines with
+  quoted fields are split by one regex when every field is quoted whole or free
+  of quotes, and only odd ones (a stray quote) go through the csv module, one
+  line at a time, so a quoted field may hold a comma but not a newline.
 * ``csv_records`` runs the csv module record by record over a (small) file.
   Where the caller allows it (a ticket's free-text notes), a quoted field may
   span a few lines; the lines after a record's first are "merged". Two stray
@@ -83,27 +84,36 @@ def split_lines(lines: pl.DataFrame, sep: str = ",") -> pl.DataFrame:
         fields=pl.col("text").str.split(sep).list.eval(pl.element().str.strip_chars()))
     quoted = lines.filter(pl.col("text").str.contains('"', literal=True))
     if quoted.height:
-        quoted = quoted.with_columns(fields=_quoted_fields(sep))
-        odd = quoted.filter(pl.col("fields").is_null())
-        if odd.height:  # rare: only lines the plain CSV shape does not fit pay for the csv module
-            parsed = pl.Series([_one_line(t, sep) for t in odd["text"]], dtype=pl.List(pl.Utf8))
-            quoted = pl.concat([quoted.filter(pl.col("fields").is_not_null()), odd.with_columns(fields=parsed)])
-        plain = pl.concat([plain, quoted]).sort("line_no")
+        field, s = _quoted_field(sep), re.escape(sep)
+        clean = pl.col("text").str.contains(f"^{field}(?:{s}{field})*$")
+        regular = quoted.filter(clean).with_columns(fields=_quoted_fields(sep))
+        odd = quoted.filter(~clean)  # rare: only these lines pay for the csv module
+        odd = odd.with_columns(fields=pl.Series([_one_line(t, sep) for t in odd["text"]], dtype=pl.List(pl.Utf8)))
+        plain = pl.concat([plain, regular, odd]).sort("line_no")
     return plain
 
 
-def _quoted_fields(sep: str) -> pl.Expr:
-    """Fields of lines of plain CSV shape (every field bare, or quoted whole with "" for a quote; no CR),
-    vectorised: the same fields the csv module gives (a port-counter export quotes every metric name, so
-    a line per line csv module costs a minute and gigabytes for a 2 M-line file). NULL on other lines."""
+def _quoted_field(sep: str) -> str:
+    """A field the csv module reads without a question: quoted whole (quotes inside doubled), or free of
+    quotes; neither holds a CR."""
     s = re.escape(sep)
-    field = rf'(?:"(?:[^"\r]|"")*"|[^"{s}\r]*)'
-    # each field found with the separator before it (one put in front of the line), so none is an empty match;
-    # a bare field holds no quote, so taking a quote off both ends unquotes the quoted ones only
-    found = pl.concat_str(pl.lit(sep), pl.col("text")).str.extract_all(f"{s}{field}")
-    return pl.when(pl.col("text").str.contains(f"^{field}(?:{s}{field})*$")).then(found.list.eval(
-        pl.element().str.slice(len(sep)).str.strip_prefix('"').str.strip_suffix('"')
-        .str.replace_all('""', '"', literal=True).str.strip_chars()))
+    return f'(?:"(?:[^"\\r]|"")*"|[^"{s}\\r]*)'
+
+
+def _quoted_fields(sep: str) -> pl.Expr:
+    """The fields of a line of such fields, as csv.reader gives them (stripped, like _one_line): with a
+    separator put in front of the line, each match is a separator and the field after it (never empty,
+    so an empty first field is not lost)."""
+    s = re.escape(sep)
+    return pl.concat_str([pl.lit(sep), pl.col("text")]).str.extract_all(f"{s}{_quoted_field(sep)}").list.eval(
+        pl.element().str.strip_prefix(sep).pipe(
+            lambda f: pl.when(f.str.starts_with('"')).then(f.str.slice(1, f.str.len_chars() - 2)
+                                                              .str.replace_all('""', '"', literal=True))
+            .otherwise(f)).str.strip_chars(_PY_SPACE))
+
+
+# what str.strip() takes off (it counts \x1c-\x1f as blanks, polars' default does not)
+_PY_SPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
 
 
 def _one_line(text: str, sep: str) -> list[str] | None:

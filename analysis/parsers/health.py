@@ -36,8 +36,8 @@ from collections.abc import Iterable, Iterator
 import polars as pl
 
 from analysis.lines import make_rejects
-from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
-from analysis.parsers import jsonlines
+from analysis.model import ParseContext, ParseResult
+from analysis.parsers import batch, jsonlines
 from analysis.parsers.csvlines import parse_time_any
 from analysis.parts import each_piece
 from analysis.timeutil import infer_year, local_to_utc, month_number
@@ -61,6 +61,10 @@ _CHATTER = r"^(?:Node Health Check starting|Running check:|DEBUG:)"
 _CHECK = r"^(?P<chk>[A-Za-z_][\w.-]*):\s+(?P<detail>.*)$"
 
 
+NOT_HEALTH = ("not health-check output: expected JSON lines (time, host, check, severity, message) "
+              "or LBNL NHC log/syslog lines ('nhc[pid]: Health check failed:  check_x:  ...')")
+
+
 def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
     """A large log piece by piece (analysis/parts.py), cut before a line that is no failure, so the
     'ERROR: nhc:' copy of a failure stays with it."""
@@ -69,22 +73,30 @@ def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+    return batch.single(parse_batch(batch.numbered(lines), [ctx]))
+
+
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
+    """Many health logs at once (analysis.parsers.batch)."""
     text = pl.col("text").str.strip_chars()
     frame = lines.with_columns(blank=text == "", is_json=text.str.starts_with("{"))
     json_part = frame.filter(pl.col("is_json"))
     nhc_part = frame.filter(~pl.col("is_json") & ~pl.col("blank"))
-    skipped = frame.filter(pl.col("blank")).height
-    j_rows, j_bad = _json(json_part, ctx)
-    n_rows, n_bad, n_skipped, n_merged, n_known = _nhc(nhc_part, ctx)
-    if json_part.height and j_bad.height == json_part.height and n_known == 0 or (
-            not json_part.height and n_known == 0 and nhc_part.height):
-        raise UnrecognisedFormat(
-            "not health-check output: expected JSON lines (time, host, check, severity, message) "
-            "or LBNL NHC log/syslog lines ('nhc[pid]: Health check failed:  check_x:  ...')")
-    fmt = "+".join(f for f, n in (("health-jsonl", json_part.height), ("nhc", n_known)) if n) or "health"
-    return ParseResult(tables={"node_events": pl.concat([j_rows, n_rows]).sort("line_no")},
-                       rejects=pl.concat([j_bad, n_bad]).sort("line_no"),
-                       skipped=skipped + n_skipped, merged=n_merged, format=fmt)
+    skipped = batch.counts(frame.filter(pl.col("blank"))["fid"])
+    j_rows, j_bad = _json(json_part, ctxs)
+    n_rows, n_bad, n_skipped, n_merged, n_known = _nhc(nhc_part, ctxs)
+    n_json, n_nhc = batch.counts(json_part["fid"]), batch.counts(nhc_part["fid"])
+    n_json_bad = batch.counts(batch.fid_of(j_bad["line_no"]))
+    unrecognised, formats = {}, {}
+    for fid in range(len(ctxs)):
+        jp, known = n_json.get(fid, 0), n_known.get(fid, 0)
+        if jp and n_json_bad.get(fid, 0) == jp and known == 0 or not jp and known == 0 and n_nhc.get(fid, 0):
+            unrecognised[fid] = NOT_HEALTH
+        formats[fid] = "+".join(f for f, n in (("health-jsonl", jp), ("nhc", known)) if n) or "health"
+    return batch.BatchResult(tables={"node_events": pl.concat([j_rows, n_rows]).sort("line_no")},
+                             rejects=pl.concat([j_bad, n_bad]).sort("line_no"),
+                             skipped={fid: skipped.get(fid, 0) + n_skipped.get(fid, 0) for fid in range(len(ctxs))},
+                             merged=n_merged, formats=formats, unrecognised=unrecognised)
 
 
 _SCHEMA = {k: pl.Utf8 for keys in KEYS.values() for k in keys}  # other keys are not read
@@ -96,17 +108,20 @@ def _distinct_times(texts: pl.Series, tz: str) -> pl.Series:
     return texts.to_frame("time").join(distinct, on="time", how="left", maintain_order="left")["t"]
 
 
-def _json(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _json(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, pl.DataFrame]:
     # one bulk decode (jsonlines) instead of one JSON path query per alias key per line
     decoded = jsonlines.decode(part.select("line_no", "text"), schema=_SCHEMA)
     exact = pl.DataFrame({"line_no": [no for no, _, _ in decoded.objects],
                           **{k: [jsonlines.as_text(obj.get(k)) for _, _, obj in decoded.objects] for k in _SCHEMA}},
                          schema={"line_no": pl.Int64, **_SCHEMA})
     values = pl.concat([*[f.select("line_no", *_SCHEMA) for f in decoded.frames], exact])
-    rows = values.join(part.select("line_no", "text"), on="line_no").select(
-        "line_no", "text", **{k: pl.coalesce([pl.col(a).replace("", None) for a in v]) for k, v in KEYS.items()})
-    rows = rows.with_columns(t=_distinct_times(rows["time"], ctx.options.tz),
-                             host=pl.col("host").fill_null(pl.lit(ctx.host_hint, pl.Utf8)))
+    part = part.select("fid", "line_no", "text")
+    # (one decoded block holds the lines in order: no join needed to put their text beside them)
+    aligned = values.height == part.height and values["line_no"].equals(part["line_no"])
+    rows = (values.hstack(part.drop("line_no")) if aligned else values.join(part, on="line_no")).select(
+        "fid", "line_no", "text", **{k: pl.coalesce([pl.col(a).replace("", None) for a in v]) for k, v in KEYS.items()})
+    rows = rows.with_columns(t=_distinct_times(rows["time"], ctxs[0].options.tz),
+                             host=pl.col("host").fill_null(batch.per_file([c.host_hint for c in ctxs], pl.Utf8)))
     why = (pl.when(pl.col("time").is_null()).then(pl.lit("no time field (time/timestamp/ts)"))
            .when(pl.col("t").is_null()).then(pl.format("unparseable time '{}'", pl.col("time")))
            .when(pl.col("host").is_null()).then(pl.lit("no host field (host/node/hostname) and no host in the file name"))
@@ -119,10 +134,15 @@ def _json(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataF
     return _events(good.sort("line_no")), rejects
 
 
-def _nhc(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame, int, int, int]:
-    ref = ctx.mtime if ctx.path.exists() else None
-    year = ctx.options.syslog_year or (ref.year if ref else 1970)
-    ref_month = 12 if ctx.options.syslog_year or not ref else ref.month
+def _nhc(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, pl.DataFrame, dict, dict, dict]:
+    """Rows, rejects, and fid -> lines skipped, merged, and known as NHC's."""
+    tz = ctxs[0].options.tz
+    present = set(part["fid"].unique().to_list())  # (a stat per file only for files with NHC lines)
+    refs = [c.mtime if fid in present and c.path.exists() else None for fid, c in enumerate(ctxs)]
+    year = batch.per_file([c.options.syslog_year or (ref.year if ref else 1970) for c, ref in zip(ctxs, refs)],
+                          pl.Int32)
+    ref_month = batch.per_file([12 if c.options.syslog_year or not ref else ref.month for c, ref in zip(ctxs, refs)],
+                               pl.Int32)
     g = part.with_columns(pl.col("text").str.extract_groups(_RFC3164).alias("a"),
                           pl.col("text").str.extract_groups(_ISOSYS).alias("b"),
                           pl.col("text").str.extract_groups(_NHCTS).alias("c")).unnest("a", "b", "c")
@@ -133,9 +153,9 @@ def _nhc(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFr
     g = g.with_columns(
         syslog=pl.col("tag").is_not_null() | pl.col("itag").is_not_null(),
         nhc_tag=pl.coalesce("tag", "itag").str.contains(r"^nhc\b"),
-        t=pl.coalesce(local_to_utc(stamp3164, ctx.options.tz), parse_time_any(pl.col("iso"), ctx.options.tz),
-                      parse_time_any(pl.col("epoch"), ctx.options.tz)),
-        host=pl.coalesce("shost", "ihost", pl.lit(ctx.host_hint, pl.Utf8)),
+        t=pl.coalesce(local_to_utc(stamp3164, tz), parse_time_any(pl.col("iso"), tz),
+                      parse_time_any(pl.col("epoch"), tz)),
+        host=pl.coalesce("shost", "ihost", batch.per_file([c.host_hint for c in ctxs], pl.Utf8)),
         msg=pl.coalesce("smsg", "imsg", "tmsg", pl.col("text")).str.strip_chars())
     fail = pl.col("msg").str.extract(_FAIL, 1)
     g = g.with_columns(fail=fail, is_error_copy=pl.col("msg").str.contains(r"^ERROR:\s+\S+:\s+Health check failed"))
@@ -152,13 +172,15 @@ def _nhc(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFr
         code=pl.when(pl.col("chk").str.starts_with("check_")).then(pl.col("chk")).otherwise(pl.lit("nhc")),
         message=pl.when(pl.col("chk").str.starts_with("check_")).then(pl.col("detail")).otherwise(body),
         other_program=pl.col("syslog") & ~pl.col("nhc_tag"))
-    # the 'ERROR: nhc: Health check failed' copy right after the same failure
-    same = ((pl.col("fail") == pl.col("fail").shift(1)) & pl.col("is_error_copy")
-            & ~pl.col("is_error_copy").shift(1).fill_null(True) & (pl.col("host") == pl.col("host").shift(1))
-            & (pl.col("t").is_null() & pl.col("t").shift(1).is_null() | (pl.col("t") == pl.col("t").shift(1))))
+    # the 'ERROR: nhc: Health check failed' copy right after the same failure (in the same file)
+    prev = lambda c: pl.when(pl.col("fid") == pl.col("fid").shift(1)).then(pl.col(c).shift(1))  # noqa: E731
+    first = pl.col("fid") != pl.col("fid").shift(1).fill_null(-1)
+    same = ((pl.col("fail") == prev("fail")) & pl.col("is_error_copy")
+            & ~pl.col("is_error_copy").shift(1).fill_null(True) & ~first & (pl.col("host") == prev("host"))
+            & (pl.col("t").is_null() & prev("t").is_null() | (pl.col("t") == prev("t"))))
     g = g.with_columns(merged=same.fill_null(False) & pl.col("severity").is_not_null())
-    known = g.filter(~pl.col("other_program") & (pl.col("severity").is_not_null() | pl.col("msg").str.contains(
-        r"^(Node Health Check|Running check:|DEBUG:|ERROR:|Health check)")) | pl.col("nhc_tag")).height
+    known = batch.counts(g.filter(~pl.col("other_program") & (pl.col("severity").is_not_null() | pl.col("msg").str.contains(
+        r"^(Node Health Check|Running check:|DEBUG:|ERROR:|Health check)")) | pl.col("nhc_tag"))["fid"])
     result, t_ok = pl.col("severity").is_not_null(), pl.col("t").is_not_null()
     # Every line gets one disposition. Skips, each counted: a syslog line of
     # another program (a health folder may hold a whole /var/log/messages; the
@@ -178,8 +200,10 @@ def _nhc(part: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFr
                                          "nor an NHC log or syslog line")))
     bad = g.filter(pl.col("why").is_not_null())
     good = g.filter(pl.col("why").is_null() & result & t_ok & ~pl.col("merged") & ~pl.col("other_program"))
-    n_merged = g.filter(pl.col("merged")).height
-    n_skipped = part.height - good.height - bad.height - n_merged
+    n_merged = batch.counts(g.filter(pl.col("merged"))["fid"])
+    n_good, n_bad = batch.counts(good["fid"]), batch.counts(bad["fid"])
+    n_skipped = {fid: n - n_good.get(fid, 0) - n_bad.get(fid, 0) - n_merged.get(fid, 0)
+                 for fid, n in batch.counts(part["fid"]).items()}
     return _events(good), make_rejects(bad["line_no"], bad["text"], bad["why"]), n_skipped, n_merged, known
 
 

@@ -54,6 +54,7 @@ import polars as pl
 
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
+from analysis.parsers import batch
 from analysis.parsers.csvlines import parse_time_any
 from analysis.parts import combine
 from analysis.timeutil import local_to_utc
@@ -106,13 +107,8 @@ def job_id_for(path) -> str | None:
     return m.group(1) if m else None
 
 
-def _job_id(ctx: ParseContext) -> str:
-    job_id = job_id_for(ctx.path)
-    if job_id is None:
-        raise UnrecognisedFormat(
-            "cannot tell which job this log belongs to: name it slurm-<jobid>.out, slurm-<jobid>_<task>.out, "
-            "<jobid>.err, or put it in a folder named by the job id (joblogs/<jobid>/...)")
-    return job_id
+NO_JOB = ("cannot tell which job this log belongs to: name it slurm-<jobid>.out, slurm-<jobid>_<task>.out, "
+          "<jobid>.err, or put it in a folder named by the job id (joblogs/<jobid>/...)")
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
@@ -127,20 +123,40 @@ def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResu
 
 
 def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
-    """The file's (line_no, text) frames in order, one part each: only the rows kept are written."""
-    job_id = _job_id(ctx)
+    """The file's (line_no, text) frames in order, one part each (a piece parsed as a batch of one file):
+    only the rows kept are written. The year of the first dated line found goes on to the later pieces."""
+    if job_id_for(ctx.path) is None:
+        raise UnrecognisedFormat(NO_JOB)
     year = None
     for lines in chunks:
-        kept = _screen(lines)
+        lines = batch.numbered(lines)
         if year is None:  # glog stamps carry no year: the year of the file's dated lines, any of them
-            year = _year(lines["text"])
-        rows, bad = _rows(kept, ctx, year or ctx.mtime.year)
-        rows = rows.with_columns(job_id=pl.lit(job_id))
-        skipped = lines.height - (rows["line_no"].n_unique() if rows.height else 0) - bad.height
-        bad = bad.join(lines, on="line_no").select("line_no", pl.col("text").alias("raw"), "reason")
-        yield ParseResult(tables={"job_log_lines": rows.select([_column(c, t) for c, t in COLUMNS.items()])},
-                          rejects=make_rejects(bad["line_no"], bad["raw"], bad["reason"].to_list()),
-                          skipped=skipped, format="job-log")
+            year = _years(lines).get(0)
+        yield batch.single(_parse(lines, [ctx], {0: year} if year else {}))
+
+
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
+    """Many job logs at once (analysis.parsers.batch): one per job, thousands a day."""
+    return _parse(lines, ctxs, _years(lines))
+
+
+def _parse(lines: pl.DataFrame, ctxs: list[ParseContext], years: dict[int, int]) -> batch.BatchResult:
+    """``years``: fid -> the year of the file's dated lines (a file without one: its mtime's)."""
+    job_ids = [job_id_for(c.path) for c in ctxs]
+    kept = _screen(lines)
+    year = batch.per_file([years.get(i) or c.mtime.year for i, c in enumerate(ctxs)] if kept.height else [0], pl.Int32)
+    rows, bad = _rows(kept.with_columns(_year=year), ctxs[0].options.tz)
+    rows = rows.with_columns(job_id=batch.per_file(job_ids, pl.Utf8, batch.fid_of(pl.col("line_no"))))
+    per_file = batch.counts(batch.fid_of(lines["line_no"]))
+    stored = batch.counts(batch.fid_of(rows["line_no"].unique()))
+    refused = batch.counts(batch.fid_of(bad["line_no"]))
+    bad = bad.join(lines, on="line_no")
+    return batch.BatchResult(
+        tables={"job_log_lines": rows.select([_column(c, t) for c, t in COLUMNS.items()])},
+        rejects=make_rejects(bad["line_no"], bad["text"], bad["reason"].to_list()),
+        skipped={fid: n - stored.get(fid, 0) - refused.get(fid, 0) for fid, n in per_file.items()},
+        formats=dict.fromkeys(range(len(ctxs)), "job-log"),
+        unrecognised={fid: NO_JOB for fid, job in enumerate(job_ids) if job is None})
 
 
 def _column(name: str, dtype) -> pl.Expr:
@@ -150,10 +166,13 @@ def _column(name: str, dtype) -> pl.Expr:
     return pl.when(col.is_between(-2**31, 2**31 - 1)).then(col).alias(name) if name in INT32 else col
 
 
-def _year(text: pl.Series) -> int | None:
-    years = text.filter(text.str.contains("-", literal=True)).str.extract(
-        r"(?:^|[\[\s])((?:19|20)\d\d)-[01]\d-[0-3]\d[ T_]\d\d:", 1).drop_nulls()
-    return int(years.max()) if years.len() else None
+def _years(lines: pl.DataFrame) -> dict[int, int]:
+    """fid -> the latest year a dated line of the file names (files without one are absent)."""
+    years = lines.filter(pl.col("text").str.contains("-", literal=True)).select(
+        fid=batch.fid_of(pl.col("line_no")),
+        year=pl.col("text").str.extract(r"(?:^|[\[\s])((?:19|20)\d\d)-[01]\d-[0-3]\d[ T_]\d\d:", 1).cast(pl.Int32))
+    years = years.drop_nulls().group_by("fid").agg(pl.col("year").max())
+    return dict(zip(years["fid"].to_list(), years["year"].to_list()))
 
 
 def _screen(lines: pl.DataFrame) -> pl.DataFrame:
@@ -193,17 +212,24 @@ def _kinds(msg: pl.Expr, level: pl.Expr) -> pl.Expr:
 
 @dataclass(frozen=True)
 class _Read:
-    """How one group of rows is read: the zone of naive stamps, glog's year, whether any row is dated."""
+    """How one group of rows is read: the zone of naive stamps, the shape of the rows' stamp (None: the
+    lines are not dated; glog's year is each row's _year: its file's)."""
     tz: str
-    year: int
-    dated: bool
+    stamp: str | None
 
 
 DATED = r"^\s*(?:\[|[EWIF]\d{4} |\d{4}-|slurmstepd)"
+# The shape of a dated line's stamp, by its first characters: only its own parser (and CANCELLED AT) runs.
+_REST = pl.col("rest").str.strip_chars_start()
+STAMP = (pl.when(~pl.col("rest").str.contains(DATED)).then(pl.lit(None, pl.Utf8))
+         .when(_REST.str.contains(r"^\d")).then(pl.lit("iso"))
+         .when(_REST.str.contains(r"^\[\d")).then(pl.lit("bracket"))
+         .when(_REST.str.contains(r"^\[?[EWIF]\d")).then(pl.lit("glog"))
+         .otherwise(pl.lit("other")))
 
 
-def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Prefixes and kind, then each (kind, dated) group's fields in one lazy plan: a small file costs a
+def _rows(kept: pl.DataFrame, tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Prefixes and kind, then each (kind, stamp) group's fields in one lazy plan: a small file costs a
     few collects, not several per kind (a cluster writes thousands of job logs a day). Also the
     (line_no, reason) of lines with a number too large to store, which become rejects."""
     text = pl.col("text").str.strip_suffix("\r")
@@ -216,12 +242,12 @@ def _rows(kept: pl.DataFrame, ctx: ParseContext, year: int) -> tuple[pl.DataFram
              .with_columns(nhost=n.struct.field("nhost"), level=n.struct.field("level"),
                            msg=pl.coalesce([n.struct.field("nmsg"), pl.col("rest")]))
              .with_columns(kind=_kinds(pl.col("msg"), pl.col("level"))).filter(pl.col("kind").is_not_null())
-             .with_columns(dated=pl.col("rest").str.contains(DATED)).collect())
+             .with_columns(stamp=STAMP).collect())
     # (partitioned eagerly: polars 2.1 panics on some of these plans behind a lazy filter)
-    groups = frame.partition_by("kind", "dated", as_dict=True, maintain_order=True)
+    groups = frame.partition_by("kind", "stamp", as_dict=True, maintain_order=True)
     out = [_FIELDS.get(kind, _plain)(part.lazy().with_columns(kind=pl.lit(kind.rstrip("?"))),
-                                     _Read(ctx.options.tz, year, dated))
-           for (kind, dated), part in groups.items()]
+                                     _Read(tz, stamp))
+           for (kind, stamp), part in groups.items()]
     if not out:
         return pl.DataFrame(schema=COLUMNS), pl.DataFrame(schema={"line_no": pl.Int64, "reason": pl.Utf8})
     return _integers(pl.concat(out, how="diagonal_relaxed").collect())
@@ -243,25 +269,30 @@ def _integers(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return rows.sort("line_no", "rank", "task", nulls_last=True), bad
 
 
-def _times(rest: pl.Expr, year: int, tz: str) -> pl.Expr:
+def _times(rest: pl.Expr, year: pl.Expr, tz: str, stamp: str) -> pl.Expr:
     """A line's own time, each shape read with its fixed format: [YYYY-MM-DD hh:mm:ss(,ms)], ISO with a
-    zone, glog's E1206 18:44:12.715 (``year`` given), slurmstepd's CANCELLED AT."""
+    zone, glog's E1206 18:44:12.715 (``year`` given), slurmstepd's CANCELLED AT. ``stamp`` (STAMP) says
+    which shape the rows start with: the others cannot match them, so they are not run."""
     fixed = lambda text, fmt: text.str.to_datetime(fmt, strict=False, time_unit="us")  # noqa: E731
-    bracket = rest.str.extract(TIME_BRACKET_TEXT, 1).str.replace(",", ".", literal=True).str.replace(" ", "T")
-    glog = rest.str.extract_groups(TIME_GLOG)
-    glog_text = pl.format("{}-{}-{}T{}", pl.lit(str(year)), glog.struct.field("1").str.zfill(2), glog.struct.field("2"),
-                          glog.struct.field("3"))
-    cancelled = rest.str.extract(r"CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)", 1)
-    naive = pl.coalesce([fixed(bracket, "%Y-%m-%dT%H:%M:%S%.f"), fixed(glog_text, "%Y-%m-%dT%H:%M:%S%.f"),
-                         fixed(cancelled, "%Y-%m-%dT%H:%M:%S")])
-    return pl.coalesce([parse_time_any(rest.str.extract(TIME_ISO, 1), tz), local_to_utc(naive, tz)])
+    cancelled = fixed(rest.str.extract(r"CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)", 1), "%Y-%m-%dT%H:%M:%S")
+    if stamp == "iso":
+        return pl.coalesce([parse_time_any(rest.str.extract(TIME_ISO, 1), tz), local_to_utc(cancelled, tz)])
+    if stamp == "bracket":
+        text = rest.str.extract(TIME_BRACKET_TEXT, 1).str.replace(",", ".", literal=True).str.replace(" ", "T")
+        return local_to_utc(pl.coalesce([fixed(text, "%Y-%m-%dT%H:%M:%S%.f"), cancelled]), tz)
+    if stamp == "glog":
+        glog = rest.str.extract_groups(TIME_GLOG)
+        text = pl.format("{}-{}-{}T{}", year, glog.struct.field("1").str.zfill(2), glog.struct.field("2"),
+                         glog.struct.field("3"))
+        return local_to_utc(pl.coalesce([fixed(text, "%Y-%m-%dT%H:%M:%S%.f"), cancelled]), tz)
+    return local_to_utc(cancelled, tz)
 
 
 def _base(part: pl.LazyFrame, r: _Read, **fields: pl.Expr) -> pl.LazyFrame:
     """The columns every kind has; ``fields`` add or override the kind's own."""
     m = pl.col("msg")
     # NCCL's own lines carry no time: most rows of a big log never go through the time parsers
-    cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), r.year, r.tz) if r.dated
+    cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), pl.col("_year"), r.tz, r.stamp) if r.stamp
             else pl.lit(None, pl.Datetime("us")),
             "host": pl.coalesce([pl.col("nhost"), pl.col("phost")]), "task": pl.col("label"),
             "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1), pl.col("prank"), pl.col("label")]),

@@ -16,7 +16,8 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from analysis.lines import make_rejects
-from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
+from analysis.model import ParseContext, ParseResult
+from analysis.parsers import batch
 from analysis.parsers.kernel_events import classify, severity_from_pri, severity_from_word
 from analysis.parts import each_piece
 from analysis.timeutil import aware_to_naive_utc, local_to_utc, month_number
@@ -73,36 +74,51 @@ def _offset_min() -> pl.Expr:
         pl.when(g.struct.field("1") == "-").then(-mins).otherwise(mins))
 
 
-def _syslog_years(month: pl.Series, ctx: ParseContext) -> pl.Series:
+def _syslog_years(d: pl.DataFrame, ctxs: list[ParseContext]) -> pl.Series:
     """RFC 3164 has no year. A drop of more than six months between lines
     (Dec -> Jan) starts a new year. options.syslog_year is the year of the
     first line; otherwise the last line is dated by the file's mtime. A log
-    read in pieces (stream_parts) goes on from the year and month the piece
-    before ended in (so the first piece's last line is dated by the mtime)."""
-    years = _years(month, ctx)
-    if "syslog" in ctx.state and month.drop_nulls().len():
-        ctx.state["syslog"] = (years.filter(month.is_not_null())[-1], month.drop_nulls()[-1])
+    read in pieces (stream_parts: a batch of one file) goes on from the year
+    and month the piece before ended in (so the first piece's last line is
+    dated by the mtime)."""
+    m = d.select("fid", month_number(pl.col("mon")).alias("m")).with_columns(
+        rolls=(pl.col("m").diff().fill_null(0) < -6).cast(pl.Int32).cum_sum().over("fid"))
+    years = _years(m, ctxs)
+    state = ctxs[0].state if len(ctxs) == 1 else {}
+    known = years.filter(m["m"].is_not_null())
+    if "syslog" in state and known.len():
+        state["syslog"] = (known[-1], m["m"].drop_nulls()[-1])
     return years
 
 
-def _years(month: pl.Series, ctx: ParseContext) -> pl.Series:
-    rolls = (month.diff().fill_null(0) < -6).cast(pl.Int32).cum_sum()
-    if ctx.state.get("syslog"):
-        year, last_month = ctx.state["syslog"]
-        first = month.drop_nulls()
-        return rolls + year + (1 if first.len() and first[0] - last_month < -6 else 0)
-    if ctx.options.syslog_year:
-        return rolls + ctx.options.syslog_year
+def _years(m: pl.DataFrame, ctxs: list[ParseContext]) -> pl.Series:
+    carried = ctxs[0].state.get("syslog") if len(ctxs) == 1 else None
+    if carried:
+        year, last_month = carried
+        first = m["m"].drop_nulls()
+        return m["rolls"] + year + (1 if first.len() and first[0] - last_month < -6 else 0)
+    if ctxs[0].options.syslog_year:
+        return m["rolls"] + ctxs[0].options.syslog_year
+    ends = m.group_by("fid").agg(last=pl.col("m").drop_nulls().last(), end_rolls=pl.col("rolls").last())
+    refs = {fid: _mtime(ctxs[fid]) for fid in ends["fid"].to_list()}
+    ends = ends.with_columns(ref_year=batch.per_file([refs.get(i, _NOW).year for i in range(len(ctxs))], pl.Int32),
+                             ref_month=batch.per_file([refs.get(i, _NOW).month for i in range(len(ctxs))], pl.Int32))
+    last_year = pl.col("ref_year") - (pl.col("last") > pl.col("ref_month")).fill_null(False).cast(pl.Int32)
+    ends = ends.select("fid", base=last_year - pl.col("end_rolls"))
+    return m.join(ends, on="fid", how="left", maintain_order="left").select(pl.col("rolls") + pl.col("base"))["rolls"]
+
+
+_NOW = datetime.now(timezone.utc)
+
+
+def _mtime(ctx: ParseContext) -> datetime:
     try:
-        ref = ctx.mtime
+        return ctx.mtime
     except OSError:
-        ref = datetime.now(timezone.utc)
-    last = month.drop_nulls()
-    last_year = ref.year - (1 if last.len() and last[-1] > ref.month else 0)
-    return rolls + (last_year - (rolls[-1] if rolls.len() else 0))
+        return datetime.now(timezone.utc)
 
 
-def _build(name: str, d: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+def _build(name: str, d: pl.DataFrame, ctxs: list[ParseContext]) -> pl.DataFrame:
     """Format-specific fields -> line_no, fmt, naive (stamp), off (minutes east
     of UTC; NULL = options.tz), up_us (since boot), host, sev, message, label, code0."""
     c, cols = pl.col, set(d.columns)
@@ -118,7 +134,7 @@ def _build(name: str, d: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     elif name in ("dmesg-T", "fabricmanager"):
         naive = _stamp([c("year"), c("mon"), c("day"), c("hms")], "%Y %b %d %H:%M:%S", None)
     elif name == "syslog-3164":
-        d = d.with_columns(year=_syslog_years(d.select(month_number(c("mon")))["mon"], ctx).cast(pl.Utf8))
+        d = d.with_columns(year=_syslog_years(d, ctxs).cast(pl.Utf8))
         naive = _stamp([c("year"), c("mon"), c("day"), c("hms")], "%Y %b %d %H:%M:%S")
     elif name == "dmesg-raw":
         up = c("sec").cast(pl.Int64, strict=False) * 1_000_000 + _frac_us()
@@ -136,12 +152,12 @@ def _build(name: str, d: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         sev = severity_from_word(c("level"))
     if name in ("journal-short-iso", "syslog-3164", "thunderbird"):
         msg = msg.str.replace(r"^kernel: (?:\[ *\d+\.\d+\] ?)?", "")
-    return d.select(c("line_no"), pl.lit(name).alias("fmt"), naive.alias("naive"), off.cast(pl.Int32).alias("off"),
+    return d.select(c("line_no"), c("fid"), pl.lit(name).alias("fmt"), naive.alias("naive"), off.cast(pl.Int32).alias("off"),
                     up.alias("up_us"), get("host").alias("host"), sev.alias("sev"), msg.alias("message"),
                     label.alias("label"), code0.alias("code0"), get("pri").alias("pri"), get("lvl").alias("lvl"))
 
 
-def _headers(body: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame | None:
+def _headers(body: pl.DataFrame, ctxs: list[ParseContext]) -> pl.DataFrame | None:
     """Claim lines format by format; None when no line has a known header."""
     parts, rest, b = [], body, pl.col("body")
     for name, rx, _ in FORMATS:
@@ -163,14 +179,16 @@ def _headers(body: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame | None:
                 else:
                     naive = parse_ts(stamps)
                 got = got.with_columns(naive=naive, msg=b.str.slice(end).str.strip_prefix(" "))
-            else:
-                got = got.with_columns(g=b.str.extract_groups(rx), msg=b.str.replace(rx, "")).unnest("g")
-            parts.append(_build(name, got, ctx))
+            else:  # (the header's length cuts the message off: a second pass of the regex costs as much)
+                got = got.with_columns(g=b.str.extract_groups(f"(?P<_hdr>{rx})")).unnest("g").with_columns(
+                    msg=b.str.slice(pl.col("_hdr").str.len_chars())).drop("_hdr")
+            parts.append(_build(name, got, ctxs))
     return pl.concat(parts, how="vertical_relaxed") if parts else None
 
 
-def _boot_time(ctx: ParseContext, host: str | None) -> tuple[datetime | None, str | None]:
+def _boot_time(ctx: ParseContext) -> tuple[datetime | None, str | None]:
     """Boot time (naive UTC) from options or the ``<file>.boottime`` sidecar."""
+    host = ctx.host_hint
     def to_utc(t: datetime) -> datetime:
         t = t if t.tzinfo else t.replace(tzinfo=ZoneInfo(ctx.options.tz))
         return t.astimezone(timezone.utc).replace(tzinfo=None)
@@ -200,22 +218,32 @@ def _has_header(lines: pl.DataFrame) -> pl.Series:
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    hint = ctx.host_hint
+    return batch.single(parse_batch(batch.numbered(lines), [ctx]))
+
+
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
+    """Many kernel logs at once (analysis.parsers.batch)."""
+    tz = ctxs[0].options.tz
     text = pl.col("text")
     skip = lines.select(text.str.contains(SKIP))["text"]
     n_skipped = int(skip.sum())
+    skipped = batch.counts(lines["fid"].filter(skip))
     live = lines.filter(~skip) if n_skipped else lines
     pre_mask = live.select(text.str.contains(HAS_PREFIX))["text"]
     prefixed = live.filter(pre_mask).with_columns(
         pri=text.str.extract(r"^<(\d{1,3})>", 1), lvl=text.str.extract(PREFIX, 1), body=text.str.replace(PREFIX, ""))
-    body = pl.concat([live.filter(~pre_mask).with_columns(body=text), prefixed.select("line_no", "text", "body")])
+    body = pl.concat([live.filter(~pre_mask).with_columns(body=text),
+                      prefixed.select(*live.columns, "body")])
     if prefixed.height:
         body = body.sort("line_no")  # RFC 3164 year rollover needs file order
-    recs = _headers(body, ctx)
+    recs = _headers(body, ctxs)
+    # a file of which no line has a header is no kernel log: none of its lines is read
+    headed = set(recs["fid"].unique().to_list()) if recs is not None else set()
+    unrecognised = {fid: f"no kernel log header in {n} non-blank lines"
+                    for fid, n in batch.counts(live["fid"]).items() if fid not in headed}
     if recs is None:
-        if live.height:
-            raise UnrecognisedFormat(f"no kernel log header in {live.height} non-blank lines")
-        return ParseResult({"node_events": pl.DataFrame(schema=_schema())}, skipped=n_skipped)
+        return batch.BatchResult({"node_events": pl.DataFrame(schema=_schema())}, skipped=skipped,
+                                 unrecognised=unrecognised)
     recs = recs.drop("pri", "lvl")
     if prefixed.height:
         pri = prefixed.select("line_no", pl.col("pri").cast(pl.Int64, strict=False).alias("ppri"), pl.col("lvl").alias("plvl"))
@@ -224,20 +252,23 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         recs = recs.with_columns(ppri=pl.lit(None, pl.Int64), plvl=NULL_S)
     host = pl.col("host").str.replace(r"^([A-Za-z][\w-]*)\.[A-Za-z][\w.-]*$", "$1")
     recs = recs.with_columns(
-        host=pl.when(host.is_in(NO_HOST) | host.is_null()).then(pl.lit(hint, pl.Utf8)).otherwise(host),
+        host=pl.when(host.is_in(NO_HOST) | host.is_null())
+        .then(batch.per_file([c.host_hint for c in ctxs], pl.Utf8)).otherwise(host),
         sev=pl.coalesce(severity_from_word(pl.col("plvl")), severity_from_pri(pl.col("ppri")), pl.col("sev")))
-    boot, boot_err = (None, None)
-    if recs.select(pl.col("up_us").is_not_null().any()).item():
-        boot, boot_err = _boot_time(ctx, hint)
+    raw_fids = set(recs.filter(pl.col("up_us").is_not_null())["fid"].unique().to_list())
+    boots = [_boot_time(c) if fid in raw_fids else (None, None) for fid, c in enumerate(ctxs)]
     naive = pl.col("naive")
     wall = pl.when(pl.col("off").is_not_null()).then(naive - pl.duration(minutes=pl.col("off"))) \
-        .otherwise(local_to_utc(naive, ctx.options.tz))
-    since_boot = pl.lit(boot, pl.Datetime("us")) + pl.duration(microseconds=pl.col("up_us")) if boot else pl.lit(None, pl.Datetime("us"))
+        .otherwise(local_to_utc(naive, tz))
+    since_boot = batch.per_file([b for b, _ in boots], pl.Datetime("us")) + pl.duration(microseconds=pl.col("up_us"))
     recs = recs.with_columns(event_time=pl.when(pl.col("up_us").is_not_null()).then(since_boot).otherwise(wall))
     recs = recs.with_columns(why=pl.when(pl.col("event_time").is_not_null()).then(NULL_S)
-                             .when(pl.col("up_us").is_not_null()).then(pl.lit(boot_err))
-                             .otherwise(pl.lit(f"invalid timestamp (or not a time in {ctx.options.tz})")))
-    recs, merged, rejects = _continuations(lines, skip, recs)
+                             .when(pl.col("up_us").is_not_null()).then(batch.per_file([e for _, e in boots], pl.Utf8))
+                             .otherwise(pl.lit(f"invalid timestamp (or not a time in {tz})")))
+    if recs.height == live.height:  # every line that is not skipped has a header: nothing to fold
+        merged, rejects = {}, make_rejects([], [], [])
+    else:
+        recs, merged, rejects = _continuations(lines, skip, recs)
     good = recs.filter(pl.col("why").is_null()).select("line_no", "event_time", "host", "sev", "message", "label", "code0")
     events = classify(good).with_columns(code=pl.coalesce("code", "code0", "label"))
     events = events.select(
@@ -247,22 +278,21 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         events = events.sort("line_no")
     bad = recs.filter(pl.col("why").is_not_null()).join(lines.rename({"text": "raw"}), on="line_no", how="left")
     rejects = pl.concat([make_rejects(bad["line_no"], bad["raw"], bad["why"].to_list()), rejects])
-    counts = recs["fmt"].value_counts(sort=True)
-    return ParseResult({"node_events": events}, rejects=rejects.sort("line_no"), skipped=n_skipped, merged=merged,
-                       format="+".join(counts["fmt"].to_list()))
+    return batch.BatchResult({"node_events": events}, rejects=rejects.sort("line_no"), skipped=skipped, merged=merged,
+                             formats=batch.formats(recs["fid"], recs["fmt"]), unrecognised=unrecognised)
 
 
 def _continuations(lines: pl.DataFrame, skip: pl.Series, recs: pl.DataFrame):
     """Fold header-less lines into the record above them when its format has
-    multi-line records; reject the rest. Returns (records, merged, rejects)."""
-    state = lines.select("line_no", "text").with_columns(skip=skip).join(
+    multi-line records; reject the rest. Returns (records, fid -> lines merged, rejects)."""
+    state = lines.select("fid", "line_no", "text").with_columns(skip=skip).join(
         recs.select("line_no", "fmt", "why"), on="line_no", how="left")
     # Each header-less line looks at the nearest line above that is not
     # header-less: a record (its line_no, mode, reject reason) or a skip (-1).
     is_n = pl.col("fmt").is_null() & ~pl.col("skip")
-    own = lambda e: pl.when(is_n).then(None).otherwise(e).forward_fill()  # noqa: E731
+    own = lambda e: pl.when(is_n).then(None).otherwise(e).forward_fill().over("fid")  # noqa: E731
     state = state.with_columns(
-        run=(~is_n).cum_sum(), is_n=is_n,
+        run=((~is_n) | (pl.col("fid") != pl.col("fid").shift(1))).cum_sum(), is_n=is_n,
         anchor=own(pl.when(pl.col("skip")).then(-1).otherwise(pl.col("line_no"))),
         mode=own(pl.col("fmt").replace_strict(ML, default=0, return_dtype=pl.Int8).fill_null(0)),
         awhy=own(pl.col("why").fill_null("")))
@@ -275,13 +305,15 @@ def _continuations(lines: pl.DataFrame, skip: pl.Series, recs: pl.DataFrame):
     orphan = n.filter(~pl.col("ok"))
     rejects = pl.concat([
         make_rejects(orphan["line_no"], orphan["text"], "no recognised timestamp header"),
-        make_rejects(dead["line_no"], dead["text"], [f"continuation of rejected line {a}" for a in dead["anchor"]])])
+        make_rejects(dead["line_no"], dead["text"],
+                     dead.select(pl.format("continuation of rejected line {}", batch.local_no(pl.col("anchor"))))
+                     .to_series())])
     if cont.height:
         extra = cont.group_by("anchor", maintain_order=True).agg(pl.col("text").str.strip_chars().str.join("\n").alias("more"))
         recs = recs.join(extra, left_on="line_no", right_on="anchor", how="left").with_columns(
             message=pl.when(pl.col("more").is_null()).then(pl.col("message"))
             .otherwise(pl.concat_str(["message", "more"], separator="\n"))).drop("more")
-    return recs, cont.height, rejects
+    return recs, batch.counts(cont["fid"]), rejects
 
 
 def _schema() -> dict:

@@ -15,8 +15,9 @@ from itertools import chain
 import polars as pl
 
 from analysis.hosts import HostlistError, expand_hostlist
-from analysis.lines import make_rejects
-from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
+from analysis.lines import empty_rejects, make_rejects
+from analysis.model import ParseContext, ParseResult
+from analysis.parsers import batch
 from analysis.parsers.sacct_repair import FREE_TEXT, JOBID_RE, repair_rows
 from analysis.parts import each_piece
 from analysis.timeutil import local_to_utc, parse_duration_s
@@ -57,11 +58,10 @@ def _columns(lines: pl.DataFrame, ctx: ParseContext) -> tuple[list[str], str, in
     return list(ctx.options.sacct_columns or DEFAULT_COLUMNS), delim, None
 
 
-def _field(df: pl.DataFrame, names: dict[str, int], name: str) -> pl.Expr:
+def _field(names: dict[str, int], name: str) -> pl.Expr:
+    """A field of the split rows (field_0 ... field_<n-1>), NULL for a column the dump does not have."""
     idx = names.get(name.lower())
-    if idx is None:
-        return pl.lit(None, dtype=pl.Utf8)
-    return pl.col("fields").list.get(idx, null_on_oob=True)
+    return pl.lit(None, dtype=pl.Utf8) if idx is None else pl.col(f"field_{idx}")
 
 
 def _time(expr: pl.Expr, tz: str) -> pl.Expr:
@@ -73,28 +73,35 @@ def _absent(expr: pl.Expr) -> pl.Expr:
 
 
 def _expand_nodes(node_lists: pl.Series, max_hosts: int) -> pl.DataFrame:
-    """Expand each distinct NodeList once (lists repeat across steps and jobs)."""
+    """Expand each distinct NodeList once (lists repeat across steps and jobs). The hosts are gathered
+    flat and listed by polars: a list column built from Python lists costs more than the expansion."""
     keys = node_lists.drop_nulls().unique().sort().to_list()
-    values, errors = [], []
+    owner, hosts, errors = [], [], {}
     for key in keys:
         try:
-            values.append(list(expand_hostlist(key, max_hosts)))
-            errors.append(None)
+            nodes = expand_hostlist(key, max_hosts)
         except HostlistError as exc:
-            values.append(None)
-            errors.append(f"unreadable NodeList: {exc}")
-    return pl.DataFrame({"node_list": keys, "nodes": values, "node_error": errors},
-                        schema={"node_list": pl.Utf8, "nodes": pl.List(pl.Utf8), "node_error": pl.Utf8})
+            errors[key] = f"unreadable NodeList: {exc}"
+            continue
+        owner.extend([key] * len(nodes))
+        hosts.extend(nodes)
+    listed = pl.DataFrame({"node_list": owner, "nodes": hosts}, schema={"node_list": pl.Utf8, "nodes": pl.Utf8}
+                          ).group_by("node_list", maintain_order=True).agg("nodes")
+    every = pl.DataFrame({"node_list": keys, "node_error": [errors.get(k) for k in keys]},
+                         schema={"node_list": pl.Utf8, "node_error": pl.Utf8})
+    every = every.join(listed, on="node_list", how="left", maintain_order="left")
+    return every.select("node_list", pl.when(pl.col("node_error").is_null()).then(
+        pl.col("nodes").fill_null(pl.lit([], pl.List(pl.Utf8)))).alias("nodes"), "node_error")
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    return _parse(lines, ctx)[0]
+    return batch.single(parse_batch(batch.numbered(lines), [ctx]))
 
 
 def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
     """A large dump piece by piece (analysis/parts.py), cut before a header or a row on one line of its own
     (as many fields as the first header names): a row split over lines, or a SubmitLine's continuation
-    lines, stay in one piece. A piece is read with the columns of the header above it."""
+    lines, stay in one piece. A piece is read as a batch of one file, with the columns of the header above it."""
     chunks = iter(chunks)
     first = next(chunks, pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8}))
     columns, delim, _ = _columns(first, ctx)
@@ -107,83 +114,135 @@ def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[
 
     def piece(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         nonlocal above
-        result, above = _parse(lines, ctx, above)
-        return result
+        result, above = _parse_batch(batch.numbered(lines), [ctx], above)
+        return batch.single(result)
 
     yield from each_piece(piece, chain([first], chunks), ctx, starts)
 
 
-def _parse(lines: pl.DataFrame, ctx: ParseContext,
-           above: tuple[list[str], str] | None = None) -> tuple[ParseResult, tuple[list[str], str] | None]:
-    """-> (the result, the columns and delimiter of the last header seen). ``above``: those of the header
-    above ``lines`` (a piece after the first), which reads the lines before their first header."""
-    columns, delim, header_no = _columns(lines, ctx)
-    if header_no is None and above is None:
-        return _parse_segment(lines, columns, delim, ctx), None
-    if header_no is None:
-        columns, delim = above
-    # Concatenated dumps repeat the header, possibly with other columns: each
-    # header starts a segment parsed with its own column names.
-    is_header = pl.col("text").str.contains(rf"(?i)(^|{re.escape(delim)})\s*JobID\s*({re.escape(delim)}|$)")
-    segments = lines.with_columns(seg=is_header.cum_sum()).partition_by("seg", maintain_order=True, include_key=False)
-    results = []
-    for segment in segments:
-        seg_columns, _, seg_header = _columns(segment, ctx)
-        if seg_header is None:  # lines before the first header: read with the first header's (or the one above)
-            seg_columns = columns
-        results.append(_parse_segment(segment, seg_columns, delim, ctx))
-        above = (seg_columns, delim)
-    return ParseResult(
-        tables={"sacct_records": pl.concat([r.tables["sacct_records"] for r in results], how="vertical_relaxed")},
-        rejects=pl.concat([r.rejects for r in results], how="vertical_relaxed"),
-        skipped=sum(r.skipped for r in results), merged=sum(r.merged for r in results), format=f"sacct{delim}"), above
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
+    """Many sacct dumps at once (analysis.parsers.batch). Concatenated dumps repeat the header, possibly
+    with other columns: each header starts a segment read with its own column names, and the segments
+    of every file that share column names are read together."""
+    return _parse_batch(lines, ctxs)[0]
 
 
-def _parse_segment(lines: pl.DataFrame, columns: list[str], delim: str, ctx: ParseContext) -> ParseResult:
+def _parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext], above: tuple[list[str], str] | None = None
+                 ) -> tuple[batch.BatchResult, tuple[list[str], str] | None]:
+    """-> (the result, the columns and delimiter of the last header seen, or ``above`` when none).
+    ``above`` (one file read in pieces: stream_parts): those of the header above ``lines``, which
+    read the lines before the piece's first header; the piece is cut at every header."""
+    opts = ctxs[0].options
+    firsts = lines.filter(pl.col("text").str.strip_chars() != "").group_by("fid", maintain_order=True).agg(
+        pl.col("text").first())
+    first_of = dict(zip(firsts["fid"].to_list(), firsts["text"].to_list()))
+    delims = {fid: opts.sacct_delimiter or (detect_delimiter(first_of[fid]) if fid in first_of else "|")
+              for fid in range(len(ctxs))}
+    if above is not None:
+        delims = {0: above[1]}
+    result = batch.BatchResult(tables={}, rejects=empty_rejects())
+    last = above
+    for delim in sorted(set(delims.values())):
+        fids = [fid for fid, d in delims.items() if d == delim]
+        part = lines.filter(pl.col("fid").is_in(fids)) if len(delims) > 1 else lines
+        # a file whose first line is a header is cut at every header line; one without is one segment
+        headed = [fid for fid in fids if above is not None or fid in first_of and _header(first_of[fid], delim)]
+        is_header = pl.col("fid").is_in(headed) & pl.col("text").str.contains(
+            rf"(?i)(^|{re.escape(delim)})\s*JobID\s*({re.escape(delim)}|$)")
+        part = part.with_columns(seg=(is_header | (pl.col("fid") != pl.col("fid").shift(1).fill_null(-1))).cum_sum())
+        starts = part.group_by("seg", maintain_order=True).agg(pl.col("fid").first(), pl.col("text").first(),
+                                                               is_header.first().alias("header"))
+        first_columns = {0: above[0]} if above is not None else {}
+        seg_columns = {}
+        for seg, fid, text, header in starts.iter_rows():
+            if header:
+                seg_columns[seg] = [f.strip() for f in text.split(delim)]
+                first_columns.setdefault(fid, seg_columns[seg])
+                last = (seg_columns[seg], delim)
+        for seg, fid, _, header in starts.iter_rows():
+            if not header:  # a headerless file, the lines before a file's first header, or a piece's before its first
+                seg_columns[seg] = first_columns.get(fid) or list(opts.sacct_columns or DEFAULT_COLUMNS)
+        by_columns: dict[tuple, list[int]] = {}
+        for seg, columns in seg_columns.items():
+            by_columns.setdefault(tuple(columns), []).append(seg)
+        for columns, segs in by_columns.items():
+            seg_lines = part.filter(pl.col("seg").is_in(segs)) if len(by_columns) > 1 else part
+            _add(result, seg_lines, list(columns), delim, opts)
+        for fid in fids:
+            result.formats[fid] = f"sacct{delim}"
+    if not result.tables:
+        result.tables["sacct_records"] = _parse_fields(pl.DataFrame(schema={"line_no": pl.Int64}), list(DEFAULT_COLUMNS),
+                                                       {}, opts.tz, opts.max_hostlist_hosts)[0]
+    return result, last
+
+
+def _header(first_line: str, delim: str) -> bool:
+    return any(f.strip().lower() == "jobid" for f in first_line.split(delim))
+
+
+def _add(result: batch.BatchResult, lines: pl.DataFrame, columns: list[str], delim: str, opts) -> None:
+    """Parse segments that share ``columns`` into ``result``."""
     names: dict[str, int] = {}
     for i, col in enumerate(columns):
         names.setdefault(col.lower(), i)  # a repeated column (gcm dumps end with End twice): first wins
-    if "jobid" not in names:
-        raise UnrecognisedFormat("sacct dump without a JobID column (no header and no --sacct-columns?)")
+    if "jobid" not in names:  # the whole file is no sacct dump this parser can read
+        for fid in lines["fid"].unique().to_list():
+            result.unrecognised[fid] = "sacct dump without a JobID column (no header and no --sacct-columns?)"
+        return
     header_text = delim.join(columns)
-    blank = (pl.col("text").str.strip_chars() == "") | (pl.col("text").str.strip_chars() == header_text)
-    body = lines.filter(~blank).with_columns(n=pl.col("text").str.count_matches(delim, literal=True) + 1)
-    skipped = lines.height - body.height
+    stripped = pl.col("text").str.strip_chars()
+    body = lines.filter((stripped != "") & (stripped != header_text)).with_columns(
+        n=pl.col("text").str.count_matches(delim, literal=True) + 1)
+    _count(result.skipped, batch.counts(lines["fid"]), batch.counts(body["fid"]), -1)
 
     body, merged_tail = _fold_trailing_lines(body, columns, delim)
-    good = body.filter(pl.col("n") == len(columns)).select(
-        "line_no", fields=pl.col("text").str.split(delim))
-    repaired, rejects, merged = repair_rows(body.filter(pl.col("n") != len(columns)), body,
-                                            columns, names, delim)
-    records = pl.concat([good, repaired], how="vertical_relaxed") if repaired.height else good
-    records, bad = _parse_fields(records, names, ctx.options.tz, ctx.options.max_hostlist_hosts)
+    ncols = len(columns)
+    good = body.filter(pl.col("n") == ncols).select(
+        "line_no", f=pl.col("text").str.split_exact(delim, ncols - 1)).unnest("f")
+    repaired, rejects, merged = repair_rows(body.filter(pl.col("n") != ncols), body, columns, names, delim)
+    if repaired.height:
+        fields = [f"field_{i}" for i in range(ncols)]
+        repaired = repaired.select("line_no", f=pl.col("fields").list.to_struct(fields=fields)).unnest("f")
+        good = pl.concat([good, repaired], how="vertical_relaxed")
+    records, bad = _parse_fields(good, columns, names, opts.tz, opts.max_hostlist_hosts)
     if bad.height:
         raw = lines.join(bad, on="line_no").sort("line_no")
         rejects = pl.concat([rejects, make_rejects(raw["line_no"], raw["text"], raw["why"])])
-    return ParseResult(tables={"sacct_records": records}, rejects=rejects,
-                       skipped=skipped, merged=merged + merged_tail, format=f"sacct{delim}")
+    _count(result.merged, merged, merged_tail)
+    old = result.tables.get("sacct_records")
+    result.tables["sacct_records"] = records if old is None else pl.concat([old, records], how="vertical_relaxed")
+    result.rejects = pl.concat([result.rejects, rejects], how="vertical_relaxed")
 
 
-def _fold_trailing_lines(body: pl.DataFrame, columns: list[str], delim: str) -> tuple[pl.DataFrame, int]:
+def _count(into: dict, add: dict, other: dict | None = None, sign: int = 1) -> None:
+    """into[fid] += add[fid] + sign * other[fid]."""
+    for fid in set(add) | set(other or {}):
+        into[fid] = into.get(fid, 0) + add.get(fid, 0) + sign * (other or {}).get(fid, 0)
+
+
+def _fold_trailing_lines(body: pl.DataFrame, columns: list[str], delim: str) -> tuple[pl.DataFrame, dict[int, int]]:
     """A newline inside the last field (a SubmitLine such as ``sbatch
     --wrap="a<newline>b"``) leaves a complete row followed by delimiter-free
     lines. A shell command line only continues over a newline inside quotes or
     after a backslash, so a line is folded back into the row only while the
     row's last field has a quote open or ends in ``\\``; any other delimiter-free line stays a line of its own (and is
-    rejected), never silently absorbed."""
+    rejected), never silently absorbed. Lines fold within their segment only (``seg``: a file, or the
+    part of a file under one header). Returns the body and fid -> lines folded."""
     if columns[-1].lower() not in FREE_TEXT or body.height == 0 or not (body["n"] == 1).any():
-        return body, 0  # the usual dump: no delimiter-free line at all
+        return body, {}  # the usual dump: no delimiter-free line at all
     ncols = len(columns)
+    cols = ["fid", "seg", "line_no", "text", "n"]
+    new_seg = pl.col("seg") != pl.col("seg").shift(1).fill_null(-1)
     # Only groups of a row and the delimiter-free lines after it need the
     # window functions below; everything else passes through untouched.
-    body = body.with_columns(grp=(pl.col("n") != 1).cum_sum())
+    body = body.with_columns(grp=((pl.col("n") != 1) | new_seg).cum_sum())
     in_group = pl.len().over("grp") > 1
-    untouched = body.filter(~in_group).select("line_no", "text", "n")
+    untouched = body.filter(~in_group).select(cols)
     body = body.filter(in_group)
     # A tool's own message captured with the dump is not part of a submit line.
     not_text = pl.col("text").str.contains(TOOL_MESSAGE) | pl.col("text").str.contains(_ROW_START)
     own = pl.when(pl.col("n") == ncols).then(pl.col("text").str.split(delim).list.last()).otherwise(pl.col("text"))
-    body = body.with_columns(grp=((pl.col("n") != 1) | not_text).cum_sum(),
+    body = body.with_columns(grp=((pl.col("n") != 1) | not_text | new_seg).cum_sum(),
                              dq=own.str.count_matches('"', literal=True), sq=own.str.count_matches("'", literal=True),
                              bs=own.str.strip_chars_end().str.ends_with("\\"))
     before = lambda c: pl.col(c).cum_sum().over("grp") - pl.col(c)  # noqa: E731 - quotes seen before this line
@@ -196,39 +255,45 @@ def _fold_trailing_lines(body: pl.DataFrame, columns: list[str], delim: str) -> 
     body = body.with_columns(grp2=(~pl.col("cont")).cum_sum())
     body = body.with_columns(fold=pl.len().over("grp2") > 1)
     folded = body.filter(pl.col("fold")).group_by("grp2", maintain_order=True).agg(
-        pl.col("line_no").first(), pl.col("text").str.join("\n"), k=pl.len())
-    rest = body.filter(~pl.col("fold")).select("line_no", "text", "n")
-    joined = folded.select("line_no", "text", n=pl.lit(ncols, pl.UInt32))
+        pl.col("fid", "seg", "line_no").first(), pl.col("text").str.join("\n"), k=pl.len())
+    rest = body.filter(~pl.col("fold")).select(cols)
+    joined = folded.select("fid", "seg", "line_no", "text", n=pl.lit(ncols, pl.UInt32))
+    merged = folded.group_by("fid").agg((pl.col("k") - 1).sum())
     return (pl.concat([untouched, rest, joined], how="vertical_relaxed").sort("line_no"),
-            int((folded["k"] - 1).sum()))
+            dict(zip(merged["fid"].to_list(), merged["k"].to_list())))
 
 
-def _problems(df: pl.DataFrame, names: dict[str, int], f, tz: str) -> pl.Expr:
-    """The first reason a row's typed fields do not parse (NULL: row is fine).
+def _problems(names: dict[str, int], f) -> list[tuple[pl.Expr, pl.Expr]]:
+    """(fault, reason) pairs, the first fault of a row giving its reason.
     A row with the right field count can still be shifted (a headerless dump in
     another column order) or use another time format: reject rather than store
     a state in the time column or a silently NULL start."""
-    checks = [pl.when(pl.col("jid").struct.field("base").is_null())
-              .then(pl.format("unparseable JobID '{}'", pl.col("job_id_text")))]
+    checks = [(pl.col("jid").struct.field("base").is_null(), pl.format("unparseable JobID '{}'", pl.col("job_id_text")))]
     if "state" in names:
-        checks.append(pl.when(~_absent(f("State")) & ~f("State").str.strip_chars().str.contains(_STATE_RE))
-                      .then(pl.format("unparseable State '{}'", f("State"))))
+        checks.append((~_absent(f("State")) & ~f("State").str.strip_chars().str.contains(_STATE_RE),
+                       pl.format("unparseable State '{}'", f("State"))))
     for col in ("Submit", "Eligible", "Start", "End"):
         if col.lower() in names:
-            checks.append(pl.when(~_absent(f(col)) & pl.col(f"t_{col}").is_null())
-                          .then(pl.format("unparseable {} time '{}'", pl.lit(col), f(col))))
+            checks.append((~_absent(f(col)) & pl.col(f"t_{col}").is_null(),
+                           pl.format("unparseable {} time '{}'", pl.lit(col), f(col))))
     if "exitcode" in names:
-        checks.append(pl.when(~_absent(f("ExitCode")) & ~f("ExitCode").str.contains(r"^-?\d{1,9}:-?\d{1,9}$"))
-                      .then(pl.format("unparseable ExitCode '{}'", f("ExitCode"))))
+        checks.append((~_absent(f("ExitCode")) & ~f("ExitCode").str.contains(r"^-?\d{1,9}:-?\d{1,9}$"),
+                       pl.format("unparseable ExitCode '{}'", f("ExitCode"))))
     if "nnodes" in names:
-        checks.append(pl.when(~_absent(f("NNodes")) & ~f("NNodes").str.contains(r"^\d{1,9}$"))
-                      .then(pl.format("unparseable NNodes '{}'", f("NNodes"))))
-    return pl.coalesce(checks)
+        checks.append((~_absent(f("NNodes")) & ~f("NNodes").str.contains(r"^\d{1,9}$"),
+                       pl.format("unparseable NNodes '{}'", f("NNodes"))))
+    return checks
 
 
-def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str,
+def _parse_fields(records: pl.DataFrame, columns: list[str], names: dict[str, int], tz: str,
                   max_hosts: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    f = lambda name: _field(records, names, name)  # noqa: E731
+    """Split rows (line_no, field_0 ... field_<n-1>) -> sacct_records rows, and (line_no, why) of the rows
+    refused. Fields with few distinct values (State, ExitCode, AllocTRES, Elapsed) are read once per value."""
+    if not names:  # (only for the schema of an empty result)
+        names = {c.lower(): i for i, c in enumerate(columns)}
+    records = records.with_columns(pl.lit(None, pl.Utf8).alias(f"field_{i}") for i in range(len(columns))
+                                   if f"field_{i}" not in records.columns)
+    f = lambda name: _field(names, name)  # noqa: E731
     blank_none = lambda e: pl.when(e.str.strip_chars().is_in(["", "Unknown", "None"])).then(None).otherwise(e)  # noqa: E731
     df = records.with_columns(
         job_id_text=f("JobID").str.strip_chars(),
@@ -236,17 +301,22 @@ def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str,
     ).with_columns(jid=pl.col("job_id_text").str.extract_groups(JOBID_RE),
                    # each time parsed once: the checks and the columns below share them
                    **{f"t_{c}": _time(f(c), tz) for c in ("Submit", "Eligible", "Start", "End")})
-    df = df.with_columns(why=_problems(df, names, f, tz))
-    bad = df.filter(pl.col("why").is_not_null()).select("line_no", "why")
-    df = df.filter(pl.col("why").is_null())
+    checks = _problems(names, f)
+    df = df.with_columns(faulty=pl.any_horizontal([fault for fault, _ in checks]).fill_null(False))
+    # reasons are written for the refused rows only: a when/then would format one for every row
+    bad = df.filter("faulty").select("line_no", why=pl.coalesce([pl.when(fault).then(why) for fault, why in checks]))
+    df = df.filter(~pl.col("faulty"))
     jid = pl.col("jid").struct
-    state = f("State").str.strip_chars().str.extract_groups(r"^(?P<state>\S+)(?:\s+by\s+(?P<by>\S+))?")
-    exit_parts = f("ExitCode").str.extract_groups(r"^(?P<code>-?\d+):(?P<sig>-?\d+)$")
-    tres = f("AllocTRES")
-    gpus_plain = tres.str.extract(r"(?:^|,)gres/gpu=(\d+)").cast(pl.Int32, strict=False)
-    gpus_typed = tres.str.extract_all(r"gres/gpu:[^=,]+=(\d+)").list.eval(
+    v = pl.col("v")
+    df = _per_value(df, f("State"), state=v.str.strip_chars().str.extract_groups(r"^(?P<state>\S+)(?:\s+by\s+(?P<by>\S+))?"))
+    df = _per_value(df, f("ExitCode"), exit_parts=v.str.extract_groups(r"^(?P<code>-?\d+):(?P<sig>-?\d+)$"))
+    gpus_plain = v.str.extract(r"(?:^|,)gres/gpu=(\d+)").cast(pl.Int32, strict=False)
+    gpus_typed = v.str.extract_all(r"gres/gpu:[^=,]+=(\d+)").list.eval(
         pl.element().str.extract(r"=(\d+)").cast(pl.Int32, strict=False)).list.sum()
-    elapsed = parse_duration_s(f("Elapsed"))
+    df = _per_value(df, f("AllocTRES"), n_gpus=pl.when(v.is_null() | (v == "")).then(None)
+                    .otherwise(pl.coalesce(gpus_plain, gpus_typed, pl.lit(0, pl.Int32))).cast(pl.Int32))
+    df = _per_value(df, f("Elapsed"), elapsed=parse_duration_s(v))
+    state, exit_parts, tres, elapsed = pl.col("state"), pl.col("exit_parts"), f("AllocTRES"), pl.col("elapsed")
     out = df.select(
         job_id=pl.col("job_id_text").str.extract(r"^([^.]+)"),
         job_id_raw=pl.coalesce(pl.col("raw_text").str.extract(r"^([^.]+)"),
@@ -272,8 +342,7 @@ def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str,
         .then(pl.col("t_Start") + pl.duration(seconds=elapsed)).otherwise(pl.col("t_End")),
         elapsed_s=pl.coalesce(elapsed, f("ElapsedRaw").cast(pl.Int64, strict=False)),
         n_nodes=pl.coalesce(f("NNodes"), f("AllocNodes")).cast(pl.Int32, strict=False),
-        n_gpus=pl.when(tres.is_null() | (tres == "")).then(None)
-        .otherwise(pl.coalesce(gpus_plain, gpus_typed, pl.lit(0, pl.Int32))).cast(pl.Int32),
+        n_gpus="n_gpus",
         alloc_tres=blank_none(tres),
         node_list=pl.when(f("NodeList").str.strip_chars() == "None assigned").then(None)
         .otherwise(blank_none(f("NodeList"))),
@@ -288,3 +357,11 @@ def _parse_fields(records: pl.DataFrame, names: dict[str, int], tz: str,
     out = out.with_columns(nodes=pl.when(pl.col("node_list").is_null())
                            .then(pl.lit([], dtype=pl.List(pl.Utf8))).otherwise(pl.col("nodes")))
     return out, bad
+
+
+def _per_value(df: pl.DataFrame, column: pl.Expr, **exprs: pl.Expr) -> pl.DataFrame:
+    """``exprs`` (on column ``v``) computed once per distinct value of ``column`` and joined back: a dump
+    of a million rows holds a few dozen states, exit codes and TRES strings."""
+    values = df.select(v=column).unique()
+    return df.with_columns(v=column).join(values.with_columns(**exprs), on="v", how="left", nulls_equal=True,
+                                          maintain_order="left").drop("v")

@@ -18,6 +18,7 @@ import re
 import polars as pl
 
 from analysis.lines import empty_rejects, make_rejects
+from analysis.parsers.batch import FILE
 
 # Slurm job ids are 32-bit; 18 digits is the most an Int64 column holds.
 JOBID_RE = r"^(?P<base>\d{1,18})(?:_(?P<task>\d{1,18}|\[[^\]]*\]))?(?:\+(?P<het>\d{1,9}))?(?:\.(?P<step>[A-Za-z0-9_+-]+))?$"
@@ -55,20 +56,28 @@ def _fold_extras(fields: list[str], names: dict[str, int], delim: str, ncols: in
 
 
 def repair_rows(bad: pl.DataFrame, body: pl.DataFrame, columns: list[str], names: dict[str, int],
-                delim: str) -> tuple[pl.DataFrame, pl.DataFrame, int]:
-    """Return (repaired rows as (line_no, fields), rejects, lines merged)."""
+                delim: str) -> tuple[pl.DataFrame, pl.DataFrame, dict[int, int]]:
+    """Return (repaired rows as (line_no, fields), rejects, fid -> lines merged). A row borrows lines of
+    its own segment only (``seg``: a file, or the part of a file under one header)."""
     empty = pl.DataFrame(schema={"line_no": pl.Int64, "fields": pl.List(pl.Utf8)})
     if bad.height == 0:
-        return empty, empty_rejects(), 0
+        return empty, empty_rejects(), {}
     ncols = len(columns)
-    # Work on the whole non-blank body in order, so a split row can borrow the
-    # line that follows it; only positions flagged bad start a repair.
+    # Work on the non-blank body in order, so a split row can borrow the lines
+    # that follow it; only positions flagged bad start a repair, so only the
+    # lines a repair can reach are taken out of polars.
+    body = body.with_row_index("pos")
+    starts = body.filter(pl.col("line_no").is_in(bad["line_no"].implode()))["pos"].cast(pl.Int64)
+    reach = pl.int_ranges(starts, starts + MAX_JOINED_LINES + 1, eager=True).explode().unique()
+    body = body.filter(pl.col("pos").is_in(reach.implode()))
     line_nos = body["line_no"].to_list()
     texts = body["text"].to_list()
     counts = body["n"].to_list()
+    segs = body["seg"].to_list()
+    positions = body["pos"].to_list()
     pos_of = {ln: i for i, ln in enumerate(line_nos)}
     out_no, out_fields, rej_no, rej_raw, rej_reason = [], [], [], [], []
-    merged = 0
+    merged: dict[int, int] = {}
     consumed: set[int] = set()
     for ln in bad["line_no"].to_list():
         i = pos_of[ln]
@@ -77,10 +86,10 @@ def repair_rows(bad: pl.DataFrame, body: pl.DataFrame, columns: list[str], names
         if counts[i] > ncols:
             fields, why = _fold_extras(texts[i].split(delim), names, delim, ncols)
         else:
-            fields, why, j = _join_split(i, texts, counts, ncols, delim, names)
+            fields, why, j = _join_split(i, texts, counts, segs, positions, ncols, delim, names)
             if fields is not None:
                 consumed.update(range(i + 1, j + 1))
-                merged += j - i
+                merged[ln // FILE] = merged.get(ln // FILE, 0) + j - i
         if fields is None:
             rej_no.append(ln)
             rej_raw.append(texts[i])
@@ -98,10 +107,12 @@ def repair_rows(bad: pl.DataFrame, body: pl.DataFrame, columns: list[str], names
 MAX_JOINED_LINES = 64
 
 
-def _join_split(i, texts, counts, ncols, delim, names):
-    """Join line i with the lines after it while the field count stays <= ncols."""
+def _join_split(i, texts, counts, segs, positions, ncols, delim, names):
+    """Join line i with the lines after it (in its segment) while the field count stays <= ncols."""
     total, j = counts[i], i
-    while (total < ncols and j + 1 < len(texts) and j - i < MAX_JOINED_LINES and counts[j + 1] < ncols
+    while (total < ncols and j + 1 < len(texts) and segs[j + 1] == segs[i] and positions[j + 1] == positions[j] + 1
+           and j - i < MAX_JOINED_LINES
+           and counts[j + 1] < ncols
            and total + counts[j + 1] - 1 <= ncols):
         j += 1
         total += counts[j] - 1

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Iterator
 import polars as pl
 
 from analysis.lines import make_rejects
-from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
+from analysis.model import ParseContext, ParseResult
+from analysis.parsers import batch
 from analysis.parts import each_piece
 from analysis.timeutil import TZ_ABBREV_MINUTES, infer_year, month_number, shift_by_abbrev
 
@@ -170,8 +171,13 @@ def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+    return batch.single(parse_batch(batch.numbered(lines), [ctx]))
+
+
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
+    """Many switch logs at once (analysis.parsers.batch)."""
     blank = lines["text"].str.strip_chars().str.len_chars() == 0
-    skipped = int(blank.sum())
+    skipped = batch.counts(lines["fid"].filter(blank))
     df = lines.filter(~blank)
 
     # <PRI> is common to every shape; take it off once.
@@ -192,8 +198,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
                 pl.lit(shape).alias("shape"), pl.col("body").str.slice(groups["hdr"].str.len_chars()).alias("msg"),
                 *[groups[f] if f in groups.columns else pl.lit(None, pl.Utf8).alias(f) for f in FIELDS]))
     unmatched = rest
-    if not parts and unmatched.height:
-        raise UnrecognisedFormat("no line has a switch syslog header (RFC 3164/5424, ISO, NX-OS)")
+    # a file of which no line has a header is no switch log: none of its lines is read
+    headed = set(pl.concat([p["fid"] for p in parts]).unique().to_list()) if parts else set()
+    unrecognised = {fid: "no line has a switch syslog header (RFC 3164/5424, ISO, NX-OS)"
+                    for fid in set(unmatched["fid"].unique().to_list()) - headed}
     df = pl.concat(parts) if parts else df.clear().with_columns(
         pl.lit(None, pl.Utf8).alias("shape"), *[pl.lit(None, pl.Utf8).alias(f) for f in FIELDS + ["msg"]])
 
@@ -211,8 +219,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     # --- time: device stamp (year or inferred) + zone/offset -> naive UTC ---
     year = pl.col("year").cast(pl.Int32, strict=False)
     if df.select(year.is_null().any()).item():
-        ref_year, ref_month = _year_reference(ctx)
-        year = pl.coalesce(year, infer_year(pl.col("mon"), ref_year, ref_month))
+        refs = [_year_reference(ctx) for ctx in ctxs]
+        year = pl.coalesce(year, infer_year(pl.col("mon"), batch.per_file([y for y, _ in refs], pl.Int32),
+                                            batch.per_file([m for _, m in refs], pl.Int32)))
     stamp = pl.concat_str([year, pl.lit("-"), pl.col("mon"), pl.lit("-"), pl.col("day"), pl.lit(" "),
                            pl.col("H"), pl.lit(":"), pl.col("M"), pl.lit(":"), pl.col("S")])
     naive = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us") + pl.duration(
@@ -224,7 +233,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     df = df.with_columns(_naive=naive, _off=off_min)
     naive = pl.col("_naive")
     df = df.with_columns(event_time=pl.when(pl.col("_off").is_not_null()).then(naive - pl.duration(minutes=pl.col("_off")))
-                         .otherwise(shift_by_abbrev(naive, pl.col("tz"), ctx.options.tz)))
+                         .otherwise(shift_by_abbrev(naive, pl.col("tz"), ctxs[0].options.tz)))
     bad_time = df.filter(pl.col("event_time").is_null())
     df = df.filter(pl.col("event_time").is_not_null())
 
@@ -256,7 +265,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         "kind", "code", "severity",
         pl.col("msg").alias("message"),
         "device",
-        pl.coalesce(pl.col("host"), pl.lit(ctx.host_hint, pl.Utf8)).alias("reporter"),
+        pl.coalesce(pl.col("host"), batch.per_file([c.host_hint for c in ctxs], pl.Utf8)).alias("reporter"),
         "line_no",
     ).sort("line_no")
 
@@ -266,6 +275,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         make_rejects(bad_time["line_no"], bad_time["text"],
                      "invalid timestamp (impossible date/time or a local time skipped by DST)"),
     ]).sort("line_no")
-    shapes = df["shape"].value_counts(sort=True)["shape"].to_list() if df.height else []
-    return ParseResult(tables={"node_events": events}, rejects=rejects, skipped=skipped,
-                       format="switch-syslog:" + "+".join(shapes) if shapes else "switch-syslog")
+    shapes = batch.formats(df["fid"], df["shape"])
+    return batch.BatchResult(tables={"node_events": events}, rejects=rejects, skipped=skipped,
+                             formats={fid: "switch-syslog:" + shapes[fid] if fid in shapes else "switch-syslog"
+                                      for fid in range(len(ctxs))}, unrecognised=unrecognised)
