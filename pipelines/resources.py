@@ -11,9 +11,12 @@ from analysis.options import load_options
 from analysis.model import IngestOptions
 
 
-def retrain_after_days_default() -> float:
-    """$GOODPUT_RETRAIN_AFTER_DAYS (days of data a saved model serves before it is retrained; 0: every
-    run), else 7."""
+def retrain_after_days_default(setting: float | None = None) -> float:
+    """A resource's retrain_after_days when set, else $GOODPUT_RETRAIN_AFTER_DAYS (days of data a saved
+    model serves before it is retrained; 0: every run), else 7. Read when a model step runs, so a bad
+    value fails that step with this message rather than every import."""
+    if setting is not None:
+        return max(0.0, float(setting))
     value = os.environ.get("GOODPUT_RETRAIN_AFTER_DAYS", "").strip()
     try:
         return max(0.0, float(value)) if value else 7.0
@@ -91,7 +94,7 @@ class ModelSettings(ConfigurableResource):
     and retrained when retrain_after_days of new data have passed, or their
     input definition changed (analysis.cadence); runs in between only score."""
     labels_file: str | None = os.environ.get("GOODPUT_LABELS") or None
-    retrain_after_days: float = retrain_after_days_default()
+    retrain_after_days: float | None = None  # None: $GOODPUT_RETRAIN_AFTER_DAYS, else 7
     window_days: int = 28
     min_signals: int = 2
     expiry_days: int = 14
@@ -121,7 +124,8 @@ class ModelSettings(ConfigurableResource):
         return ModelsConfig(lemon=LemonConfig(window_days=self.window_days, min_signals=self.min_signals),
                             ladder=self.ladder(), labels_path=labels,
                             model_dir=Path(db_path).resolve().parent / "models",
-                            cadence=Cadence(self.retrain_after_days, scope=Path(db_path).name))
+                            cadence=Cadence(retrain_after_days_default(self.retrain_after_days),
+                                            scope=Path(db_path).name))
 
 
 class CriteriaSettings(ConfigurableResource):
@@ -154,12 +158,12 @@ class TelemetrySettings(ConfigurableResource):
     max_train_jobs: int = 50
     min_train_jobs: int = 3
     lookback_days: float = 14.0  # a retrained detector re-judges the jobs that ended in the last two weeks
-    retrain_after_days: float = retrain_after_days_default()
+    retrain_after_days: float | None = None  # None: $GOODPUT_RETRAIN_AFTER_DAYS, else 7
 
     def cadence(self, db_path: str, retrain: frozenset = frozenset()):
         from analysis.cadence import Cadence
 
-        return Cadence(self.retrain_after_days, retrain, Path(db_path).name)
+        return Cadence(retrain_after_days_default(self.retrain_after_days), retrain, Path(db_path).name)
 
     def config(self):
         from analysis.telemetry.detect import DetectConfig

@@ -232,3 +232,17 @@ def test_cadence_decisions():
         "predates fingerprints")
     assert decide("lemon", saved, "f", day, Cadence(0), Path("m")).trained  # 0: every run
     assert decide("lemon", saved, "f", day, cad, None).trained  # nowhere to save: trained for the run
+
+
+def test_retrain_after_days_from_the_environment(monkeypatch):
+    from pipelines.resources import ModelSettings, TelemetrySettings, retrain_after_days_default
+
+    monkeypatch.setenv("GOODPUT_RETRAIN_AFTER_DAYS", "0")
+    assert TelemetrySettings().cadence("/x/w.duckdb") == Cadence(0.0, frozenset(), "w.duckdb")
+    assert ModelSettings().config("src", "/x/w.duckdb").cadence.retrain_after_days == 0.0
+    assert TelemetrySettings(retrain_after_days=3).cadence("/x/w.duckdb").retrain_after_days == 3.0
+    monkeypatch.setenv("GOODPUT_RETRAIN_AFTER_DAYS", "weekly")  # a bad value fails the model step that reads it
+    with pytest.raises(ValueError, match="GOODPUT_RETRAIN_AFTER_DAYS must be a number of days, got 'weekly'"):
+        TelemetrySettings().cadence("/x/w.duckdb")
+    monkeypatch.delenv("GOODPUT_RETRAIN_AFTER_DAYS")
+    assert retrain_after_days_default() == 7.0
