@@ -8,7 +8,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 GPUS_PER_NODE = 8
 
@@ -138,6 +137,8 @@ def sweep(target: float, rates_per_1000: list[float], gpus: list[int], u0_h: flo
 
 def gamma_rate_ci(failures: int, exposure: float, level: float = 0.90) -> tuple[float, float]:
     """Exact (Gamma) confidence interval of a Poisson rate: failures over exposure."""
+    from scipy import stats  # here: scipy.stats takes seconds to load, and a run that rebuilds nothing needs none
+
     lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
     lo = stats.gamma.ppf(lo_q, failures) / exposure if failures > 0 else 0.0
     hi = stats.gamma.ppf(hi_q, failures + 1) / exposure

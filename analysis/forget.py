@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analysis import sql
+from analysis import fingerprints, sql
 from analysis.display import utf8_path
 
 
@@ -81,8 +81,10 @@ def forget(con: duckdb.DuckDBPyConnection, args: list[str], dry_run: bool = Fals
         files = sql.query(con, "forget_files_summary")
         copies = sql.query(con, "forget_copies")["path"].to_list()
         if not dry_run:
-            # the rows and rejects go as they do before a re-ingest; then the file records
-            sql.run_steps(con, [("delete_files_rows", None), ("forget_files", None)])
+            # the rows and rejects go as they do before a re-ingest; then the file records; and the next run
+            # versions every source again, so what was built from these files is rebuilt
+            sql.run_steps(con, [("delete_files_rows", None), ("forget_files", None),
+                                ("asset_inputs_forget_sources", {"prefix": fingerprints.SOURCE})])
     finally:
         con.unregister("staged_files")
     return Forgotten(files, copies, [p for p in paths if Path(p).exists()])

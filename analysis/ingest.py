@@ -14,24 +14,25 @@ import importlib
 import io
 import logging
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
 from analysis import sql, warehouse
-from analysis.accounting import AccountingError, account, all_rejects
+from analysis.accounting import AccountingError, Tally
 from analysis.display import printable, utf8_path
 from analysis.hosts import MAX_HOSTS, host_from_path
-from analysis.lines import (MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge, LineFile, LineStream,
-                            RawFile, empty_rejects, first_line, hash_only, head_bytes, make_rejects, read_lines,
-                            read_raw)
+from analysis.lines import (GZIP_MAGIC, MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge, LineFile,
+                            LineStream, RawFile, empty_rejects, first_line, hash_only, head_bytes, make_rejects,
+                            read_lines, read_raw)
 from analysis.model import IngestOptions, ParseContext, ParseResult, UnrecognisedFormat
 from analysis.options import CONFIG_NAMES, load_options  # noqa: F401 - re-exported
+from analysis.parts import combine
 
 log = logging.getLogger(__name__)
 
@@ -116,36 +117,71 @@ def parser_for(source: str):
     return importlib.import_module(f"analysis.parsers.{SOURCES[source]}")
 
 
-def _parse(path: Path, source: str, ctx: ParseContext, raw: RawFile) -> tuple[ParseResult, LineFile]:
-    module = parser_for(source)
-    opts = ctx.options
-    no_lines = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})  # the parser had the lines, or records
-    if _is_parquet(path):
-        if not hasattr(module, "parse_parquet"):
-            raise UnrecognisedFormat(f"Parquet is read only under telemetry/ and network/, not {source}/")
+class _Reading:
+    """One file read for its parser. ``parts()`` yields the parser's parts (analysis/parts.py) in file
+    order; once they are exhausted, ``lines`` describes the whole file: its lines (or records, or
+    Parquet rows), the lines refused before any parser saw them, and its problems."""
+
+    def __init__(self, path: Path, source: str, ctx: ParseContext, raw: RawFile):
+        self.path, self.source, self.ctx, self.raw = path, source, ctx, raw
+        self.lines: LineFile | None = None
+
+    def _done(self, n: int, refused: pl.DataFrame, problems: list[str]) -> None:
+        no_lines = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})  # the parser had them
+        self.lines = LineFile(self.path, self.raw.sha256, self.path.stat().st_size, no_lines, refused, n, problems)
+
+    def parts(self) -> Iterator[ParseResult]:
+        module, path, opts = parser_for(self.source), self.path, self.ctx.options
+        if _is_parquet(path):
+            yield from self._parquet(module)
+        elif _is_json(path, self.source):  # one JSON document (a Prometheus answer): a stream of records
+            stream = ChunkStream(path, opts.max_file_bytes)
+            chunks, records = stream.chunks(), 0
+            for part in module.json_parts(chunks, self.ctx):
+                records += part.records or 0
+                yield part
+            for _ in chunks:  # a parser that stopped early (a broken document): the rest still counts for the hash
+                pass
+            _same_file(stream.sha256, self.raw)
+            self._done(records, empty_rejects(), stream.problems)
+        elif _streamed(path, self.source):  # parsed piece by piece: a multi-gigabyte log in bounded memory
+            stream = LineStream(path, opts.max_line_bytes, opts.max_file_bytes, PIECE_BYTES)
+            frames = stream.frames()
+            yield from module.stream_parts(frames, self.ctx)
+            for _ in frames:
+                pass
+            _same_file(stream.sha256, self.raw)
+            self._done(stream.n_lines, stream.rejects, stream.problems)
+        else:  # a parser that reads a file whole (small tables: tickets, topology, benchmarks)
+            lines = read_lines(path, self.raw, opts.max_line_bytes, opts.max_file_bytes)
+            self.raw = RawFile(b"", self.raw.sha256, self.raw.problems, [])  # the bytes are in the lines now
+            result = module.parse(lines.lines, self.ctx)
+            n, refused, problems = lines.n_lines, lines.rejects, lines.problems
+            del lines  # not held while the engine writes the rows
+            yield result
+            self._done(n, refused, problems)
+
+    def _parquet(self, module) -> Iterator[ParseResult]:
+        """Read from the file a batch of rows at a time (a gzipped one from its bytes, decompressed)."""
+        path, raw = self.path, self.raw
+        if not hasattr(module, "parquet_parts"):
+            raise UnrecognisedFormat(f"Parquet is read only under telemetry/ and network/, not {self.source}/")
+        source = raw.data or path
+        before = _stat_key(path)
         try:
-            n = pq.ParquetFile(io.BytesIO(raw.data)).metadata.num_rows  # rows in the file, not what the parser kept
+            # rows in the file, not what the parser kept
+            n = pq.ParquetFile(io.BytesIO(source) if raw.data else path).metadata.num_rows
         except Exception:  # noqa: BLE001 - pyarrow raises several types for a damaged file
             raise UnrecognisedFormat("not a readable Parquet file (damaged, truncated or another format)") from None
-        result = module.parse_parquet(raw.data, ctx)
-        return result, LineFile(path, raw.sha256, path.stat().st_size, no_lines, empty_rejects(), n, raw.problems)
-    if _is_json(path, source):  # one JSON document (a Prometheus answer): read as a stream of records
-        stream = ChunkStream(path, opts.max_file_bytes)
-        chunks = stream.chunks()
-        result = module.parse_json(chunks, ctx)
-        for _ in chunks:  # a parser that stopped early (a broken document): the rest still counts for the hash
-            pass
-        _same_file(stream.sha256, raw)
-        return result, LineFile(path, raw.sha256, path.stat().st_size, no_lines, empty_rejects(), result.records,
-                                stream.problems + result.problems)
-    if _streamed(path, source):  # parsed chunk by chunk: a multi-gigabyte log in bounded memory
-        stream = LineStream(path, opts.max_line_bytes, opts.max_file_bytes)
-        result = module.parse_stream(stream.frames(), ctx)
-        _same_file(stream.sha256, raw)
-        return result, LineFile(path, raw.sha256, path.stat().st_size, no_lines, stream.rejects, stream.n_lines,
-                                stream.problems)
-    lines = read_lines(path, raw, opts.max_line_bytes, opts.max_file_bytes)
-    return module.parse(lines.lines, ctx), lines
+        yield from module.parquet_parts(source, self.ctx)
+        if not raw.data and _stat_key(path) != before:
+            raise UnrecognisedFormat("the file changed while it was read; it is read again on the next run")
+        self._done(n, empty_rejects(), raw.problems)
+
+
+def _stat_key(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
 
 
 def _same_file(sha256: str | None, raw: RawFile) -> None:
@@ -154,12 +190,21 @@ def _same_file(sha256: str | None, raw: RawFile) -> None:
 
 
 def _streamed(path: Path, source: str) -> bool:
-    return not _is_parquet(path) and (hasattr(parser_for(source), "parse_stream") or _is_json(path, source))
+    return not _is_parquet(path) and (hasattr(parser_for(source), "stream_parts") or _is_json(path, source))
+
+
+def _hashed_only(path: Path, source: str) -> bool:
+    """Read in a streaming pass for its identity only (its parser reads it again, in pieces): a plain Parquet
+    file too, which pyarrow reads from the file a batch at a time."""
+    if not _is_parquet(path):
+        return _streamed(path, source)
+    with open(path, "rb") as f:
+        return f.read(2) != GZIP_MAGIC
 
 
 def _is_json(path: Path, source: str) -> bool:
     """A JSON document where the source reads one: by its first character, whatever the file's name."""
-    return (hasattr(parser_for(source), "parse_json") and not _is_parquet(path)
+    return (hasattr(parser_for(source), "json_parts") and not _is_parquet(path)
             and head_bytes(path).lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"{")
 
 
@@ -197,6 +242,7 @@ class Prepared:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     rejects: pl.DataFrame = field(default_factory=empty_rejects)
     rows: int = 0
+    held_bytes: int = 0  # of its rows and rejects, in memory until the batch is written
 
 
 def _unchanged_stat(previous: dict, stat, fingerprint: str) -> bool:
@@ -211,11 +257,13 @@ def _unchanged_stat(previous: dict, stat, fingerprint: str) -> bool:
 
 
 def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, source_dir: Path,
-                 options: IngestOptions, force: bool = False, batch_shas: dict | None = None) -> Prepared:
+                 options: IngestOptions, force: bool = False, batch_shas: dict | None = None,
+                 key: str | None = None, previous: dict | None = ...) -> Prepared:
     """Read and parse one file (nothing written). A file whose size, mtime and
-    read options match what was ingested is not even read."""
+    read options match what was ingested is not even read. ``key``: its file_key, and ``previous``: its
+    ingested_files row (None: it has none), when the caller has them."""
     refused = link_refusal(path, source_dir)
-    key = file_key(path, source_dir)
+    key = key or file_key(path, source_dir)
     if refused:  # its target is never opened
         return _problem(FileIdentity(key, source, None, None, None), path, "unrecognised", refused, read=False)
     if source is None:
@@ -228,19 +276,21 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
         stat = path.stat()
     except OSError as exc:
         return _problem(ident, path, "error", f"cannot read file: {exc.strerror or exc}")
-    previous = sql.query(con, "file_by_path", {"path": key})
-    known = not force and previous.height and previous["status"][0] != "error"
-    if known and _unchanged_stat(previous.row(0, named=True), stat, ident.fingerprint):
+    if previous is ...:
+        found = sql.query(con, "file_by_path", {"path": key})
+        previous = found.row(0, named=True) if found.height else None
+    known = not force and previous is not None and previous["status"] != "error"
+    if known and _unchanged_stat(previous, stat, ident.fingerprint):
         return Prepared(FileOutcome(key, source, "unchanged"))
     try:
-        raw = (hash_only(path, options.max_file_bytes) if _streamed(path, source) else
+        raw = (hash_only(path, options.max_file_bytes) if _hashed_only(path, source) else
                read_raw(path, options.max_line_bytes, options.max_file_bytes, cap_lines=not _is_parquet(path)))
     except OSError as exc:
         return _problem(ident, path, "error", f"cannot read file: {exc.strerror or exc}")
     except FileTooLarge as exc:
         return _problem(ident, path, "error", f"file refused: {exc}; split it or raise max_file_bytes in goodput.yaml")
     ident.sha256 = raw.sha256
-    if known and (previous["sha256"][0], previous["fingerprint"][0]) == (ident.sha256, ident.fingerprint):
+    if known and (previous["sha256"], previous["fingerprint"]) == (ident.sha256, ident.fingerprint):
         # touched, not changed: remember the new mtime so the next run skips it unread
         return Prepared(FileOutcome(key, source, "unchanged"),
                         {"path": key, "mtime_ns": stat.st_mtime_ns, "verified_at": _utc_now()})
@@ -255,26 +305,58 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
         return Prepared(FileOutcome(key, source, "duplicate", message=message),
                         _record(ident, path, None, None, "duplicate", message))
     ctx = ParseContext(path=path, source=source, sha256=ident.sha256, host_hint=host_hint, options=options)
+    reading, raw = _Reading(path, source, ctx, raw), None  # the reading holds the bytes of a file read whole
+    tally, held, writer, problems, fmt = Tally(key), [], None, [], None
     try:
-        result, lines = _parse(path, source, ctx, raw)
-        counts = account(result, lines)
-    except UnrecognisedFormat as exc:
-        return _problem(ident, path, "unrecognised", str(exc))
-    except (Exception, pl.exceptions.PanicException) as exc:  # noqa: BLE001 - one bad file must not stop the run
-        # the operator gets one line (and the file reproduces it); the trace only at debug level, so
-        # `goodput check` and `goodput run` never print a traceback for one bad file
+        for part in reading.parts():
+            tally.add(part)
+            problems += part.problems
+            fmt = fmt or part.format
+            held.append(part)
+            if writer is None and _held_bytes(held) > SPILL_BYTES:
+                writer = warehouse.FileWriter(con, key, source)
+            if writer is not None:  # a large file: its rows go to the warehouse as they come
+                for p in held:
+                    writer.write(p.tables, p.rejects)
+                held = []
+        lines = reading.lines
+        counts = tally.counts(lines.n_lines, lines.rejects)
+    except BaseException as exc:
+        if writer is not None:
+            writer.abort()
+        if isinstance(exc, UnrecognisedFormat):
+            return _problem(ident, path, "unrecognised", str(exc))
+        if not isinstance(exc, (Exception, pl.exceptions.PanicException)):
+            raise
+        # one bad file must not stop the run: the operator gets one line (and the file reproduces it); the
+        # trace only at debug level, so `goodput check` and `goodput run` never print a traceback for one bad file
         log.debug("parser failed on %s", printable(path), exc_info=True)
         kind = ("internal accounting error (a goodput bug; please report it)" if isinstance(exc, AccountingError)
                 else "could not be parsed (a goodput bug; please report it with the file)")
         return _problem(ident, path, "error", f"{kind}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
     if batch_shas is not None:
         batch_shas.setdefault(twin_key, key)
-    rejects = all_rejects(result, lines)
-    message = "; ".join(lines.problems)
+    refused = lines.rejects
     if any("gzip" in p for p in lines.problems):
-        rejects = pl.concat([rejects, make_rejects([None], [None], [lines.problems[0]])], how="vertical_relaxed")
-    return Prepared(FileOutcome(key, source, "ok", counts.lines, counts.rows, counts.rejects, message),
-                    _record(ident, path, result.format, counts, "ok", message), result.tables, rejects, counts.rows)
+        refused = pl.concat([refused, make_rejects([None], [None], [lines.problems[0]])], how="vertical_relaxed")
+    message = "; ".join(lines.problems + problems)
+    outcome = FileOutcome(key, source, "ok", counts.lines, counts.rows, counts.rejects, message)
+    record = _record(ident, path, fmt, counts, "ok", message)
+    if writer is not None:
+        try:
+            writer.write({}, refused)
+            writer.commit(record)
+        except BaseException:
+            writer.abort()
+            raise
+        return Prepared(outcome)
+    result = combine(held)
+    rejects = pl.concat([refused, result.rejects], how="vertical_relaxed").sort("line_no")
+    return Prepared(outcome, record, result.tables, rejects, counts.rows, _held_bytes([result]))
+
+
+def _held_bytes(parts: list[ParseResult]) -> int:
+    return sum(df.estimated_size() for p in parts for df in (*p.tables.values(), p.rejects))
 
 
 def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, source_dir: Path,
@@ -315,9 +397,54 @@ def _problem(ident: FileIdentity, path: Path, status: str, message: str, read: b
 
 # A batch is written in one transaction: per-file atomicity holds (a file's
 # rows are all in or all out), and a source of 2,000 small per-host files pays
-# for a few commits instead of 2,000.
+# for a few commits instead of 2,000. The batch is written once it holds this
+# many files, rows or bytes (a day's sacct dump is ~1 KB a row in memory).
 BATCH_FILES = 500
 BATCH_ROWS = 1_000_000
+BATCH_BYTES = 64 * 1024 * 1024
+# A file whose rows outgrow this while it is parsed is written part by part, in a transaction of its own
+# (analysis.warehouse.FileWriter): its rows are never held whole, whatever its size.
+SPILL_BYTES = 64 * 1024 * 1024
+# The text a line-based parser is handed at a time (analysis/parts.py); its working memory is ~20x this.
+PIECE_BYTES = 32 * 1024 * 1024
+
+
+# Files whose stat is checked against the warehouse in one query (a rerun over thousands of unchanged files).
+CHECK_FILES = 10_000
+
+
+def _keys(files: list[tuple[Path, str | None]], source_dir: Path) -> list[str]:
+    """file_key of each file, resolving the source directory once: the folders below it are real folders
+    (discover does not walk into a linked folder), so only a link itself needs resolving."""
+    root = source_dir.resolve()
+    return [file_key(p, source_dir) if p.is_symlink() else utf8_path(str(root / p.relative_to(source_dir)))
+            for p, _ in files]
+
+
+def _known_files(con: duckdb.DuckDBPyConnection, files: list[tuple[Path, str | None]], keys: list[str],
+                 source_dir: Path, options: IngestOptions) -> dict[str, dict | None]:
+    """The ingested_files row of each file (None: it has none), its 'unchanged' saying it need not be read
+    (sql/files_by_paths.sql: one query for them all). A link, a file of no source or one that cannot be
+    stat'ed is left out: prepare_file looks it up and says why."""
+    rows = []
+    for (path, source), key in zip(files, keys):
+        if source is None or path.is_symlink():
+            continue
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        hint = host_from_path(path.relative_to(source_dir))
+        hint = utf8_path(hint) if hint else None
+        rows.append((key, stat.st_size, stat.st_mtime_ns, _fingerprint(options, path, hint)))
+    if not rows:
+        return {}
+    staged = pl.DataFrame(rows, schema={"path": pl.Utf8, "size_bytes": pl.Int64, "mtime_ns": pl.Int64,
+                                        "fingerprint": pl.Utf8}, orient="row")
+    found = sql.query_on(con, "files_by_paths", "staged_stats", staged)
+    known: dict[str, dict | None] = dict.fromkeys(staged["path"])
+    known.update((row["path"], row) for row in found.iter_rows(named=True))
+    return known
 
 
 def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: IngestOptions | None = None,
@@ -329,15 +456,28 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
         raise FileNotFoundError(f"source directory {source_dir} does not exist")
     options = options or load_options(source_dir)
     files = [(p, s) for p, s in discover(source_dir) if sources is None or s in sources]
+    keys = _keys(files, source_dir)
     summary = IngestSummary()
     batch: list[Prepared] = []
     shas: dict = {}
-    for i, (path, source) in enumerate(files, start=1):
-        prepared = prepare_file(con, path, source, source_dir, options, batch_shas=shas)
+    known: dict[str, dict | None] = {}
+    for i, ((path, source), key) in enumerate(zip(files, keys), start=1):
+        if (i - 1) % CHECK_FILES == 0:  # the warehouse is asked once per CHECK_FILES files, not once per file
+            known = _known_files(con, files[i - 1:i - 1 + CHECK_FILES], keys[i - 1:i - 1 + CHECK_FILES],
+                                 source_dir, options)
+        previous = known.get(key, ...)
+        if isinstance(previous, dict) and previous["unchanged"]:
+            summary.outcomes.append(FileOutcome(key, source, "unchanged"))
+            if progress:
+                progress(summary.outcomes[-1], i, len(files))
+            continue
+        prepared = prepare_file(con, path, source, source_dir, options, batch_shas=shas, key=key,
+                                previous=previous)
         summary.outcomes.append(prepared.outcome)
         if prepared.record is not None:
             batch.append(prepared)
-        if len(batch) >= BATCH_FILES or sum(p.rows for p in batch) >= BATCH_ROWS:
+        if (len(batch) >= BATCH_FILES or sum(p.rows for p in batch) >= BATCH_ROWS
+                or sum(p.held_bytes for p in batch) >= BATCH_BYTES):
             warehouse.write_files(con, batch)
             batch, shas = [], {}
         if progress:
@@ -345,7 +485,7 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
     warehouse.write_files(con, batch)
     # A copy recorded as a duplicate holds no rows of its own: when the file it
     # duplicated changed since, read the copy for real (log rotation).
-    wanted = {file_key(p, source_dir): (p, s) for p, s in files}
+    wanted = dict(zip(keys, files))
     for orphan in sql.query(con, "orphaned_duplicates")["path"].to_list():
         if orphan in wanted:
             path, source = wanted[orphan]

@@ -1,14 +1,25 @@
-"""Derived Slurm tables: jobs and job_steps from the raw sacct records."""
+"""Derived Slurm tables: jobs and job_steps from the raw sacct records.
+
+A nightly adds a day's dump to months of them: when every sacct file the last build read is still as it
+was (analysis/marks.py), only the jobs the new files name are chosen again; otherwise all are. Either way
+the tables are what a build from scratch gives (tests/test_increment.py)."""
 from __future__ import annotations
 
 import duckdb
 
-from analysis import sql
+from analysis import marks, sql
+
+SOURCES = ["slurm"]
 
 
 def build_jobs(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    sql.run_steps(con, [("build_jobs", None), ("build_job_steps", None)])
-    return {t: sql.scalar(con, f"count_{t}") for t in ("jobs", "job_steps")}
+    last = marks.extendable(con, "jobs", SOURCES, "jobs")
+    scope = {"all": last is None, "through": last.through if last else None}
+    sql.run_steps(con, [("changed_jobs", scope), ("stage_jobs", None), ("stage_job_steps", None),
+                        *([("drop_jobs", None)] if scope["all"] else []), ("store_jobs", {"all": scope["all"]}),
+                        marks.record("jobs", marks.now(con, SOURCES))])
+    return {"changed": "all" if scope["all"] else "new dumps",
+            **{t: sql.scalar(con, f"count_{t}") for t in ("jobs", "job_steps")}}
 
 
 def map_switch_ports(con: duckdb.DuckDBPyConnection) -> int:

@@ -227,14 +227,15 @@ class ChunkStream:
     """A file's decompressed content as chunks of at most CHUNK bytes, in bounded memory, refused past
     ``max_file_bytes``. After the chunks are exhausted: sha256 (of the whole content) and problems."""
 
-    def __init__(self, path: Path, max_file_bytes: int = MAX_FILE_BYTES, problems: list[str] | None = None):
-        self.path, self.max_file = Path(path), max_file_bytes
+    def __init__(self, path: Path, max_file_bytes: int = MAX_FILE_BYTES, problems: list[str] | None = None,
+                 chunk: int = CHUNK):
+        self.path, self.max_file, self.chunk = Path(path), max_file_bytes, chunk
         self.problems = problems if problems is not None else []
         self.sha256: str | None = None
 
     def chunks(self):
         digest, total = hashlib.sha256(), 0
-        for chunk in _decompressed(self.path, self.problems):
+        for chunk in _decompressed(self.path, self.problems, self.chunk):
             total += len(chunk)
             if total > self.max_file:
                 raise _too_large(self.max_file)
@@ -303,7 +304,8 @@ class LineStream:
         self.rejects = empty_rejects()
 
     def frames(self):
-        source, capper, pending = ChunkStream(self.path, self.max_file, self.problems), _LineCapper(self.max_line), 0
+        source = ChunkStream(self.path, self.max_file, self.problems, min(CHUNK, self.chunk_bytes))
+        capper, pending = _LineCapper(self.max_line), 0
         bad_utf8 = False
         for chunk in source.chunks():
             before = len(capper.out)

@@ -40,6 +40,8 @@ class ParseContext:
     host_hint: str | None  # host named by the file's name or folder, for logs without a host field
     options: IngestOptions = field(default_factory=IngestOptions)
     sha256: str | None = None  # of the decompressed content, when the engine already has it
+    # what a parser reading the file in pieces (analysis/parts.py) keeps from one piece to the next
+    state: dict = field(default_factory=dict)
 
     @property
     def mtime(self) -> datetime:

@@ -49,6 +49,20 @@ def run_staged(con: duckdb.DuckDBPyConnection, frames: dict, steps: list[tuple[s
             con.unregister(name)
 
 
+def run_on(con: duckdb.DuckDBPyConnection, name: str, table: str, frame) -> None:
+    """Run sql/<name>.sql with the polars ``frame`` visible to it as ``table``. Not registered: a frame
+    registered inside an open transaction stays alive until the transaction ends (DuckDB keeps the dropped
+    view for it), so a large file written part by part in one transaction would hold every part."""
+    rel = con.from_arrow(frame.to_arrow())
+    for stmt in statements(name):
+        rel.query(table, stmt)
+
+
+def query_on(con: duckdb.DuckDBPyConnection, name: str, table: str, frame):
+    """A single SELECT from sql/ with the polars ``frame`` visible to it as ``table`` (as run_on), as polars."""
+    return con.from_arrow(frame.to_arrow()).query(table, load(name)).pl()
+
+
 def query(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None):
     """Run a single SELECT from sql/ and return a polars frame."""
     return con.sql(load(name), params=params or None).pl()

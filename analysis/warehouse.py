@@ -1,13 +1,15 @@
 """The DuckDB warehouse: open, create the schema, write one file's rows atomically."""
 from __future__ import annotations
 
+import hashlib
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from analysis import sql
+from analysis import snapshot, sql
 
 DEFAULT_DB = Path("data/warehouse.duckdb")
 # Tables that hold rows read from files; each has (file, line_no).
@@ -45,15 +47,109 @@ def missing_warehouse(path: Path | str) -> str:
 
 
 def connect(path: Path | str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection to the warehouse. While this process holds it (``held``), a cursor on the held connection:
+    DuckDB refuses a second connection to the file with other settings, read-only included. Read-only, when
+    another process writes it: its published snapshot (analysis.snapshot)."""
     path = Path(path) if path is not None else default_db_path()
+    held_con = _held.get(_key(path))
+    if held_con is not None:
+        return held_con[0].cursor()
     if read_only:
         if not path.exists():
             raise FileNotFoundError(missing_warehouse(path))
-        return duckdb.connect(str(path), read_only=True, config=_config())
+        return snapshot.connect_reader(path, _config())
     path.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(path), config=_config())
-    sql.run(con, "schema")
+    _ensure_schema(con)
     return con
+
+
+def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create or migrate the schema only when sql/schema.sql changed since it last ran on this file: its
+    CREATE OR REPLACE statements rewrite the catalog, and a file left untouched is how publishing the
+    snapshot knows a no-change run wrote nothing."""
+    digest = hashlib.sha256(sql.load("schema").encode()).hexdigest()
+    try:
+        current = con.execute(sql.load("schema_digest")).fetchall()
+    except duckdb.CatalogException:
+        current = []
+    if current != [(digest,)]:
+        sql.run(con, "schema")
+        sql.run(con, "record_schema_digest", {"digest": digest})
+
+
+# path -> [connection, depth]: the warehouses this process holds open for writing (``held``)
+_held: dict[str, list] = {}
+
+
+def _key(path: Path | str) -> str:
+    return str(Path(path).resolve())
+
+
+@contextmanager
+def held(path: Path | str | None = None):
+    """Keep the warehouse open for writing, so locked, for the whole block: a reader cannot take the file
+    between two steps of a run and stall the next one (it reads the snapshot instead). Every ``connect``
+    in the block shares this connection. Nested blocks share it too; when the outermost ends, the
+    connection is closed and the snapshot published."""
+    path = Path(path) if path is not None else default_db_path()
+    hold(path)
+    try:
+        yield
+    except BaseException:
+        release(path, publish=False)  # a crash or Ctrl-C: the next writer publishes
+        raise
+    release(path)
+
+
+def hold(path: Path | str) -> None:
+    key = _key(path)
+    if key in _held:
+        _held[key][1] += 1
+    else:
+        _held[key] = [connect(path), 1]
+
+
+def release(path: Path | str, publish: bool = True) -> None:
+    """End one ``hold``; the last one closes the connection and publishes the snapshot."""
+    key = _key(path)
+    entry = _held.get(key)
+    if entry is None:  # its hold failed (another process had the file)
+        return
+    entry[1] -= 1
+    if entry[1]:
+        return
+    del _held[key]
+    entry[0].close()
+    if publish:
+        published(path)
+
+
+def published(path: Path | str) -> snapshot.Published:
+    """Publish the snapshot of a warehouse no connection of this process writes any more, and say so."""
+    result = snapshot.publish(path)
+    if result.done:
+        snapshot.log.info("published %s (%.2f GB) in %.1f s (%s)", result.path, result.size / 1e9,
+                          result.seconds, result.method)
+    elif result.why.startswith("cannot"):
+        snapshot.log.warning("readers keep the previous snapshot: %s", result.why)
+    else:
+        snapshot.log.debug("snapshot not published: %s", result.why)
+    return result
+
+
+def drop_cache(path: Path | str) -> None:
+    """Drop the blocks a held connection keeps cached, up to the memory limit, after a step is done with
+    them: each step starts with the memory it had when it opened its own connection."""
+    entry = _held.get(_key(path))
+    if entry is None:
+        return
+    try:
+        sql.run(entry[0], "set_memory_limit", {"limit": "16MB"})  # lowering the limit evicts
+    except duckdb.Error:
+        pass  # something is still pinned: it stays cached
+    finally:
+        sql.run(entry[0], "set_memory_limit", {"limit": _config()["memory_limit"]})
 
 
 def read_scalar(path: Path | str | None, statement: str):
@@ -85,33 +181,70 @@ def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:
     touched = [p.record for p in batch if p.record is not None and "status" not in p.record]
     con.execute("BEGIN TRANSACTION")
     try:
-        if records:
-            con.register("staged_files", pl.DataFrame({"path": [r["path"] for r in records]}, schema={"path": pl.Utf8}))
-            sql.run(con, "delete_files_rows")
-            con.unregister("staged_files")
-        for table in RAW_TABLES:
-            frames = [p.tables[table].with_columns(file=pl.lit(p.record["path"]))
-                      for p in batch if p.tables.get(table) is not None and p.tables[table].height]
-            unknown = {t for p in batch for t in p.tables} - set(RAW_TABLES)
-            if unknown:
-                raise ValueError(f"parser produced rows for unknown table(s) {sorted(unknown)}")
-            if frames:
-                con.register("staged_rows", pl.concat(frames, how="diagonal_relaxed"))
-                sql.run(con, f"insert_{table}")
-                con.unregister("staged_rows")
-        rejects = [p.rejects.with_columns(source=pl.lit(p.record["source"]), file=pl.lit(p.record["path"]))
-                   for p in batch if p.record is not None and p.rejects.height]
-        if rejects:
-            con.register("staged_rejects", pl.concat(rejects, how="vertical_relaxed"))
-            sql.run(con, "insert_rejects")
-            con.unregister("staged_rejects")
-        if records:
-            con.register("staged_files", pl.DataFrame(records, infer_schema_length=None))
-            sql.run(con, "upsert_ingested_files")
-            con.unregister("staged_files")
+        _delete_rows(con, [r["path"] for r in records])
+        _insert(con, [(p.record, p.tables, p.rejects) for p in batch if p.record is not None])
+        _upsert_files(con, records)
         for record in touched:
             sql.run(con, "update_file_mtime", record)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+class FileWriter:
+    """One file's rows written as they are parsed, part by part, in one transaction of its own (a file too
+    large to hold: DuckDB spills a large transaction to disk): the file's old rows go first, its
+    ingested_files row last, so a crash or a parse error part-way (abort) leaves the file as it was."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, source: str):
+        self.con, self.record = con, {"path": path, "source": source}
+        con.execute("BEGIN TRANSACTION")
+        try:
+            _delete_rows(con, [path])
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def write(self, tables: dict[str, pl.DataFrame], rejects: pl.DataFrame) -> None:
+        _insert(self.con, [(self.record, tables, rejects)])
+
+    def commit(self, record: dict) -> None:
+        _upsert_files(self.con, [record])
+        self.con.execute("COMMIT")
+
+    def abort(self) -> None:
+        try:
+            self.con.execute("ROLLBACK")
+        except duckdb.Error:  # a failed COMMIT has ended the transaction already
+            pass
+
+
+def _delete_rows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
+    if paths:
+        con.register("staged_files", pl.DataFrame({"path": paths}, schema={"path": pl.Utf8}))
+        sql.run(con, "delete_files_rows")
+        con.unregister("staged_files")
+
+
+def _insert(con: duckdb.DuckDBPyConnection, files: list[tuple[dict, dict[str, pl.DataFrame], pl.DataFrame]]) -> None:
+    """``files``: (ingested_files record, table -> rows, rejects) of each file."""
+    unknown = {t for _, tables, _ in files for t in tables} - set(RAW_TABLES)
+    if unknown:
+        raise ValueError(f"parser produced rows for unknown table(s) {sorted(unknown)}")
+    for table in RAW_TABLES:
+        frames = [tables[table].with_columns(file=pl.lit(record["path"]))
+                  for record, tables, _ in files if tables.get(table) is not None and tables[table].height]
+        if frames:
+            sql.run_on(con, f"insert_{table}", "staged_rows", pl.concat(frames, how="diagonal_relaxed"))
+    rejects = [r.with_columns(source=pl.lit(record["source"]), file=pl.lit(record["path"]))
+               for record, _, r in files if r.height]
+    if rejects:
+        sql.run_on(con, "insert_rejects", "staged_rejects", pl.concat(rejects, how="vertical_relaxed"))
+
+
+def _upsert_files(con: duckdb.DuckDBPyConnection, records: list[dict]) -> None:
+    if records:
+        con.register("staged_files", pl.DataFrame(records, infer_schema_length=None))
+        sql.run(con, "upsert_ingested_files")
+        con.unregister("staged_files")

@@ -2,11 +2,13 @@
 from dagster import AssetCheckResult, MaterializeResult, asset, asset_check
 
 from analysis import attribution, sql
+from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from pipelines.resources import TaxonomyConfig, Warehouse
 
 
 @asset(deps=["node_events"], group_name="attribution",
        description="Node events explained by a taxonomy rule (cause, domain, severity, priority).")
+@unless_unchanged
 def classified_events(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:
         n = attribution.classify_events(con, taxonomy.load())
@@ -15,6 +17,7 @@ def classified_events(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> Materia
 
 @asset(deps=["jobs", "classified_events"], group_name="attribution",
        description="Every event in each failed job's window, and the primary cause (Aegis order).")
+@unless_unchanged
 def failure_attribution(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:
         counts = attribution.attribute_failures(con, taxonomy.load())
@@ -23,6 +26,7 @@ def failure_attribution(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> Mater
 
 @asset_check(asset=failure_attribution, blocking=True,
              description="Every FAILED, NODE_FAIL and OUT_OF_MEMORY instance has exactly one primary cause.")
+@replayed_while_unchanged
 def one_primary_cause(warehouse: Warehouse) -> AssetCheckResult:
     with warehouse.connect() as con:
         bad = sql.scalar(con, "attribution_primary_problems")
@@ -31,6 +35,7 @@ def one_primary_cause(warehouse: Warehouse) -> AssetCheckResult:
 
 @asset(deps=["jobs"], group_name="attribution",
        description="Job instances chained into training runs (requeues and resubmissions); crash loops flagged.")
+@unless_unchanged
 def job_runs(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:
         n = attribution.build_job_runs(con, taxonomy.run_gap_minutes * 60, taxonomy.crash_loop_min)
@@ -39,6 +44,7 @@ def job_runs(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResul
 
 @asset(deps=["classified_events", "node_state_periods", "tickets"], group_name="attribution",
        description="One row per node incident: first event, cause, severity, drain, return to service, ticket.")
+@unless_unchanged
 def node_incidents(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:
         n = attribution.build_node_incidents(con, taxonomy.incident_gap_minutes * 60)

@@ -1,11 +1,12 @@
 """Benchmark criteria learned from the fleet, the verdicts on every node, and
-the files validation runs consume (SuperBench rules and baseline)."""
+the files validation runs consume (SuperBench rules and baseline). analysis.criteria.run is imported in the
+bodies: it loads scikit-learn, which a run that rebuilds nothing does not need."""
 from pathlib import Path
 
 from dagster import AssetCheckResult, MaterializeResult, MetadataValue, asset, asset_check
 
-from analysis.criteria import run as criteria_run
 from assets.degrade import withheld_on_error
+from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from pipelines.resources import CriteriaSettings, ReportSettings, Warehouse
 from pipelines.version import made_by
 
@@ -13,8 +14,11 @@ from pipelines.version import made_by
 @asset(deps=["benchmark_results"], group_name="models",
        description="benchmark_criteria (Anubis Alg. 2 per metric), benchmark_verdicts (each node in each run), "
                    "benchmark_nodes (failed runs, defective) and criteria_evaluation (vs IQR and k-means).")
+@unless_unchanged
 @withheld_on_error
 def benchmark_criteria(warehouse: Warehouse, criteria: CriteriaSettings) -> MaterializeResult:
+    from analysis.criteria import run as criteria_run
+
     with warehouse.connect() as con:
         try:
             result = criteria_run.run(con, criteria.config(), criteria.metrics_file)
@@ -29,7 +33,10 @@ def benchmark_criteria(warehouse: Warehouse, criteria: CriteriaSettings) -> Mate
 @asset_check(asset=benchmark_criteria,
              description="Every benchmark's repeatability among healthy nodes is at least repeatability_floor: "
                          "a noisy benchmark must not produce criteria (criteria_exports then writes nothing).")
+@replayed_while_unchanged
 def benchmarks_repeatable(warehouse: Warehouse, criteria: CriteriaSettings) -> AssetCheckResult:
+    from analysis.criteria import run as criteria_run
+
     with warehouse.connect() as con:
         try:
             _, evaluation = criteria_run.latest(con)
@@ -45,13 +52,16 @@ def benchmarks_repeatable(warehouse: Warehouse, criteria: CriteriaSettings) -> A
 @asset(deps=[benchmark_criteria], group_name="models",
        description="OUT/exports/criteria/: criteria.json (versioned), rules.yaml and baseline.json for "
                    "`sb result diagnosis`.")
+@unless_unchanged
 @withheld_on_error
 def criteria_exports(warehouse: Warehouse, criteria: CriteriaSettings,
                      report_settings: ReportSettings) -> MaterializeResult:
+    from analysis.criteria import run as criteria_run
+
     with warehouse.connect() as con:
         try:
             paths = criteria_run.export(con, Path(report_settings.out_dir) / "exports" / "criteria",
                                         made_by(warehouse.db_path), criteria.config(), criteria.skip_noisy)
         except criteria_run.NoBenchmarks as exc:  # (a noisy benchmark raises: the exports are withheld)
             return MaterializeResult(metadata={"skipped": str(exc)})
-    return MaterializeResult(metadata={name: str(p) for name, p in paths.items()})
+    return MaterializeResult(metadata={name: MetadataValue.path(str(p)) for name, p in paths.items()})

@@ -13,6 +13,8 @@ from dagster import MaterializeResult, get_dagster_logger
 from analysis import data_health
 from pipelines.preflight import one_line
 
+WITHHELD = "withheld"  # metadata of a step that did not run to the end (it kept its previous contents)
+
 
 def withheld_on_error(fn=None, *, step: str | None = None, missing: str | None = None):
     """Decorate an asset body (``@withheld_on_error``, or ``withheld_on_error(step=..., missing=...)`` for
@@ -31,7 +33,7 @@ def withheld_on_error(fn=None, *, step: str | None = None, missing: str | None =
             get_dagster_logger().error(f"{step} withheld: {reason}\n{traceback.format_exc()}")
             with warehouse.connect() as con:
                 data_health.withhold(con, step, reason, traceback.format_exc(), missing)
-            return MaterializeResult(metadata={"withheld": reason})
+            return MaterializeResult(metadata={WITHHELD: reason})
         with warehouse.connect() as con:
             data_health.release(con, step)
         return result

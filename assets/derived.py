@@ -4,11 +4,13 @@ from dagster import AssetCheckResult, AssetCheckSeverity, MaterializeResult, ass
 
 from analysis import sql
 from analysis.jobs import build_jobs, map_switch_ports
+from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from pipelines.resources import Warehouse
 
 
 @asset(deps=["sacct_records"], group_name="slurm",
        description="One row per job instance (requeues numbered by `instance`), deduplicated across dumps; and job_steps.")
+@unless_unchanged
 def jobs(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         counts = build_jobs(con)
@@ -16,6 +18,7 @@ def jobs(warehouse: Warehouse) -> MaterializeResult:
 
 
 @asset_check(asset=jobs, description="Requeued instances of a job id follow one another and never overlap in time.")
+@replayed_while_unchanged
 def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
     with warehouse.connect() as con:
         overlaps = sql.scalar(con, "jobs_overlapping_instances")
@@ -27,6 +30,7 @@ def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
              "port_counter_events", "job_log_events"],
        group_name="events", description="Kernel, switch, health, Slurm and job-log node events; switch ports mapped "
                                         "to hosts.")
+@unless_unchanged
 def node_events(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         unmapped = map_switch_ports(con)

@@ -11,6 +11,7 @@ from analysis import data_health, sql
 from analysis.display import printable
 from analysis.ingest import ingest_directory
 from assets.degrade import withheld_on_error
+from assets.unchanged import UNCHANGED_FILES, replayed_while_unchanged, versioned_ingest
 from pipelines import diagnose
 from pipelines.resources import LogSources, Warehouse
 
@@ -29,7 +30,8 @@ INGEST_ASSETS = {
 def _ingest(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources, folder: str | None):
     def progress(outcome, i, n):
         line = f"{folder or 'other'}: [{i}/{n}] {outcome.status:12} {outcome.rows:>9} rows {outcome.rejects:>6} rejects  {printable(outcome.path)}"
-        context.log.debug(line)
+        if outcome.status != "unchanged":  # a file not read again: counted, not logged (Dagster's log costs ms a line)
+            context.log.debug(line)
         progress_log.info(line)
 
     started = datetime.now(timezone.utc).replace(tzinfo=None)  # ingested_at of this run's files is at or after it
@@ -40,6 +42,7 @@ def _ingest(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSo
     return MaterializeResult(metadata={
         "files": len(outcomes),
         "new_or_changed": sum(o.status == "ok" for o in outcomes),
+        UNCHANGED_FILES: sum(o.status == "unchanged" for o in outcomes),
         "rows_added": sum(o.rows for o in outcomes),
         "rejects_added": sum(o.rejects for o in outcomes),
         "problem_files": sum(o.status in ("unrecognised", "error") for o in outcomes),
@@ -51,6 +54,7 @@ def _make_ingest_asset(name: str, folder: str):
     # A crash here (not a bad file: those are rejects or error rows) withholds this source only.
     @asset(name=name, group_name="ingest", description=f"Files under `{folder}/` ingested into the warehouse.")
     @withheld_on_error(step=name, missing=data_health.MISSING_WITHOUT_SOURCE[folder])
+    @versioned_ingest(folder)
     def _asset(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources) -> MaterializeResult:
         return _ingest(context, warehouse, sources, folder)
 
@@ -60,6 +64,7 @@ def _make_ingest_asset(name: str, folder: str):
     @asset_check(asset=name, name="lines_accounted",
                  description="Every line of the files read by the latest ingest is a stored row, a reject, a skipped "
                              "header/blank line or a merged continuation (else: data lost, the run fails).")
+    @replayed_while_unchanged  # files as they were when it last looked: its outcome then
     def lines_accounted(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
         since = _ingest_started(context, name)
         with warehouse.connect() as con:
@@ -69,6 +74,7 @@ def _make_ingest_asset(name: str, folder: str):
     @asset_check(asset=name, name="not_all_rejected",
                  description="No file of this source had every line rejected (a wrong delimiter or format; the run "
                              "is degraded).")
+    @replayed_while_unchanged
     def not_all_rejected(warehouse: Warehouse) -> AssetCheckResult:
         with warehouse.connect() as con:
             bad = sql.query(con, "source_all_rejected", {"source": folder})
@@ -94,6 +100,7 @@ def _result(bad, description: str | None, since: datetime | None = None) -> Asse
 
 
 @asset(group_name="ingest", description="Files in folders no parser reads, recorded as unrecognised.")
+@versioned_ingest(None)
 def unrecognised_files(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources) -> MaterializeResult:
     return _ingest(context, warehouse, sources, None)
 

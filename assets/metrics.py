@@ -2,11 +2,13 @@
 from dagster import MaterializeResult, asset
 
 from analysis import metrics
+from assets.unchanged import unless_unchanged
 from pipelines.resources import MetricsSettings, Warehouse
 
 
 @asset(deps=["job_runs", "failure_attribution", "node_state_periods"], group_name="metrics",
        description="Measured ETTR per job run (W, Q, U, R; interruptions by cause) and C4 downtime per run.")
+@unless_unchanged
 def job_run_ettr(warehouse: Warehouse, settings: MetricsSettings) -> MaterializeResult:
     with warehouse.connect() as con:
         n = metrics.build_run_ettr(con, settings.config())
@@ -15,6 +17,7 @@ def job_run_ettr(warehouse: Warehouse, settings: MetricsSettings) -> Materialize
 
 @asset(deps=["jobs", "topology"], group_name="metrics",
        description="Each node's GPUs, learned from the jobs' allocations (multi-node jobs take whole nodes).")
+@unless_unchanged
 def node_gpus(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         fleet = metrics.build_node_gpus(con)
@@ -23,6 +26,7 @@ def node_gpus(warehouse: Warehouse) -> MaterializeResult:
 
 @asset(deps=["failure_attribution", "node_gpus"], group_name="metrics",
        description="Cluster failure rate r (Meta), MTTF by job size with 90% CIs, 1/(N r) projection, rate over time.")
+@unless_unchanged
 def failure_rates(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         rate = metrics.build_failure_rates(con)
@@ -31,6 +35,7 @@ def failure_rates(warehouse: Warehouse) -> MaterializeResult:
 
 @asset(deps=["failure_attribution", "job_runs", "node_gpus"], group_name="metrics",
        description="Goodput per day, losses by cause and size, second-order preemptions, crash loops.")
+@unless_unchanged
 def goodput(warehouse: Warehouse, settings: MetricsSettings) -> MaterializeResult:
     with warehouse.connect() as con:
         summary = metrics.build_goodput(con, settings.config())
@@ -39,6 +44,7 @@ def goodput(warehouse: Warehouse, settings: MetricsSettings) -> MaterializeResul
 
 @asset(deps=["benchmark_results", "telemetry"], group_name="metrics",
        description="Aegis P_deg for every per-step time series (benchmark samples, iteration-time telemetry).")
+@unless_unchanged
 def iteration_degradation(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         n = metrics.build_iteration_degradation(con)

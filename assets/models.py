@@ -1,11 +1,12 @@
 """Forward-looking assets: lemon scores and the node actions, and the exports Slurm consumes."""
 from pathlib import Path
 
-from dagster import AssetCheckResult, MaterializeResult, asset, asset_check
+from dagster import AssetCheckResult, MaterializeResult, MetadataValue, asset, asset_check
 
 from analysis import data_health, exports, node_models
 from analysis.lemon_scoring import NoHistory
 from assets.degrade import withheld_on_error
+from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from pipelines.resources import LogSources, ModelSettings, ReportSettings, Warehouse
 from pipelines.version import made_by
 
@@ -16,6 +17,7 @@ from pipelines.version import made_by
                    "node_risk (Cox-Time and baselines), model_evaluation, node_actions (watch / drain_after_job / "
                    "drain_now) and validation_plan, as of the end of the data. The classifier and the incident "
                    "models are retrained on a cadence (metadata: trained or loaded, their age).")
+@unless_unchanged(files=lambda kw: [kw["models"].labels_path(kw["sources"].source_dir)])
 @withheld_on_error
 def node_actions(warehouse: Warehouse, sources: LogSources, models: ModelSettings) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -36,6 +38,7 @@ def node_actions(warehouse: Warehouse, sources: LogSources, models: ModelSetting
 @asset_check(asset=node_actions, blocking=True,
              description="The blocklist would drain at most max_drain_share of the fleet, or max_drain_floor nodes "
                          "on a small one (a runaway rule or bad data must not empty the cluster).")
+@replayed_while_unchanged
 def drain_share_sane(warehouse: Warehouse, models: ModelSettings) -> AssetCheckResult:
     with warehouse.connect() as con:
         fleet = node_models.fleet_size(con)
@@ -55,6 +58,7 @@ def drain_share_sane(warehouse: Warehouse, models: ModelSettings) -> AssetCheckR
 @asset(deps=[node_actions], group_name="models",
        description="OUT/exports/: blocklist.txt (Slurm hostlist), drain.sh (scontrol, never run by goodput), "
                    "blocklist.json (schemas/blocklist.schema.json), validation_plan.json (Anubis Selector).")
+@unless_unchanged
 @withheld_on_error
 def node_exports(warehouse: Warehouse, models: ModelSettings, report_settings: ReportSettings) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -65,4 +69,4 @@ def node_exports(warehouse: Warehouse, models: ModelSettings, report_settings: R
         plan = exports.latest_plan(con, as_of)
     paths = exports.write_exports(actions, Path(report_settings.out_dir) / "exports", as_of,
                                   made_by(warehouse.db_path), models.ladder(), plan)
-    return MaterializeResult(metadata={name: str(p) for name, p in paths.items()})
+    return MaterializeResult(metadata={name: MetadataValue.path(str(p)) for name, p in paths.items()})

@@ -8,6 +8,7 @@ from dagster import (AssetCheckResult, AssetCheckSeverity, AssetExecutionContext
                      MaterializeResult, MetadataValue, asset, asset_check)
 
 from analysis import daily, data_health, warehouse
+from assets.unchanged import unless_unchanged
 from pipelines import diagnose
 from pipelines.resources import MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
 
@@ -28,6 +29,7 @@ def _day(context) -> date:
 
 @asset(partitions_def=daily_partitions, deps=INGESTED, group_name="nightly",
        description="Rows per source whose own time falls on the day (job ends, events, benchmark runs, samples).")
+@unless_unchanged
 def daily_source_volume(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         volume = daily.store_daily_volume(con, _day(context))
@@ -72,16 +74,22 @@ def volume_steady(context, warehouse: Warehouse) -> AssetCheckResult:
        deps=["daily_source_volume", "job_run_ettr", "failure_rates", "goodput", "node_incidents", "failure_attribution",
              "node_actions"],
        description="The self-contained HTML reliability report for the day (and latest.html).")
+# It reads every table, and its banner the data health of the moment (files ingested in the last day)
+@unless_unchanged(upstream="all", extra=lambda con, day, kw: _health(con, date.fromisoformat(day),
+                                                                     kw["report_settings"]).rows())
 def reliability_report(context: AssetExecutionContext, warehouse: Warehouse, report_settings: ReportSettings,
                        settings: MetricsSettings, taxonomy: TaxonomyConfig) -> MaterializeResult:
     from reports.render import render_with_headline
 
     tax = taxonomy.load()
     with warehouse.connect() as con:
-        health = data_health.assess(con, _day(context), data_health.recent_start(), report_settings.max_reject_rate)
+        health = _health(con, _day(context), report_settings)
         path, numbers = render_with_headline(con, _day(context), Path(report_settings.out_dir) / "reports",
                                              settings.restart_min / 60, settings.checkpoint_min / 60,
                                              (tax.before_s, tax.after_s), taxonomy.crash_loop_min, tax.labels(), health)
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size,
                                        "data_health": data_health.status(health), **numbers})
 
+
+def _health(con, day: date, report_settings: ReportSettings):
+    return data_health.assess(con, day, data_health.recent_start(), report_settings.max_reject_rate)

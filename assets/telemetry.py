@@ -1,11 +1,12 @@
 """Faulty machines from telemetry: Minder's alerts (also written as node events, so attribution sees
-them) and the detectors' evaluation against attribution."""
+them) and the detectors' evaluation against attribution. analysis.telemetry.run is imported in the bodies: it
+loads torch, which a run that rebuilds nothing does not need."""
 from pathlib import Path
 
 from dagster import MaterializeResult, asset
 
-from analysis.telemetry import run as telemetry_run
 from assets.degrade import withheld_on_error
+from assets.unchanged import unless_unchanged
 from pipelines.resources import TelemetrySettings, Warehouse
 
 
@@ -13,8 +14,11 @@ from pipelines.resources import TelemetrySettings, Warehouse
        description="telemetry_jobs (jobs telemetry covers), machine_alerts (Minder and the methods beside it, "
                    "missing data), and the confirmed Minder alerts as node_events (source telemetry), for the jobs "
                    "not scored yet; the detector is retrained on a cadence (metadata: trained or loaded, its age).")
+@unless_unchanged
 @withheld_on_error
 def machine_alerts(warehouse: Warehouse, telemetry_settings: TelemetrySettings) -> MaterializeResult:
+    from analysis.telemetry import run as telemetry_run
+
     s = telemetry_settings
     with warehouse.connect() as con:
         try:
@@ -34,8 +38,11 @@ def machine_alerts(warehouse: Warehouse, telemetry_settings: TelemetrySettings) 
 @asset(deps=[machine_alerts, "failure_attribution"], group_name="telemetry",
        description="detector_evaluation: each method's job-level precision, recall, F1 and lead time, against "
                    "the hosts attribution blamed from evidence other than telemetry.")
+@unless_unchanged
 @withheld_on_error
 def detector_evaluation(warehouse: Warehouse) -> MaterializeResult:
+    from analysis.telemetry import run as telemetry_run
+
     with warehouse.connect() as con:
         ev = telemetry_run.evaluate_against_attribution(con)
     if ev is None:

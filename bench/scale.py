@@ -1,12 +1,14 @@
-"""A year of a 2,000-node cluster: fresh run, no-change rerun, one-day nightly increment, ingest throughput.
+"""A year of a 2,000-node cluster with every source: fresh run, no-change rerun, one-day increment, ingest rate.
 
     python bench/scale.py [--nodes 2000] [--days 330] [--workdir /tmp/goodput-scale] [--source DIR]
 
-Simulates rsc1 for DAYS + 1 days (or takes --source, a simulator output), then
-hard-links every file except those of the last day into base/ and times, each
-`goodput run` in its own child process (wall seconds and that child's peak RSS):
+Simulates rsc1 for DAYS + 1 days (or takes --source, a simulator output) with every source the simulator
+writes: sacct, slurm events, kernel, switch, health, benchmarks, telemetry, port counters, job logs,
+tickets, topology. It hard-links every file except the last day's into base/ (the last day's: files named
+by that date, and the job logs and telemetry of jobs that ended that day) and times each `goodput run` in
+its own child process (wall seconds, CPU seconds, that child's peak RSS, and its slowest steps):
   1. a fresh run on base/ (a new warehouse);
-  2. the same run again with nothing new (the nightly skip of unchanged files);
+  2. the same run again with nothing new;
   3. the last day's files linked in, then a run (the one-day nightly increment).
 Then, per source folder, goodput's ingest of base/ into a new warehouse against
 a plain polars read of the same files (read_ndjson / read_parquet / read_csv,
@@ -26,44 +28,34 @@ from pathlib import Path
 import polars as pl
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from analysis.simulate.increment import add_held_out, data_files, hold_out_last_day  # noqa: E402
+
 GOODPUT = [sys.executable, "-m", "pipelines.cli"]
-DATED = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 
-def child(cmd: list[str], log: Path) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MB) and exit status of one child process."""
+def child(cmd: list[str], log: Path) -> tuple[float, float, float, int]:
+    """Wall seconds, CPU seconds (user + system), peak RSS (MB) and exit status of one child process."""
     t0 = time.perf_counter()
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
         _, status, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    return time.perf_counter() - t0, cpu, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
-def data_files(src: Path) -> list[Path]:
-    return sorted(p for p in src.rglob("*") if p.is_file() and "truth" not in p.relative_to(src).parts)
+SLOW_STEP = re.compile(r"^\s+(\S+) (done|FAILED) after ([\d.]+) s")  # the runner's progress log (steps >= 2 s)
 
 
-def split_last_day(src: Path, base: Path) -> list[Path]:
-    """Link every file but the last day's into ``base``; returns the held-out files (relative)."""
-    files = data_files(src)
-    days = sorted({m.group(1) for p in files if (m := DATED.search(p.name))})
-    last = days[-1]
-    held = []
-    for p in files:
-        rel = p.relative_to(src)
-        if last in p.name:
-            held.append(rel)
-            continue
-        (base / rel).parent.mkdir(parents=True, exist_ok=True)
-        os.link(p, base / rel)
-    return held
-
-
-def run(source: Path, db: Path, out: Path, log: Path) -> tuple[float, float]:
-    seconds, rss, code = child([*GOODPUT, "run", "--source", str(source), "--db", str(db), "--out", str(out), "-q"], log)
-    tail = log.read_text().splitlines()[-3:]
-    print(f"    exit {code}; {' | '.join(tail)}", flush=True)
-    return seconds, rss
+def run(source: Path, db: Path, out: Path, log: Path) -> tuple[float, float, float]:
+    seconds, cpu, rss, code = child([*GOODPUT, "run", "--source", str(source), "--db", str(db), "--out", str(out)],
+                                    log)
+    text = log.read_text().splitlines()
+    steps = sorted(((float(m.group(3)), m.group(1)) for line in text if (m := SLOW_STEP.match(line))), reverse=True)
+    print(f"    exit {code}; {text[-1] if text else ''}", flush=True)
+    if steps:
+        print("    slowest steps: " + ", ".join(f"{name} {s:.1f} s" for s, name in steps[:8]), flush=True)
+    return seconds, cpu, rss
 
 
 def polars_read(path: Path, source: str) -> int:
@@ -89,7 +81,6 @@ def polars_read(path: Path, source: str) -> int:
 
 
 def throughput(base: Path, workdir: Path) -> None:
-    sys.path.insert(0, str(REPO))
     from analysis import warehouse
     from analysis.ingest import discover, ingest_directory
 
@@ -127,14 +118,14 @@ def main() -> None:
     src = args.source or work / "sim"
     if not src.exists():
         print(f"simulating rsc1, {args.nodes} nodes x {args.days + 1} days into {src} ...", flush=True)
-        seconds, rss, code = child([*GOODPUT, "simulate", "--out", str(src), "--preset", "rsc1",
-                                    "--nodes", str(args.nodes), "--days", str(args.days + 1)], work / "simulate.log")
+        seconds, _, rss, code = child([*GOODPUT, "simulate", "--out", str(src), "--preset", "rsc1", "--seed", "1",
+                                       "--nodes", str(args.nodes), "--days", str(args.days + 1)], work / "simulate.log")
         if code:
             sys.exit(f"simulate failed: see {work / 'simulate.log'}")
         print(f"  simulate {seconds:.1f} s, peak RSS {rss:,.0f} MB", flush=True)
     base = work / "base"
     shutil.rmtree(base, ignore_errors=True)
-    held = split_last_day(src, base)
+    held = hold_out_last_day(src, base)
     size = sum(p.stat().st_size for p in data_files(base)) / 1e6
     print(f"base: {len(data_files(base))} files, {size:,.1f} MB; held out for the increment: {len(held)} files", flush=True)
     db, out = work / "warehouse.duckdb", work / "out"
@@ -148,13 +139,13 @@ def main() -> None:
     results["fresh run"] = run(base, db, out, work / "fresh.log")
     print("2. rerun, nothing new", flush=True)
     results["no-change rerun"] = run(base, db, out, work / "rerun.log")
-    for rel in held:
-        (base / rel).parent.mkdir(parents=True, exist_ok=True)
-        os.link(src / rel, base / rel)
+    add_held_out(src, base, held)
     print("3. one-day increment", flush=True)
     results["one-day increment"] = run(base, db, out, work / "increment.log")
-    for name, (seconds, rss) in results.items():
-        print(f"{name:18} {seconds:7.1f} s   peak RSS {rss:7,.0f} MB", flush=True)
+    print(f"\n{args.nodes} nodes x {args.days} days, every source")
+    print(f"{'step':18} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>12}")
+    for name, (seconds, cpu, rss) in results.items():
+        print(f"{name:18} {seconds:8.1f} {cpu:8.1f} {rss:12,.0f}", flush=True)
     if not args.skip_throughput:
         throughput(base, work)
 

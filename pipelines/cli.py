@@ -42,15 +42,20 @@ def main() -> None:
               help="Boot time (ISO 8601) of HOST, for raw dmesg/kmsg logs stamped in seconds since boot. Repeatable.")
 @click.option("--rules", "rules", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Your taxonomy override file, merged over taxonomy/rules.yaml [default: $GOODPUT_RULES].")
+@click.option("--rebuild", is_flag=True,
+              help="Rebuild every table, model and report, even those whose inputs did not change since the last run.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary, no per-file progress.")
 def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimiter: str | None,
-        boot_times: tuple[str, ...], rules: Path | None, quiet: bool) -> None:
+        boot_times: tuple[str, ...], rules: Path | None, rebuild: bool, quiet: bool) -> None:
     """Ingest everything under SOURCE and materialize every asset.
 
     Checked before any file is read: the source directory, its goodput.yaml and
     the options, the rules file, that --out is writable and that no other
     process holds the warehouse. Warns on folders goodput does not read,
     sacct dumps without job lines and hosts Slurm does not know.
+
+    A step whose inputs (new files, settings, rules, code) did not change
+    since the last run is not rebuilt: a rerun with no new file takes seconds.
 
     Exit 0: everything built, every check passed. Exit 3 (degraded): the report
     is built, but a source, a step or an export was withheld (its banner and
@@ -70,7 +75,8 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
     db = db or warehouse.default_db_path()
     try:
         result = run_pipeline(source, db, out, tz=tz,
-                              sacct_delimiter=sacct_delimiter, boot_times=boots, rules_file=rules, warn=_warn)
+                              sacct_delimiter=sacct_delimiter, boot_times=boots, rules_file=rules, warn=_warn,
+                              rebuild=rebuild)
     except SourceError as exc:
         raise click.ClickException(_one_line(exc)) from None
     except duckdb.Error as exc:  # another process took the warehouse between the steps of the run
@@ -302,6 +308,8 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
         raise click.ClickException(str(exc)) from None
     finally:
         con.close()
+        if not dry_run:
+            warehouse.published(db)  # what readers open while the next run writes
     verb = "Would remove" if dry_run else "Removed"
     click.echo(f"{verb} {done.files.height} file(s) from {db}: {done.rows:,} rows and {done.rejects:,} rejects.")
     for r in done.files.iter_rows(named=True):

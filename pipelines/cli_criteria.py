@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from analysis import warehouse
 from pipelines.cli_models import _open
 
 
@@ -30,6 +31,7 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
     criteria_evaluation, and write OUT/exports/criteria/."""
     import os
 
+    from analysis import fingerprints
     from analysis.criteria import catalog
     from analysis.criteria import run as criteria_run
     from analysis.criteria.learn import CriteriaConfig
@@ -42,6 +44,7 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
         try:
             catalog.load(metrics)
             result = criteria_run.run(con, cfg, metrics, progress=lambda i, n: click.echo(f"  {i}/{n} metrics", err=True))
+            fingerprints.forget_steps(con, ["benchmark_criteria"])  # the next run rebuilds it, and what reads it
         except (catalog.CatalogError, criteria_run.NoBenchmarks) as exc:
             raise click.ClickException(str(exc)) from None
         _print(result, cfg)
@@ -53,6 +56,7 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
             raise click.ClickException(f"cannot write to {out}: {exc.strerror or exc}") from None
     finally:
         con.close()
+        warehouse.published(db)  # what readers open while the next run writes
     for name, path in paths.items():
         click.echo(f"{name:15} {path}")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from analysis import warehouse
+from analysis import fingerprints, warehouse
 from analysis.cadence import KINDS
 
 
@@ -73,10 +73,12 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
         cfg = ModelsConfig(lemon=LemonConfig(window_days=window_days), labels_path=labels,
                            model_dir=Path(db).resolve().parent / "models", cadence=_cadence(db, retrain))
         result = run_models(con, cfg, when)
+        fingerprints.forget_steps(con, ["node_actions"])  # its tables are this command's now: the next run rebuilds
     except (LabelsError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         con.close()
+        warehouse.published(db)  # what readers open while the next run writes
     _print_models(result, db)
 
 
@@ -108,6 +110,7 @@ def _telemetry(con, db: Path, retrain: frozenset, alone: bool) -> None:
             raise click.ClickException(f"cannot retrain the telemetry detector: {exc}") from None
         click.echo(f"Telemetry detector: not trained ({exc}).")
         return
+    fingerprints.forget_steps(con, ["machine_alerts"])  # its tables are this command's now: the next run rebuilds
     click.echo(_state("Telemetry detector", result.model))
     click.echo(f"  saved: {result.model_path}; scored {result.jobs} job(s), {result.machine_hours:,.1f} machine-hours "
                "of telemetry. Attribution and the blocklist read its alerts at the next `goodput run`.")

@@ -4,7 +4,8 @@ Two independent fences, because either alone has gaps:
 - the connection is read-only, with DuckDB's external access off (no COPY TO,
   EXPORT, ATTACH, INSTALL/LOAD, read_csv of other files) and its configuration
   locked (a SET cannot turn that back on); Python replacement scans are off, so
-  a query cannot read this process's variables as tables;
+  a query cannot read this process's variables as tables (the same on the
+  published snapshot read while a run writes the warehouse);
 - DuckDB's own parser classifies every statement, and only queries pass; an
   EXPLAIN passes only when what it explains is a query (EXPLAIN ANALYZE runs it).
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from analysis.snapshot import connect_reader
 from analysis.warehouse import missing_warehouse
 from pipelines.preflight import damaged_warehouse, warehouse_error
 
@@ -79,7 +81,7 @@ def run_query(db: Path, query: str, timeout: float | None = DEFAULT_TIMEOUT_S) -
     if not Path(db).is_file():
         raise QueryRefused(missing_warehouse(db))
     try:
-        con = duckdb.connect(str(db), read_only=True, config=LOCKED_CONFIG)
+        con = connect_reader(db, LOCKED_CONFIG)  # while a run writes: the published snapshot, as locked
     except duckdb.Error as exc:
         raise QueryRefused(warehouse_error(exc, db)) from None
     timer = threading.Timer(timeout, con.interrupt) if timeout else None

@@ -25,8 +25,16 @@ def retrain_after_days_default(setting: float | None = None) -> float:
 
 
 class Warehouse(ConfigurableResource):
-    """The DuckDB file. Default ./data/warehouse.duckdb, or $GOODPUT_DB."""
+    """The DuckDB file. Default ./data/warehouse.duckdb, or $GOODPUT_DB. A run holds it open for writing
+    from its first step to its last (no reader can take it in between), then publishes the snapshot that
+    readers open while the next run writes (analysis.snapshot)."""
     db_path: str = os.environ.get("GOODPUT_DB", str(warehouse.DEFAULT_DB))
+
+    def setup_for_execution(self, context) -> None:
+        warehouse.hold(Path(self.db_path))
+
+    def teardown_after_execution(self, context) -> None:
+        warehouse.release(Path(self.db_path))
 
     @contextmanager
     def connect(self):
@@ -35,6 +43,7 @@ class Warehouse(ConfigurableResource):
             yield con
         finally:
             con.close()
+            warehouse.drop_cache(Path(self.db_path))
 
 
 class LogSources(ConfigurableResource):
@@ -115,14 +124,16 @@ class ModelSettings(ConfigurableResource):
                             self.max_drain_floor, clean_checks=self.clean_checks, clean_jobs=self.clean_jobs,
                             clean_job_hours=self.clean_job_hours)
 
+    def labels_path(self, source_dir: str) -> Path:
+        return Path(self.labels_file) if self.labels_file else Path(source_dir) / "labels" / "lemons.csv"
+
     def config(self, source_dir: str, db_path: str):
         from analysis.cadence import Cadence
         from analysis.lemons import LemonConfig
         from analysis.node_models import ModelsConfig
 
-        labels = Path(self.labels_file) if self.labels_file else Path(source_dir) / "labels" / "lemons.csv"
         return ModelsConfig(lemon=LemonConfig(window_days=self.window_days, min_signals=self.min_signals),
-                            ladder=self.ladder(), labels_path=labels,
+                            ladder=self.ladder(), labels_path=self.labels_path(source_dir),
                             model_dir=Path(db_path).resolve().parent / "models",
                             cadence=Cadence(retrain_after_days_default(self.retrain_after_days),
                                             scope=Path(db_path).name))

@@ -13,8 +13,9 @@ from typing import Callable
 import polars as pl
 from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
 
-from analysis import data_health, sql, warehouse
+from analysis import data_health, fingerprints, sql, warehouse
 from analysis.display import printable
+from assets.unchanged import UNCHANGED
 from pipelines import diagnose
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
 from pipelines.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
@@ -51,6 +52,8 @@ class RunResult:
     errors_log: Path | None = None
     health: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=data_health.COLUMNS))
     degraded: list[str] = field(default_factory=list)  # failed non-blocking checks: what they found
+    unchanged: int = 0  # steps whose output is the last run's (not rebuilt: their inputs did not change)
+    steps: int = 0  # steps materialized
 
     @property
     def status(self) -> str:
@@ -82,6 +85,9 @@ class RunResult:
         if self.errors_log:
             lines.append(f"Full error traces: {self.errors_log}")
         lines += self._health_lines()
+        if self.unchanged:
+            lines.append(f"{self.unchanged} of {self.steps} steps unchanged since the last run (their inputs did not "
+                         "change; `goodput run --rebuild` rebuilds everything).")
         if self.status == "ok":
             lines.append("All assets materialized; all checks passed.")
         if self.report_path:
@@ -110,15 +116,24 @@ class RunResult:
 def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
                  sacct_delimiter: str | None = None, boot_times: dict[str, str] | None = None,
                  rules_file: Path | None = None, warn: Callable[[str], None] | None = None,
-                 models: ModelSettings | None = None) -> RunResult:
-    """Ingest and build everything. Raises SourceError, before any work, for what
-    the user must fix first; ``warn`` hears each warning as soon as it is known."""
+                 models: ModelSettings | None = None, rebuild: bool = False) -> RunResult:
+    """Ingest and build what changed (everything with ``rebuild``). Raises SourceError, before any work, for
+    what the user must fix first; ``warn`` hears each warning as soon as it is known."""
     source, db, out = Path(source), Path(db), Path(out)
     check_source(source, tz, sacct_delimiter, boot_times)
     check_rules(rules_file)
     check_out(out)
     check_warehouse(db)
-    warn = warn or log.warning
+    # One connection, so DuckDB's lock, from the first step to the last: a reader cannot take the file
+    # between two steps and stall the next (it reads the snapshot this publishes at the end).
+    with warehouse.held(db):
+        if rebuild:
+            _forget_built(db)
+        return _build(source, db, out, warn or log.warning, tz, sacct_delimiter, boot_times, rules_file, models)
+
+
+def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, sacct_delimiter, boot_times,
+           rules_file, models) -> RunResult:
     since = datetime.now(timezone.utc).replace(tzinfo=None)  # ingested_at is naive UTC
     resources = {"warehouse": Warehouse(db_path=str(db)), "models": models or ModelSettings(),
                  "criteria": CriteriaSettings(), "telemetry_settings": TelemetrySettings(),
@@ -129,7 +144,8 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
     run = _materialize([*all_assets, *all_checks], resources)
     failed, traces = _step_failures(run)
     evaluations = list(run.get_asset_check_evaluations())
-    built = {e.asset_key.to_user_string() for e in run.get_asset_materialization_events()}
+    materialized = list(run.get_asset_materialization_events())
+    built = {e.asset_key.to_user_string() for e in materialized}
     not_built = [k.to_user_string() for a in all_assets for k in a.keys if k.to_user_string() not in built]
     con = warehouse.connect(db, read_only=True)
     try:
@@ -151,6 +167,7 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         more, more_traces = _step_failures(daily_run)
         failed, traces = failed + more, traces + more_traces
         report = _report_path(daily_run)
+        materialized += daily_run.get_asset_materialization_events()
     degraded = []
     for check in evaluations:
         if check.passed:
@@ -180,7 +197,22 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
     if day is not None and report is None and not failed:
         failed.append("the report was not built")
     summary.write_csv(out / "ingest_summary.csv")
-    return RunResult(not failed, summary, problems, failed, warned, db, report, not_built, errors_log, health, degraded)
+    unchanged = sum(bool(_meta(e, UNCHANGED)) for e in materialized)
+    return RunResult(not failed, summary, problems, failed, warned, db, report, not_built, errors_log, health, degraded,
+                     unchanged, len(materialized))
+
+
+def _forget_built(db: Path) -> None:
+    con = warehouse.connect(db)
+    try:
+        fingerprints.forget_all(con)
+    finally:
+        con.close()
+
+
+def _meta(event, name: str):
+    value = event.materialization.metadata.get(name)
+    return getattr(value, "value", value)
 
 
 def _materialize(assets: list, resources: dict, partition_key: str | None = None):

@@ -33,18 +33,25 @@ WITH spans AS (
         first_value(log_time IGNORE NULLS) OVER (PARTITION BY file ORDER BY line_no
             ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)) AS t_fill
     FROM trusted
-), placed AS (
-    -- the instance: the last one that had started by the line's time (no time: the last one)
-    SELECT t.*, j.instance, j.nodes, j.end_time AS instance_end
-    FROM timed t JOIN jobs j ON j.job_id = t.job_id AND j.start_time IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY t.file, t.line_no, t.rank, t.task
-        ORDER BY (t.t_fill IS NULL OR j.start_time <= t.t_fill + INTERVAL 1 MINUTE) DESC, j.start_time DESC) = 1
+), starts AS (
+    SELECT job_id, start_time, max(start_time) OVER (PARTITION BY job_id) AS last_start
+    FROM jobs WHERE start_time IS NOT NULL
+), picked AS (
+    -- the instance: the last one that had started by the line's time (no time, or none yet: the last one);
+    -- an ASOF join on narrow rows (a window over every line x instance was minutes on crash-looping jobs)
+    SELECT t.*, coalesce(a.start_time, a.last_start, l.last_start) AS picked_start
+    FROM timed t
+    ASOF LEFT JOIN starts a ON a.job_id = t.job_id AND t.t_fill + INTERVAL 1 MINUTE >= a.start_time
+    JOIN (SELECT DISTINCT job_id, last_start FROM starts) l ON l.job_id = t.job_id
+), placed AS MATERIALIZED (
+    SELECT t.* EXCLUDE (picked_start), j.instance, j.nodes, j.end_time AS instance_end
+    FROM picked t JOIN jobs j ON j.job_id = t.job_id AND j.start_time = t.picked_start
 ), sections AS (
     -- torchrun's ChildFailedError blocks, one field a line; an entry is under "Failures:" or "Root Cause"
     SELECT *, last_value(CASE WHEN code IN ('failures', 'root') THEN code END IGNORE NULLS) OVER (
         PARTITION BY file ORDER BY line_no ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS section
     FROM placed WHERE kind = 'elastic_failure'
-), elastic AS (
+), elastic AS MATERIALIZED (
     -- each failed worker: its host line and the rank line below it (the template's order), failed at the
     -- time line above (the host line's filled time)
     SELECT h.job_id, h.instance, h.host, r.rank, r.local_rank, h.t_fill AS failed_at,
@@ -77,7 +84,7 @@ WITH spans AS (
 ), addresses AS (
     SELECT ip, min(host) AS host FROM (SELECT ip, host FROM topology WHERE ip IS NOT NULL
                                        UNION ALL SELECT ip, host FROM host_addresses) GROUP BY ip
-), resolved AS (
+), resolved AS MATERIALIZED (
     SELECT p.*, s.ranks, s.tasks, r.host AS init_host, a.host AS addr_host,
            coalesce(
                node_named(p.nodes, p.host), node_named(p.nodes, r.host), node_named(p.nodes, tk.host),
@@ -96,16 +103,19 @@ WITH spans AS (
     LEFT JOIN task_hosts tr ON tr.job_id = p.job_id AND tr.instance = p.instance AND tr.task = p.rank
     LEFT JOIN local_hosts lh ON lh.job_id = p.job_id AND lh.instance = p.instance AND lh.local_rank = p.local_rank
     LEFT JOIN addresses a ON a.ip = regexp_replace(p.peer, '^::ffff:', '')
+), events AS (
+    SELECT * FROM resolved WHERE kind NOT IN ('nccl_init', 'rank_map', 'progress', 'elastic_failure', 'srun_exit')
+    UNION ALL
+    -- an srun line is one event, whatever number of tasks it names
+    (SELECT * FROM resolved WHERE kind = 'srun_exit'
+     QUALIFY row_number() OVER (PARTITION BY file, line_no ORDER BY task) = 1)
 )
 SELECT coalesce(t_fill, instance_end) AS event_time, node AS host, 'app' AS source, kind,
        CASE WHEN kind = 'watchdog_position' THEN enqueued::VARCHAR ELSE code END AS code,
        NULL::VARCHAR AS severity, message, CASE WHEN rank IS NOT NULL THEN 'rank ' || rank END AS device,
        node AS reporter, file, line_no, job_id,
        coalesce(addr_host, node_named(nodes, peer), peer) AS peer
-FROM resolved
-WHERE kind NOT IN ('nccl_init', 'rank_map', 'progress', 'elastic_failure')
--- an srun line is one event, whatever number of tasks it names
-QUALIFY kind <> 'srun_exit' OR row_number() OVER (PARTITION BY file, line_no ORDER BY task) = 1;
+FROM events;
 DELETE FROM node_events WHERE source = 'app' AND job_id IS NOT NULL;
 INSERT INTO node_events BY NAME SELECT * FROM staged_job_log_events;
 DROP TABLE temp.staged_job_log_events;

@@ -108,6 +108,12 @@ CREATE OR REPLACE MACRO nodes_out_of_service(day) AS TABLE
 CREATE TABLE IF NOT EXISTS withheld_steps (
     step VARCHAR PRIMARY KEY, reason VARCHAR, missing VARCHAR, trace VARCHAR, since TIMESTAMP
 );
+-- What each step was last built from (analysis/fingerprints.py): a step whose inputs (its upstream steps' output
+-- versions, settings, the files they name, the code) hash to the stored fingerprint is not rebuilt. A check keeps
+-- its last outcome here (step 'asset:check'), replayed while its asset is unchanged. `goodput run --rebuild` empties it.
+CREATE TABLE IF NOT EXISTS asset_inputs (
+    asset VARCHAR PRIMARY KEY, fingerprint VARCHAR, output_version VARCHAR, outcome VARCHAR, built_at TIMESTAMP
+);
 -- Each outage of a switch port: the first link_down (oper, carrier or admin) of a run of downs, paired with the
 -- first link_up (oper or admin) of the same port on the same switch after it; up_time NULL while it is still down.
 CREATE OR REPLACE VIEW link_outages AS
@@ -124,3 +130,12 @@ SELECT reporter AS switch, device AS port, arg_min(host, (event_time, line_no)) 
        min(event_time) AS down_time, up_time, epoch(up_time - min(event_time)) AS outage_s, count(*) AS down_lines,
        arg_min(file, (event_time, line_no)) AS file, arg_min(line_no, (event_time, line_no)) AS line_no
 FROM paired GROUP BY reporter, device, up_time;
+-- Derived tables rebuilt in part (analysis/jobs.py): what of their source each build had read. A later
+-- build that finds those files unchanged reads only the files ingested since; else it rebuilds all.
+CREATE TABLE IF NOT EXISTS derived_marks (
+    step VARCHAR PRIMARY KEY,     -- the derived table (jobs)
+    files BIGINT,                 -- source files read (status ok) when it was built
+    ingested_through TIMESTAMP    -- the newest of their ingested_at
+);
+-- The newest reading a build covered (port_counter_events: new readings after it extend the build).
+ALTER TABLE derived_marks ADD COLUMN IF NOT EXISTS data_through TIMESTAMP;

@@ -24,6 +24,21 @@ def datasets() -> Path:
     return DATASETS
 
 
+@pytest.fixture(scope="session")
+def demo_warehouse(tmp_path_factory) -> Path:
+    """`goodput run` on the demo source, once per session (with its published snapshot): read it, or copy
+    it before writing."""
+    from click.testing import CliRunner
+
+    from pipelines.cli import DEMO_SOURCE, main
+
+    root = tmp_path_factory.mktemp("demo_run")
+    result = CliRunner().invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(root / "w.duckdb"),
+                                       "--out", str(root / "out"), "-q"])
+    assert result.exit_code == 0, result.output
+    return root / "w.duckdb"
+
+
 def parse_file(parse, path: Path, source: str, options: IngestOptions | None = None, host_hint: str | None = "__auto__"):
     """Read ``path`` and run ``parse`` on it; assert the lines are all accounted for."""
     lines = read_lines(path)

@@ -64,17 +64,17 @@ def test_crash_mid_file_leaves_old_rows(src, con, monkeypatch):
     ingest_directory(con, src)
     (src / "slurm" / "day1.txt").write_text(HEADER + "\n" + row("9") + "\n")
     from analysis import sql as sqlmod
-    real_run = sqlmod.run
+    real_run = sqlmod.run_on  # rows are inserted through run_on
 
-    def failing_run(c, name, params=None):
+    def failing_run(c, name, table, frame):
         if name == "insert_sacct_records":
             raise RuntimeError("disk full")
-        return real_run(c, name, params)
+        return real_run(c, name, table, frame)
 
-    monkeypatch.setattr(sqlmod, "run", failing_run)
+    monkeypatch.setattr(sqlmod, "run_on", failing_run)
     with pytest.raises(RuntimeError):
         ingest_directory(con, src)
-    monkeypatch.setattr(sqlmod, "run", real_run)
+    monkeypatch.setattr(sqlmod, "run_on", real_run)
     assert sorted(con.execute("SELECT list(job_id) FROM sacct_records").fetchall()[0][0]) == ["1", "2"]
     assert con.execute("SELECT count(*) FROM ingested_files").fetchall()[0][0] == 1
 

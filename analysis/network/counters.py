@@ -93,11 +93,17 @@ def port_events(d: pl.DataFrame, topology: pl.DataFrame | None = None,
                                  pl.col("host").alias("cabled")).unique(["reporter", "port"])
         hit = hit.join(cabled, on=["reporter", "port"], how="left").with_columns(
             on=pl.coalesce("cabled", "on")).drop("cabled")
-    return hit.sort("time", "on", "device", "port", "counter").select(
+    return numbered(hit.sort("time", "on", "device", "port", "counter").select(
         event_time=pl.col("time"), host=pl.col("on"), source=pl.lit("network"), kind=pl.lit("ib_port_errors"),
         code=pl.col("counter"), severity="severity",
         message=pl.format("{} +{} on {}/{} in {} s", pl.col("counter"), pl.col("delta").cast(pl.Int64),
                           pl.col("device"), pl.col("port"),
                           (pl.col("time") - pl.col("prev_time")).dt.total_seconds()),
         device=pl.format("{}/{}", pl.col("device"), pl.col("port")), reporter="reporter",
-        file=pl.lit("goodput:network-counters"), line_no=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
+        file=pl.lit("goodput:network-counters")))
+
+
+def numbered(events: pl.DataFrame) -> pl.DataFrame:
+    """Port events in time order, numbered 1.. (their line_no under file goodput:network-counters)."""
+    return events.sort("event_time", "host", "device", "code", "reporter", "severity").with_columns(
+        line_no=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))

@@ -31,12 +31,15 @@ A file with no JSON object and no NHC line at all raises UnrecognisedFormat.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import polars as pl
 
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.parsers import jsonlines
 from analysis.parsers.csvlines import parse_time_any
+from analysis.parts import each_piece
 from analysis.timeutil import infer_year, local_to_utc, month_number
 
 KEYS = {
@@ -56,6 +59,13 @@ _NHCTS = r"^\[(?P<epoch>\d{9,11})\]\s+-\s+(?P<tmsg>.*)$"
 _FAIL = r"^(?:ERROR:\s+\S+:\s+)?Health check failed:\s*(?P<frest>.*)$"
 _CHATTER = r"^(?:Node Health Check starting|Running check:|DEBUG:)"
 _CHECK = r"^(?P<chk>[A-Za-z_][\w.-]*):\s+(?P<detail>.*)$"
+
+
+def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
+    """A large log piece by piece (analysis/parts.py), cut before a line that is no failure, so the
+    'ERROR: nhc:' copy of a failure stays with it."""
+    return each_piece(parse, chunks, ctx,
+                      lambda lines: ~lines["text"].str.contains("Health check failed", literal=True))
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:

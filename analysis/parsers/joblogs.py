@@ -37,7 +37,8 @@ program's own chatter. A job log can be gigabytes (NCCL_DEBUG=INFO on
 thousands of ranks): lines are first screened with literal substring tests
 (Aho-Corasick, no regex), NCCL INFO lines other than init lines are dropped
 there, and each kind's fields are extracted on that kind's lines only. The
-engine feeds the file in chunks (``parse_stream``), so memory stays bounded. Times: a leading ``[YYYY-MM-DD hh:mm:ss,ms]`` or ISO
+engine feeds the file in chunks (``stream_parts``) and writes each chunk's rows,
+so memory stays bounded. Times: a leading ``[YYYY-MM-DD hh:mm:ss,ms]`` or ISO
 stamp, PyTorch/glog ``E1125 09:40:16.123`` (no year: taken from the file's
 modification time) and slurmstepd's ``CANCELLED AT``; naive stamps are in
 ctx.options.tz. Lines without one get their time from the file's neighbours
@@ -47,13 +48,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import polars as pl
 
-from analysis.lines import empty_rejects, make_rejects
+from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.parsers.csvlines import parse_time_any
+from analysis.parts import combine
 from analysis.timeutil import local_to_utc
 
 COLUMNS = {"job_id": pl.Utf8, "log_time": pl.Datetime("us"), "host": pl.Utf8, "task": pl.Int64, "rank": pl.Int64,
@@ -118,22 +120,27 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
 
 
 def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResult:
-    """The file's (line_no, text) frames in order, one at a time: only the rows kept stay in memory."""
+    result = combine(stream_parts(chunks, ctx))
+    result.tables.setdefault("job_log_lines", pl.DataFrame(schema=COLUMNS))
+    result.format = "job-log"
+    return result
+
+
+def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
+    """The file's (line_no, text) frames in order, one part each: only the rows kept are written."""
     job_id = _job_id(ctx)
-    parts, bad_parts, skipped, year = [], [], 0, None
+    year = None
     for lines in chunks:
         kept = _screen(lines)
         if year is None:  # glog stamps carry no year: the year of the file's dated lines, any of them
             year = _year(lines["text"])
         rows, bad = _rows(kept, ctx, year or ctx.mtime.year)
         rows = rows.with_columns(job_id=pl.lit(job_id))
-        skipped += lines.height - (rows["line_no"].n_unique() if rows.height else 0) - bad.height
-        parts.append(rows.select([_column(c, t) for c, t in COLUMNS.items()]))
-        bad_parts.append(bad.join(lines, on="line_no").select("line_no", pl.col("text").alias("raw"), "reason"))
-    rows = pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame(schema=COLUMNS)
-    bad = pl.concat(bad_parts) if bad_parts else None
-    rejects = make_rejects(bad["line_no"], bad["raw"], bad["reason"].to_list()) if bad is not None else empty_rejects()
-    return ParseResult(tables={"job_log_lines": rows}, rejects=rejects, skipped=skipped, format="job-log")
+        skipped = lines.height - (rows["line_no"].n_unique() if rows.height else 0) - bad.height
+        bad = bad.join(lines, on="line_no").select("line_no", pl.col("text").alias("raw"), "reason")
+        yield ParseResult(tables={"job_log_lines": rows.select([_column(c, t) for c, t in COLUMNS.items()])},
+                          rejects=make_rejects(bad["line_no"], bad["raw"], bad["reason"].to_list()),
+                          skipped=skipped, format="job-log")
 
 
 def _column(name: str, dtype) -> pl.Expr:

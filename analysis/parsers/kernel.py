@@ -8,6 +8,8 @@ one format pays for one regex pass (plus the cheap skip/prefix checks).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
@@ -16,6 +18,7 @@ import polars as pl
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.parsers.kernel_events import classify, severity_from_pri, severity_from_word
+from analysis.parts import each_piece
 from analysis.timeutil import aware_to_naive_utc, local_to_utc, month_number
 
 ISO = r"(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<off>Z|[+-]\d\d:?\d\d)?"
@@ -73,8 +76,21 @@ def _offset_min() -> pl.Expr:
 def _syslog_years(month: pl.Series, ctx: ParseContext) -> pl.Series:
     """RFC 3164 has no year. A drop of more than six months between lines
     (Dec -> Jan) starts a new year. options.syslog_year is the year of the
-    first line; otherwise the last line is dated by the file's mtime."""
+    first line; otherwise the last line is dated by the file's mtime. A log
+    read in pieces (stream_parts) goes on from the year and month the piece
+    before ended in (so the first piece's last line is dated by the mtime)."""
+    years = _years(month, ctx)
+    if "syslog" in ctx.state and month.drop_nulls().len():
+        ctx.state["syslog"] = (years.filter(month.is_not_null())[-1], month.drop_nulls()[-1])
+    return years
+
+
+def _years(month: pl.Series, ctx: ParseContext) -> pl.Series:
     rolls = (month.diff().fill_null(0) < -6).cast(pl.Int32).cum_sum()
+    if ctx.state.get("syslog"):
+        year, last_month = ctx.state["syslog"]
+        first = month.drop_nulls()
+        return rolls + year + (1 if first.len() and first[0] - last_month < -6 else 0)
     if ctx.options.syslog_year:
         return rolls + ctx.options.syslog_year
     try:
@@ -170,6 +186,17 @@ def _boot_time(ctx: ParseContext, host: str | None) -> tuple[datetime | None, st
             return None, f"raw dmesg timestamp and unreadable boot time {text[:40]!r} in {sidecar.name}"
     return None, (f"raw dmesg timestamp (seconds since boot) and no boot time for host {host or '(unknown)'}: "
                   f"pass --boot-time or write {ctx.path.name}.boottime")
+
+
+def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
+    """A large log piece by piece (analysis/parts.py), cut before a line with a header of its own, so a
+    multi-line message stays whole; RFC 3164 years go on from the piece before (_syslog_years)."""
+    return each_piece(parse, chunks, replace(ctx, state={"syslog": None}), _has_header)
+
+
+def _has_header(lines: pl.DataFrame) -> pl.Series:
+    body = lines["text"].str.replace(PREFIX, "")
+    return pl.DataFrame({"b": body}).select(pl.any_horizontal(pl.col("b").str.contains(rx) for _, rx, _ in FORMATS))[:, 0]
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:

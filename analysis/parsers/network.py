@@ -19,7 +19,7 @@ A reading is cumulative in all: counters.py differences them through resets and 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from itertools import chain
 
@@ -29,6 +29,7 @@ from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult
 from analysis.parsers import telemetry
 from analysis.parsers.csvlines import parse_time_any
+from analysis.parts import combine
 
 # PMA counter name -> node_exporter's (analysis/network/counters.py SATURATES uses the latter)
 COUNTERS = {
@@ -51,29 +52,31 @@ GUID_PORT = r"^\s*GUID 0x[0-9a-fA-F]+ port (\d+|ALL):\s*(.*)$"
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    return parse_stream([lines], ctx)
+    return combine(stream_parts([lines], ctx))
 
 
-def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResult:
+def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
     """Long CSV is read chunk by chunk; perfquery and ibqueryerrors text (a few KB per snapshot) whole."""
     chunks = iter(chunks)
     first = next(chunks, None)
     if first is None:
-        return telemetry.parse_stream([], ctx)
+        yield from telemetry.stream_parts([], ctx)
+        return
     head = first.filter(pl.col("text").str.strip_chars() != "").head(3)["text"]  # a `date` line may come first
     if (head.str.contains(HEADER) | head.str.contains(FIELD)).any():
-        return _perfquery(pl.concat([first, *chunks]), ctx)
-    if head.str.contains(ERRORS_FOR).any():
-        return _ibqueryerrors(pl.concat([first, *chunks]), ctx)
-    return telemetry.parse_stream(chain([first], chunks), ctx)
+        yield _perfquery(pl.concat([first, *chunks]), ctx)
+    elif head.str.contains(ERRORS_FOR).any():
+        yield _ibqueryerrors(pl.concat([first, *chunks]), ctx)
+    else:
+        yield from telemetry.stream_parts(chain([first], chunks), ctx)
 
 
-def parse_parquet(data: bytes, ctx: ParseContext) -> ParseResult:
-    return telemetry.parse_parquet(data, ctx)
+def parquet_parts(source, ctx: ParseContext) -> Iterator[ParseResult]:
+    return telemetry.parquet_parts(source, ctx)
 
 
-def parse_json(chunks: Iterable[bytes], ctx: ParseContext) -> ParseResult:
-    return telemetry.parse_json(chunks, ctx)
+def json_parts(chunks: Iterable[bytes], ctx: ParseContext) -> Iterator[ParseResult]:
+    return telemetry.json_parts(chunks, ctx)
 
 
 def _file_time(ctx: ParseContext) -> datetime:

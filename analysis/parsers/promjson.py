@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import polars as pl
 
@@ -37,6 +37,7 @@ from analysis.lines import RAW_CLIP, make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.parsers import jsonlines, series
 from analysis.parsers.promtext import Broken, Text, answers
+from analysis.parts import combine
 
 BLOCK_CHARS = 8 * 1024 * 1024
 NO_NAME = ("series without __name__ (PromQL functions such as rate() drop it): export the metric itself, or "
@@ -53,6 +54,11 @@ _SAMPLES = {"eid": pl.Int64, "pos": pl.Int64, "t": pl.Utf8, "value": pl.Utf8, "w
 
 
 def parse_json(chunks: Iterable[bytes], ctx: ParseContext) -> ParseResult:
+    return combine(json_parts(chunks, ctx))
+
+
+def json_parts(chunks: Iterable[bytes], ctx: ParseContext) -> Iterator[ParseResult]:
+    """The answer's records, a part for each block of series read (the engine writes each as it comes)."""
     text, out, n_answers = Text(chunks), _Rows(ctx), 0
     if text.peek() != "{":
         raise UnrecognisedFormat("not a Prometheus API answer: a JSON document that is not an object")
@@ -60,29 +66,32 @@ def parse_json(chunks: Iterable[bytes], ctx: ParseContext) -> ParseResult:
         for kind, item in answers(text):
             if kind == "elements":
                 out.add(item)
-                continue
-            n_answers += 1
-            if n_answers == 1 and not item.get("_result") and "status" not in item:
-                raise UnrecognisedFormat("not a Prometheus API answer: no \"status\" and no \"data\": {\"result\": "
-                                         "[...]} (save what /api/v1/query_range returns, unchanged)")
-            out.end_of_answer(item)
+            else:
+                n_answers += 1
+                if n_answers == 1 and not item.get("_result") and "status" not in item:
+                    raise UnrecognisedFormat("not a Prometheus API answer: no \"status\" and no \"data\": "
+                                             "{\"result\": [...]} (save what /api/v1/query_range returns, unchanged)")
+                out.end_of_answer(item)
+            if out.ready():
+                yield out.take()
     except Broken as exc:
         out.flush()
         if not n_answers and not out.records:
             raise UnrecognisedFormat(f"not a readable Prometheus API answer: {exc}") from None
         out.reject(text.buf[text.pos:text.pos + RAW_CLIP], f"the document stops being a Prometheus answer at "
                    f"character {text.dropped + text.pos:,}: {exc}; the rest is not read")
-    return out.result()
+    yield out.result()
 
 
 class _Rows:
-    """Records as they are read, in blocks of elements; answer-level records between them."""
+    """Records as they are read, in blocks of elements; answer-level records between them. ``take()``:
+    what was read since the last take, as a part."""
 
     def __init__(self, ctx: ParseContext):
-        self.ctx, self.records, self.skipped = ctx, 0, 0
+        self.ctx, self.records, self.taken, self.skipped = ctx, 0, 0, 0
         self.pending: list[str] = []
         self.pending_chars = 0
-        self.rows: list[pl.DataFrame] = [series.empty()]
+        self.rows: list[pl.DataFrame] = []
         self.rejects: list[pl.DataFrame] = []
         self.problems: list[str] = []
 
@@ -119,13 +128,22 @@ class _Rows:
             if meta.get(key):
                 self.problems.append(f"Prometheus {key}: " + "; ".join(map(str, meta[key]))[:500])
 
+    def ready(self) -> bool:
+        return bool(self.rows or self.rejects)
+
+    def take(self) -> ParseResult:
+        rejects = pl.concat(self.rejects).sort("line_no") if self.rejects else make_rejects([], [], [])
+        part = ParseResult(tables={"telemetry": pl.concat([series.empty(), *self.rows])}, rejects=rejects,
+                           skipped=self.skipped, format="prometheus-json", records=self.records - self.taken,
+                           problems=self.problems)
+        self.rows, self.rejects, self.problems, self.skipped, self.taken = [], [], [], 0, self.records
+        return part
+
     def result(self) -> ParseResult:
         self.flush()
         if not self.records:
             self.problems.append("the answer holds no series: the query matched nothing")
-        rejects = pl.concat(self.rejects).sort("line_no") if self.rejects else make_rejects([], [], [])
-        return ParseResult(tables={"telemetry": pl.concat(self.rows)}, rejects=rejects, skipped=self.skipped,
-                           format="prometheus-json", records=self.records, problems=self.problems)
+        return self.take()
 
 
 def _block(texts: list[str], first: int, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame, int, int]:

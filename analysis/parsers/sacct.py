@@ -9,6 +9,8 @@ split in bulk; the rare wrong ones are repaired in Python (see
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
+from itertools import chain
 
 import polars as pl
 
@@ -16,6 +18,7 @@ from analysis.hosts import HostlistError, expand_hostlist
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.parsers.sacct_repair import FREE_TEXT, JOBID_RE, repair_rows
+from analysis.parts import each_piece
 from analysis.timeutil import local_to_utc, parse_duration_s
 
 # The field list SPEC.md asks sites to dump; used when a file has no header.
@@ -85,9 +88,40 @@ def _expand_nodes(node_lists: pl.Series, max_hosts: int) -> pl.DataFrame:
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+    return _parse(lines, ctx)[0]
+
+
+def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
+    """A large dump piece by piece (analysis/parts.py), cut before a header or a row on one line of its own
+    (as many fields as the first header names): a row split over lines, or a SubmitLine's continuation
+    lines, stay in one piece. A piece is read with the columns of the header above it."""
+    chunks = iter(chunks)
+    first = next(chunks, pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8}))
+    columns, delim, _ = _columns(first, ctx)
+    header = rf"(?i)(^|{re.escape(delim)})\s*JobID\s*({re.escape(delim)}|$)"
+    above = None
+
+    def starts(lines: pl.DataFrame) -> pl.Series:
+        text = lines["text"]
+        return (text.str.count_matches(delim, literal=True) == len(columns) - 1) | text.str.contains(header)
+
+    def piece(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+        nonlocal above
+        result, above = _parse(lines, ctx, above)
+        return result
+
+    yield from each_piece(piece, chain([first], chunks), ctx, starts)
+
+
+def _parse(lines: pl.DataFrame, ctx: ParseContext,
+           above: tuple[list[str], str] | None = None) -> tuple[ParseResult, tuple[list[str], str] | None]:
+    """-> (the result, the columns and delimiter of the last header seen). ``above``: those of the header
+    above ``lines`` (a piece after the first), which reads the lines before their first header."""
     columns, delim, header_no = _columns(lines, ctx)
+    if header_no is None and above is None:
+        return _parse_segment(lines, columns, delim, ctx), None
     if header_no is None:
-        return _parse_segment(lines, columns, delim, ctx)
+        columns, delim = above
     # Concatenated dumps repeat the header, possibly with other columns: each
     # header starts a segment parsed with its own column names.
     is_header = pl.col("text").str.contains(rf"(?i)(^|{re.escape(delim)})\s*JobID\s*({re.escape(delim)}|$)")
@@ -95,13 +129,14 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     results = []
     for segment in segments:
         seg_columns, _, seg_header = _columns(segment, ctx)
-        if seg_header is None:  # lines before the first header: read with the first header's columns
+        if seg_header is None:  # lines before the first header: read with the first header's (or the one above)
             seg_columns = columns
         results.append(_parse_segment(segment, seg_columns, delim, ctx))
+        above = (seg_columns, delim)
     return ParseResult(
         tables={"sacct_records": pl.concat([r.tables["sacct_records"] for r in results], how="vertical_relaxed")},
         rejects=pl.concat([r.rejects for r in results], how="vertical_relaxed"),
-        skipped=sum(r.skipped for r in results), merged=sum(r.merged for r in results), format=f"sacct{delim}")
+        skipped=sum(r.skipped for r in results), merged=sum(r.merged for r in results), format=f"sacct{delim}"), above
 
 
 def _parse_segment(lines: pl.DataFrame, columns: list[str], delim: str, ctx: ParseContext) -> ParseResult:

@@ -14,12 +14,15 @@ extra fields back to Reason (the columns after it are taken from the right).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import polars as pl
 
 from analysis.hosts import HostlistError, expand_hostlist
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.parsers.csvlines import parse_time_any
+from analysis.parts import each_piece
 
 DEFAULT = ["nodename", "timestart", "timeend", "state", "reason", "user"]
 KNOWN = {"cluster", "clusternodes", "cpus", "duration", "event", "eventraw", "nodename", "reason",
@@ -54,14 +57,33 @@ def _expand(expr: str | None, max_hosts: int) -> list[str | None]:
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+    return _parse(lines, ctx)[0]
+
+
+def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
+    """A large dump piece by piece (analysis/parts.py; one line is one event): a piece after the first is
+    read with the columns of the file's first line."""
+    layout = None
+
+    def piece(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+        nonlocal layout
+        result, layout = _parse(lines, ctx, layout)
+        return result
+
+    return each_piece(piece, chunks, ctx)
+
+
+def _parse(lines: pl.DataFrame, ctx: ParseContext, layout: tuple | None = None) -> tuple[ParseResult, tuple | None]:
+    """-> (the result, the layout: columns, header?, trailing '|', the header's text), read from the first
+    non-blank line unless ``layout`` gives it."""
     body = lines.filter(pl.col("text").str.strip_chars() != "")
     skipped = lines.height - body.height
     if body.height == 0:
         return ParseResult(tables={"node_state_periods": pl.DataFrame(), "node_events": pl.DataFrame()},
-                           skipped=skipped, format="sacctmgr-event")
-    cols, has_header, trailing = _detect(body)
+                           skipped=skipped, format="sacctmgr-event"), layout
+    layout = layout or (*_detect(body), body["text"][0])
+    cols, has_header, trailing, head = layout
     if has_header:
-        head = body["text"][0]
         skipped += body.filter(pl.col("text") == head).height  # repeated headers too
         body = body.filter(pl.col("text") != head)
     text = pl.col("text").str.strip_suffix("|") if trailing else pl.col("text")
@@ -110,4 +132,4 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     return ParseResult(
         tables={"node_state_periods": periods, "node_events": events},
         rejects=make_rejects(bad["line_no"], bad["text"], bad["why"].to_list()),
-        skipped=skipped, format="sacctmgr-event" + ("" if has_header else "-noheader"))
+        skipped=skipped, format="sacctmgr-event" + ("" if has_header else "-noheader")), layout

@@ -9,10 +9,13 @@ the topology table, normalising the topology's port column with
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import polars as pl
 
 from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
+from analysis.parts import each_piece
 from analysis.timeutil import TZ_ABBREV_MINUTES, infer_year, month_number, shift_by_abbrev
 
 SEVERITIES = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"]
@@ -159,6 +162,11 @@ def _year_reference(ctx: ParseContext) -> tuple[int, int]:
         return ctx.options.syslog_year, 12
     mtime = ctx.mtime
     return mtime.year, mtime.month
+
+
+def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
+    """A large log piece by piece (analysis/parts.py): every line is read on its own."""
+    return each_piece(parse, chunks, ctx)
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:

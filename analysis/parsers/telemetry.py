@@ -1,9 +1,10 @@
 """Long-format telemetry (time, metric, value, labels) -> ``telemetry``.
 
-CSV through ``parse_stream(frames, ctx)`` (the engine hands a large file over in chunks of lines, so it is
-read in bounded memory; ``parse(lines, ctx)`` is the one-chunk case), Parquet through
-``parse_parquet(data, ctx)``, a row group batch at a time (line_no = 1-based row number: the engine counts
-parquet rows as lines), Prometheus API JSON through ``parse_json`` (analysis/parsers/promjson.py).
+CSV through ``stream_parts(frames, ctx)`` (the engine hands a large file over in chunks of lines and writes
+each chunk's rows as they come, so it is read in bounded memory; ``parse(lines, ctx)`` is the one-chunk
+case), Parquet through ``parquet_parts(file, ctx)``, a batch of rows at a time (line_no = 1-based row
+number: the engine counts parquet rows as lines), Prometheus API JSON through ``json_parts``
+(analysis/parsers/promjson.py).
 CSV lines are split with ``str.split``; only lines with a double quote go through the csv module (a
 quoted field cannot span lines here).
 
@@ -21,8 +22,9 @@ file (concatenated exports) are skipped.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -33,6 +35,7 @@ from analysis.lines import make_rejects
 from analysis.model import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.parsers import promjson, series
 from analysis.parsers.csvlines import datetime_to_utc, match_header, parse_time_any, split_lines
+from analysis.parts import combine
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "time": ("timestamp", "ts", "datetime", "date_time", "time_utc", "sample_time"),
@@ -67,35 +70,39 @@ class Layout:
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    return parse_stream([lines], ctx)
+    return combine(stream_parts([lines], ctx))
 
 
-def parse_json(chunks: Iterable[bytes], ctx: ParseContext) -> ParseResult:
-    return promjson.parse_json(chunks, ctx)
+def json_parts(chunks: Iterable[bytes], ctx: ParseContext) -> Iterator[ParseResult]:
+    return promjson.json_parts(chunks, ctx)
 
 
 def parse_stream(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> ParseResult:
-    """The file's (line_no, text) frames in order: the first non-blank line is the header for all."""
-    head_text, layout, width = None, None, 0
-    rows, rejects, skipped = [series.empty()], [], 0
+    return combine(stream_parts(chunks, ctx))
+
+
+def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
+    """The file's (line_no, text) frames in order, one part each: the first non-blank line is the header for all."""
+    head_text, layout, width, empty = None, None, 0, True
     for lines in chunks:
+        empty = False
         body = lines.filter(pl.col("text").str.strip_chars() != "")
-        skipped += lines.height - body.height
+        skipped = lines.height - body.height
         if layout is None and body.height:
             head_text = body["text"][0]
             header = split_lines(body.head(1))["fields"].to_list()[0] or []
             layout, width = Layout.of(header, ctx.host_hint, "CSV"), len(header)
         if layout is None:
+            yield ParseResult(tables={"telemetry": series.empty()}, skipped=skipped, format="telemetry-csv")
             continue
         split = split_lines(body)
         is_header = pl.col("text") == head_text
         skipped += split.filter(is_header).height
         good, bad = _csv_rows(split.filter(~is_header), layout, width, ctx)
-        rows.append(good)
-        rejects.append(bad)
-    return ParseResult(tables={"telemetry": pl.concat(rows)},
-                       rejects=pl.concat(rejects).sort("line_no") if rejects else make_rejects([], [], []),
-                       skipped=skipped, format="telemetry-csv")
+        yield ParseResult(tables={"telemetry": good}, rejects=bad.sort("line_no"), skipped=skipped,
+                          format="telemetry-csv")
+    if empty:
+        yield ParseResult(tables={"telemetry": series.empty()}, format="telemetry-csv")
 
 
 def _csv_rows(rows: pl.DataFrame, layout: Layout, width: int, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -122,14 +129,19 @@ def _distinct_times(texts: pl.Series, tz: str) -> pl.Series:
     return texts.to_frame("time").join(distinct, on="time", how="left", maintain_order="left")["t"]
 
 
-def parse_parquet(data: bytes, ctx: ParseContext) -> ParseResult:
-    """``data``: the file's bytes, already decompressed when it was gzipped. Read a batch of rows at a
-    time: the text forms of a batch's columns, not of the whole file, are in memory at once."""
+def parse_parquet(data: bytes | Path, ctx: ParseContext) -> ParseResult:
+    return combine(parquet_parts(data, ctx))
+
+
+def parquet_parts(source: Path | bytes, ctx: ParseContext) -> Iterator[ParseResult]:
+    """``source``: the file, or its bytes (already decompressed when it was gzipped). Read a batch of rows at
+    a time, one part each: the text forms of a batch's columns, not of the whole file, are in memory at once."""
     damaged = UnrecognisedFormat("not a readable Parquet file: its footer reads but its column data is damaged "
                                  "(truncated or corrupted copy?)")
     try:
-        schema = pl.read_parquet_schema(io.BytesIO(data))
-        batches = pq.ParquetFile(io.BytesIO(data)).iter_batches(batch_size=PARQUET_BATCH_ROWS)
+        schema = pl.read_parquet_schema(io.BytesIO(source) if isinstance(source, bytes) else source)
+        batches = pq.ParquetFile(io.BytesIO(source) if isinstance(source, bytes) else source).iter_batches(
+            batch_size=PARQUET_BATCH_ROWS)
     except (pl.exceptions.PolarsError, pa.ArrowException, OSError, ValueError):
         raise damaged from None
     names = list(schema)
@@ -139,7 +151,7 @@ def parse_parquet(data: bytes, ctx: ParseContext) -> ParseResult:
             raise UnrecognisedFormat(f"not long-format telemetry parquet: column '{names[i]}' ({canon}) holds "
                                      f"{schema[names[i]]} values, not one value per row")
     layout.labels = {k: i for k, i in layout.labels.items() if not schema[names[i]].is_nested()}
-    rows, rejects, offset = [series.empty()], [], 0
+    offset = 0
     while True:
         try:
             batch = next(batches, None)
@@ -150,11 +162,10 @@ def parse_parquet(data: bytes, ctx: ParseContext) -> ParseResult:
         if frame is None:
             break
         good, bad = _parquet_rows(frame, layout, offset, ctx)
-        rows.append(good)
-        rejects.append(bad)
+        yield ParseResult(tables={"telemetry": good}, rejects=bad, format="telemetry-parquet")
         offset += frame.height
-    return ParseResult(tables={"telemetry": pl.concat(rows)},
-                       rejects=pl.concat(rejects) if rejects else make_rejects([], [], []), format="telemetry-parquet")
+    if offset == 0:
+        yield ParseResult(tables={"telemetry": series.empty()}, format="telemetry-parquet")
 
 
 def _parquet_rows(frame: pl.DataFrame, layout: Layout, offset: int, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -175,14 +175,23 @@ class JobLogWriter:
 def write_counters(out: Path, hosts: list[str], days: int, t0: datetime, errors: dict[str, list[float]],
                    rng: np.random.Generator) -> int:
     """node_exporter-style HCA port counters for every host every 6 hours: rare stray symbol errors, a few
-    resets (driver reloads), and the silent link faults' error bursts (``errors``: host -> fault times)."""
-    path = out / "network" / "ib-port-counters.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    resets (driver reloads), and the silent link faults' error bursts (``errors``: host -> fault times).
+    One file per day (``network/ib-port-counters-YYYY-MM-DD.csv``), as a nightly export would write them:
+    a one-day increment brings one new file, not a rewritten history."""
+    folder = out / "network"
+    folder.mkdir(parents=True, exist_ok=True)
     names = ("symbol_error", "port_rcv_errors", "link_downed")
     n = 0
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["time", "host", "metric", "value"])
+    files: dict[int, tuple] = {}
+
+    def writer(day: int):
+        if day not in files:
+            f = (folder / f"ib-port-counters-{(t0 + timedelta(days=day)):%Y-%m-%d}.csv").open("w", newline="")
+            files[day] = (f, csv.writer(f))
+            files[day][1].writerow(["time", "host", "metric", "value"])
+        return files[day][1]
+
+    try:
         for h in hosts:
             value = dict.fromkeys(names, 0.0)
             bursts = sorted(errors.get(h, []))
@@ -195,7 +204,11 @@ def write_counters(out: Path, hosts: list[str], days: int, t0: datetime, errors:
                     value["symbol_error"] += float(rng.integers(200, 900))
                     value["port_rcv_errors"] += float(rng.integers(20, 200))
                 stamp = (t0 + timedelta(seconds=float(t))).strftime("%Y-%m-%dT%H:%M:%SZ")
+                w = writer(int(t // 86400))
                 for name in names:
                     w.writerow([stamp, h, f'node_infiniband_{name}_total{{device="mlx5_0",port="1"}}', int(value[name])])
                     n += 1
+    finally:
+        for f, _ in files.values():
+            f.close()
     return n

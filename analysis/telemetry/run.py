@@ -134,10 +134,11 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
     t0 = time.process_time()
     table, link_table = _score(con, models, judge, cfg, progress)
     table = table.with_columns(model_version=pl.lit(version))
-    sql.run_staged(con, {"staged_alerts": table, "staged_alert_events": alert_events(table, version),
-                         "staged_jobs": judge.with_columns(model_version=pl.lit(version)),
-                         "staged_links": link_table, "staged_job_metrics": staged.select("job_id", "instance", "metrics")},
-                   [("store_machine_alerts", None)])
+    if staged.height:  # nothing judged, nothing staged: the warehouse is left untouched
+        sql.run_staged(con, {"staged_alerts": table, "staged_alert_events": alert_events(table, version),
+                             "staged_jobs": judge.with_columns(model_version=pl.lit(version)), "staged_links": link_table,
+                             "staged_job_metrics": staged.select("job_id", "instance", "metrics")},
+                       [("store_machine_alerts", None)])
     state.cpu_s["score"] = time.process_time() - t0
     hours = judge.select(((pl.col("telemetry_to") - pl.col("telemetry_from")).dt.total_seconds() / 3600
                           * pl.col("hosts").list.len()).sum()).item() if judge.height else 0.0

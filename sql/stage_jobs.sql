@@ -1,15 +1,16 @@
--- jobs: one row per job instance, rebuilt from every sacct dump ingested.
+-- staged_jobs: one row per job instance of the jobs in changed_jobs (sql/changed_jobs.sql), from every sacct
+-- dump ingested; sql/store_jobs.sql puts them in jobs.
 -- Nightly dumps overlap (a job running at midnight appears in two), so the
 -- same instance is kept once, preferring the record that knows the most: an
 -- end time, a final state, the newest file. An instance is a job id plus its
 -- start (or, never started, its submit time).
 -- Dropped as stale: a PENDING record once the job has another record, and a
 -- pending array range (123_[5-9]) once a newer dump shows that array again.
-CREATE OR REPLACE TABLE jobs AS
+CREATE OR REPLACE TEMP TABLE staged_jobs AS
 WITH alloc AS (
     SELECT r.*, f.ingested_at
     FROM sacct_records r LEFT JOIN ingested_files f ON f.path = r.file
-    WHERE r.step_id IS NULL
+    WHERE r.step_id IS NULL AND r.job_id IN (SELECT job_id FROM changed_jobs)
 ), ranked AS (
     SELECT *, row_number() OVER (
         PARTITION BY job_id, start_time, CASE WHEN start_time IS NULL THEN submit_time END
@@ -38,11 +39,4 @@ SELECT job_id, job_id_raw,
        user_name, account, job_name, partition, qos, priority, state, cancelled_by, exit_code, exit_signal, reason,
        submit_time, eligible_time, start_time, end_time, elapsed_s, n_nodes, n_gpus, nodes, node_list, restarts,
        submit_line, file, line_no
-FROM kept
-ORDER BY job_id, instance;
--- job_days: every day from the first job start to the last job end, the grid
--- the per-day metrics (failure rate over time, goodput) are laid on.
-CREATE OR REPLACE VIEW job_days AS
-SELECT unnest(generate_series(first_day, last_day, INTERVAL 1 DAY)) AS day FROM (
-    SELECT date_trunc('day', min(start_time)) AS first_day, date_trunc('day', max(end_time)) AS last_day
-    FROM jobs WHERE start_time IS NOT NULL AND end_time IS NOT NULL);
+FROM kept;
