@@ -201,17 +201,21 @@ def test_the_asset_says_whether_it_trained_or_loaded_the_detector(scored, tmp_pa
     con, db = _copy(scored, tmp_path)
     add(con, later_jobs(day=4.0, n=1, first=40))
     con.close()
-    res = {"warehouse": Warehouse(db_path=str(db)), "telemetry_settings": TelemetrySettings(epochs=3, lookback_days=9.0)}
     meta = []
-    for _ in range(2):
+    for days in (None, None, 30):  # the same settings twice, then another retrain_after_days
+        res = {"warehouse": Warehouse(db_path=str(db)),
+               "telemetry_settings": TelemetrySettings(epochs=3, lookback_days=9.0, retrain_after_days=days)}
         run = materialize([machine_alerts], resources=res, instance=DagsterInstance.ephemeral())
         (event,) = run.get_asset_materialization_events()
         meta.append({k: v.value for k, v in event.materialization.metadata.items()})
-    # the settings' definition differs from the saved model's (3 epochs, not 2): trained, then loaded
+    # the settings' definition differs from the saved model's (3 epochs, not 2): trained
     assert meta[0]["detector_model"] == "trained" and meta[0]["detector_model_age_days"] == 0
     assert meta[0]["detector_model_reason"].startswith("input definition changed") and meta[0]["detector_train_cpu_s"] > 0
-    assert meta[1]["detector_model"] == "loaded" and meta[1]["jobs"] == 0 and "detector_train_cpu_s" not in meta[1]
-    assert meta[1]["detector_model_version"] == meta[0]["detector_model_version"] == meta[0]["model_version"]
+    assert meta[1]["unchanged"] and meta[1]["detector_model"] == "trained"  # not run again: the last build's metadata
+    # the step runs (its settings changed), the detector's definition did not: loaded, nothing new to score
+    assert not meta[2].get("unchanged") and meta[2]["detector_model"] == "loaded" and meta[2]["jobs"] == 0
+    assert "detector_train_cpu_s" not in meta[2] and meta[2]["detector_model_age_days"] == 0
+    assert meta[2]["detector_model_version"] == meta[0]["detector_model_version"] == meta[0]["model_version"]
 
 
 def test_cadence_decisions():
