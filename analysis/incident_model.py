@@ -1,18 +1,27 @@
 """Incident probability per node (Anubis §3.3): status samples from incident
 history, a time-based split with no leakage, Cox-Time against the three
-exponential baselines, and node_risk for the end of the data."""
+exponential baselines, and node_risk for the end of the data. The fitted
+models are saved beside the warehouse and retrained on a cadence
+(analysis.cadence); the runs in between only score the nodes' current status."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+import pickle
+import time
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
 import polars as pl
 
-from analysis import sql, survival
+from analysis import cadence, sql, survival
+from analysis.cadence import Cadence, ModelState
 
+PREFIX = "incident"  # models/incident-<as_of>-<version>.pkl
 HORIZONS_DAYS = (1, 7, 30)
 RISK_SCHEMA = {"host": pl.Utf8, "as_of": pl.Datetime("us"), "horizon_days": pl.Int32, "p_incident": pl.Float64,
                "expected_days_to_incident": pl.Float64, "model": pl.Utf8}
@@ -95,22 +104,26 @@ def _frame(rows: list) -> pl.DataFrame:
                                                     "split": pl.Utf8, "n": pl.Int64})
 
 
-def node_risk(samples: pl.DataFrame, start: datetime, end: datetime, models: list | None = None) -> pl.DataFrame:
-    """Fit on every sample before ``end``; score each host's status at ``end``:
-    P(incident within 1, 7, 30 days) and the expected days to the next one,
-    restricted to the length of the history (no model knows beyond it)."""
+def fit_risk_models(samples: pl.DataFrame, end: datetime, models: list | None = None) -> list:
+    """Every model fitted on the samples before ``end`` (a model with too little history is left out)."""
     train = samples.filter((pl.col("t") < end) & (pl.col("duration_h") > 0))
+    fitted = []
+    for model in (models or survival.all_models()) if train.height else []:
+        try:
+            fitted.append(model.fit(train))
+        except survival.NotEnoughData:
+            continue
+    return fitted
+
+
+def score_risk(fitted: list, samples: pl.DataFrame, start: datetime, end: datetime) -> pl.DataFrame:
+    """Each host's status at ``end`` scored by the fitted models: P(incident within 1, 7, 30 days) and
+    the expected days to the next one, restricted to the length of the history (no model knows beyond it)."""
     current = samples.filter(pl.col("t") == end)
     horizons = np.array([d * 24.0 for d in HORIZONS_DAYS])
     grid = np.linspace(0, max((end - start).total_seconds() / 3600.0, 24.0), 721)
     frames = []
-    if train.height == 0 or current.height == 0:
-        return pl.DataFrame(schema=RISK_SCHEMA)
-    for model in models or survival.all_models():
-        try:
-            model.fit(train)
-        except survival.NotEnoughData:
-            continue
+    for model in fitted if current.height else []:
         surv_h = model.survival(current, horizons)
         expected = survival.expected_hours(model.survival(current, grid), grid) / 24.0
         for i, days in enumerate(HORIZONS_DAYS):
@@ -120,18 +133,63 @@ def node_risk(samples: pl.DataFrame, start: datetime, end: datetime, models: lis
     return pl.concat(frames) if frames else pl.DataFrame(schema=RISK_SCHEMA)
 
 
-def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime,
-        cfg: IncidentConfig = IncidentConfig()) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """incident_samples, node_risk and the incident rows of model_evaluation for ``as_of``."""
-    trained_at = datetime.now(timezone.utc).replace(tzinfo=None)
+def node_risk(samples: pl.DataFrame, start: datetime, end: datetime, models: list | None = None) -> pl.DataFrame:
+    """Fit on every sample before ``end``; score each host's status at ``end``."""
+    return score_risk(fit_risk_models(samples, end, models), samples, start, end)
+
+
+def definition(cfg: IncidentConfig) -> dict:
+    """What decides the fitted models besides the data (analysis.cadence)."""
+    hyper = ("epochs", "hidden", "seeds", "max_rows", "baseline_sample", "min_rows", "min_events", "top")
+    return {"format": cadence.FORMAT, "config": asdict(cfg), "covariates": list(survival.COVARIATES),
+            "seed": survival.SEED,
+            "models": {m.name: {k: getattr(m, k) for k in hyper if hasattr(m, k)} for m in survival.all_models()}}
+
+
+def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: IncidentConfig = IncidentConfig(),
+        model_dir: Path | None = None, cad: Cadence = Cadence()) -> tuple[pl.DataFrame, pl.DataFrame, ModelState]:
+    """incident_samples and node_risk for ``as_of``, with the models saved in ``model_dir`` unless
+    analysis.cadence says to retrain them; the incident rows of model_evaluation (the time split) are
+    rebuilt only when they are (an empty frame is returned otherwise)."""
     samples = build_samples(con, as_of, cfg.every_days)
-    evaluation = evaluate(samples, start, as_of, cfg).with_columns(
-        trained_at=pl.lit(trained_at), as_of=pl.lit(as_of), family=pl.lit("incident"))
-    risk = node_risk(samples, start, as_of)
-    sql.run_staged(con, {"staged_node_risk": risk, "staged_model_evaluation": evaluation},
-                   [("store_node_risk", {"as_of": as_of}),
-                    ("store_model_evaluation", {"as_of": as_of, "family": "incident"})])
-    return risk, evaluation
+    fp = cadence.fingerprint(definition(cfg))
+    last = cadence.latest(model_dir, PREFIX, cad.scope)
+    state = cadence.decide("incident", last, fp, as_of, cad, model_dir)
+    t0 = time.process_time()
+    steps = [("store_node_risk", {"as_of": as_of})]
+    evaluation = _frame([])
+    if state.trained:
+        trained_at = datetime.now(timezone.utc).replace(tzinfo=None)
+        evaluation = evaluate(samples, start, as_of, cfg).with_columns(
+            trained_at=pl.lit(trained_at), as_of=pl.lit(as_of), family=pl.lit("incident"))
+        fitted = fit_risk_models(samples, as_of)
+        meta = {**cadence.common_meta("incident", fp, definition(cfg), as_of, cad), "as_of": as_of.isoformat(),
+                "trained_from": start.isoformat(), "trained_to": as_of.isoformat(), "n_samples": samples.height,
+                "n_incidents": int(samples["event"].sum()), "models": [m.name for m in fitted],
+                "trained_at": trained_at.isoformat(timespec="seconds")}
+        version, path = _save(fitted, model_dir, meta) if model_dir else (None, None)
+        state = cadence.trained("incident", state.reason, version, path, meta)
+        state.cpu_s["train"] = time.process_time() - t0
+        steps.append(("store_model_evaluation", {"as_of": as_of, "family": "incident"}))
+        t0 = time.process_time()
+    else:
+        fitted = pickle.loads(last[1].with_suffix(".pkl").read_bytes())
+    risk = score_risk(fitted, samples, start, as_of)
+    sql.run_staged(con, {"staged_node_risk": risk, "staged_model_evaluation": evaluation}, steps)
+    state.cpu_s["score"] = time.process_time() - t0
+    return risk, evaluation, state
+
+
+def _save(fitted: list, model_dir: Path, meta: dict) -> tuple[str, Path]:
+    """models/incident-<as_of>-<version>.pkl (the fitted models, without their training state:
+    survival.CoxTime.__getstate__) and the .json beside it."""
+    what = {k: v for k, v in meta.items() if k != "trained_at"}
+    version = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
+    model_dir.mkdir(parents=True, exist_ok=True)
+    path = model_dir / f"{PREFIX}-{meta['as_of'][:10].replace('-', '')}-{version}.pkl"
+    path.write_bytes(pickle.dumps(fitted))
+    path.with_suffix(".json").write_text(json.dumps({**meta, "version": version}, indent=2) + "\n")
+    return version, path
 
 
 def first_day(con: duckdb.DuckDBPyConnection) -> datetime | None:

@@ -1,20 +1,25 @@
 """Score every node for lemon-ness as of a day: features over weekly snapshots,
 Meta's thresholds always, the classifier when labels allow, an evaluation on
-a time split, and the model saved with its training window."""
+a time split, and the model saved with its training window, retrained on a
+cadence (analysis.cadence): between retrains the saved one scores."""
 from __future__ import annotations
 
 import hashlib
 import json
 import pickle
-from dataclasses import dataclass
+import time
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from analysis import lemons, sql
+from analysis import cadence, lemons, sql
+from analysis.cadence import Cadence, ModelState
 from analysis.lemons import LemonConfig
+
+PREFIX = "lemon"  # models/lemon-<as_of>-<version>.pkl
 
 
 @dataclass
@@ -25,6 +30,7 @@ class LemonRun:
     evaluation: pl.DataFrame
     model_path: Path | None
     why_thresholds: str | None = None
+    model: ModelState | None = None  # the classifier trained or loaded (None: thresholds decided)
 
 
 def data_span(con: duckdb.DuckDBPyConnection) -> tuple[datetime | None, datetime | None]:
@@ -46,26 +52,48 @@ def default_as_of(con: duckdb.DuckDBPyConnection) -> datetime:
 
 
 def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, cfg: LemonConfig = LemonConfig(),
-                 labels: pl.DataFrame | None = None, model_dir: Path | None = None) -> LemonRun:
+                 labels: pl.DataFrame | None = None, model_dir: Path | None = None,
+                 cad: Cadence = Cadence()) -> LemonRun:
     """Compute lemon_features, lemon_scores and the lemon rows of model_evaluation
-    for ``as_of`` using only data strictly before it."""
+    for ``as_of`` using only data strictly before it. With enough labels the
+    classifier decides: the one saved in ``model_dir`` unless analysis.cadence
+    says to retrain it; lemon_features then holds every weekly snapshot when it
+    is trained (and the evaluation is rebuilt), else only the one scored (and
+    the evaluation stays the one of its training)."""
     as_of = as_of or default_as_of(con)
     start, _ = data_span(con)
-    features = lemons.build_features(con, lemons.snapshots(start or as_of, as_of, cfg.snapshot_days, cfg.window_days),
-                                     cfg.window_days)
+    known = _known(labels, as_of)
+    wanted = known is not None and int(known["is_lemon"].sum()) >= cfg.min_positive_labels
+    state = None
+    if wanted:
+        fp = cadence.fingerprint(definition(cfg, labels))
+        last = cadence.latest(model_dir, PREFIX, cad.scope)
+        state = cadence.decide("lemon", last, fp, as_of, cad, model_dir)
+    # the weekly snapshots are training data; scoring (and the thresholds) needs the last one only
+    snaps = lemons.snapshots(start or as_of, as_of, cfg.snapshot_days, cfg.window_days) \
+        if state is not None and state.trained else [as_of]
+    t0 = time.process_time()
+    features = lemons.build_features(con, snaps, cfg.window_days)
     current = features.filter(pl.col("as_of") == as_of)
     meta = lemons.threshold_flags(current, cfg)
-    known = _known(labels, as_of)
     trained_at = datetime.now(timezone.utc).replace(tzinfo=None)
-    model_path, why, scored = None, None, None
-    if known is not None and int(known["is_lemon"].sum()) >= cfg.min_positive_labels:
+    model_path, why, scored, evaluation = None, None, None, None
+    if state is not None and state.trained:
         rows = lemons.training_rows(features.filter(pl.col("as_of") < as_of), known, as_of)
         if _lemon_hosts(rows) >= cfg.min_positive_labels:
             model = lemons.train(rows, cfg.window_days)
+            info = {**cadence.common_meta("lemon", fp, definition(cfg, labels), as_of, cad),
+                    "trained_at": trained_at.isoformat(timespec="seconds")}
+            model_path = _save(model, model_dir, as_of, info) if model_dir else None
+            state = cadence.trained("lemon", state.reason, model.version or None, model_path, info)
             scored = lemons.predict(model, current).with_columns(method=pl.lit("classifier"))
-            model_path = _save(model, model_dir, as_of) if model_dir else None
         else:
-            why = "the labelled lemons have no history before as_of"
+            why, state = "the labelled lemons have no history before as_of", None
+    elif state is not None:
+        model = pickle.loads(last[1].with_suffix(".pkl").read_bytes())
+        model_path = last[1].with_suffix(".pkl")
+        scored = lemons.predict(model, current).with_columns(method=pl.lit("classifier"))
+        evaluation = saved_evaluation(con, last[0])
     else:
         why = ("no labels file" if labels is None else
                f"fewer than {cfg.min_positive_labels} lemons labelled before {as_of:%Y-%m-%d}")
@@ -77,11 +105,30 @@ def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, 
               .join(components, on="host", how="left", maintain_order="left")
               .select("host", "as_of", "score", "is_lemon", "top_signals", "suggested_component", "method",
                       "meta_is_lemon", "meta_signals"))
-    evaluation = evaluate(features, known, as_of, cfg, trained_at)
-    sql.run_staged(con, {"staged_lemon_scores": scores, "staged_model_evaluation": evaluation},
-                   [("store_lemon_scores", {"as_of": as_of}),
-                    ("store_model_evaluation", {"as_of": as_of, "family": "lemon"})])
-    return LemonRun(as_of, scores["method"][0] if scores.height else "thresholds", scores, evaluation, model_path, why)
+    steps = [("store_lemon_scores", {"as_of": as_of})]
+    if evaluation is None:  # no saved classifier: the evaluation is this run's (rebuilt when it is trained)
+        evaluation = evaluate(features, known, as_of, cfg, trained_at)
+        steps.append(("store_model_evaluation", {"as_of": as_of, "family": "lemon"}))
+    sql.run_staged(con, {"staged_lemon_scores": scores, "staged_model_evaluation": evaluation}, steps)
+    if state is not None:
+        state.cpu_s["train" if state.trained else "score"] = time.process_time() - t0
+    return LemonRun(as_of, scores["method"][0] if scores.height else "thresholds", scores, evaluation, model_path, why,
+                    state)
+
+
+def definition(cfg: LemonConfig, labels: pl.DataFrame | None) -> dict:
+    """What decides the classifier besides the incident history (analysis.cadence): its configuration,
+    signals, seed, and the operator's labels (a new or corrected label retrains it)."""
+    return {"format": cadence.FORMAT, "config": asdict(cfg), "signals": list(lemons.SIGNALS), "seed": lemons.SEED,
+            "labels": None if labels is None else hashlib.sha256(
+                labels.sort("host").write_csv().encode()).hexdigest()[:16]}
+
+
+def saved_evaluation(con: duckdb.DuckDBPyConnection, meta: dict) -> pl.DataFrame:
+    """The lemon rows of model_evaluation stored when the saved classifier was trained."""
+    if not sql.scalar(con, "table_exists", ["model_evaluation"]):
+        return _eval_frame([])
+    return sql.query(con, "model_evaluation_at", {"family": "lemon", "as_of": datetime.fromisoformat(meta["as_of"])})
 
 
 def _lemon_hosts(rows: pl.DataFrame) -> int:
@@ -147,7 +194,7 @@ def _eval_frame(rows: list, trained_at: datetime | None = None, as_of: datetime 
         family=pl.lit("lemon"))
 
 
-def _save(model: lemons.LemonModel, model_dir: Path, as_of: datetime) -> Path:
+def _save(model: lemons.LemonModel, model_dir: Path, as_of: datetime, info: dict) -> Path:
     """models/lemon-<as_of>-<version>.pkl and a .json beside it with the training window."""
     import sklearn
 
@@ -155,11 +202,11 @@ def _save(model: lemons.LemonModel, model_dir: Path, as_of: datetime) -> Path:
             "trained_to": str(model.trained_to), "n_rows": model.n_rows, "n_lemons": model.n_lemons,
             "window_days": model.window_days, "threshold": model.threshold, "signals": list(model.signals),
             "sklearn": sklearn.__version__, "seed": lemons.SEED}
-    model.version = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:12]
+    meta = {**info, **meta}
+    what = {k: v for k, v in meta.items() if k != "trained_at"}
+    model.version = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
     model_dir.mkdir(parents=True, exist_ok=True)
-    path = model_dir / f"lemon-{as_of:%Y%m%d}-{model.version}.pkl"
+    path = model_dir / f"{PREFIX}-{as_of:%Y%m%d}-{model.version}.pkl"
     path.write_bytes(pickle.dumps(model))
     path.with_suffix(".json").write_text(json.dumps({**meta, "version": model.version}, indent=2) + "\n")
     return path
-
-

@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 
 from analysis import exports, incident_model, lemon_scoring, lemons, selector, sql
+from analysis.cadence import Cadence, ModelState
 
 
 NEEDED = ("jobs", "node_incidents", "failure_attribution")  # built by `goodput run`
@@ -27,6 +28,7 @@ class ModelsConfig:
     # validate until a node's 7-day incident probability is under this: a probability,
     # or pNN, the fleet's NN-th percentile (the riskiest nodes brought to where most are)
     validation_target: float | str = "p90"
+    cadence: Cadence = field(default_factory=Cadence)  # when the saved models are retrained (analysis.cadence)
 
 
 @dataclass
@@ -35,8 +37,9 @@ class ModelsResult:
     lemon: lemon_scoring.LemonRun
     actions: pl.DataFrame
     risk: pl.DataFrame
-    incident_evaluation: pl.DataFrame
+    incident_evaluation: pl.DataFrame  # empty when the saved incident models were loaded (not re-evaluated)
     validation_plan: pl.DataFrame
+    incident: ModelState | None = None
 
 
 def load_labels(con: duckdb.DuckDBPyConnection, path: Path | None) -> pl.DataFrame | None:
@@ -64,8 +67,8 @@ def run_models(con: duckdb.DuckDBPyConnection, cfg: ModelsConfig = ModelsConfig(
         raise lemon_scoring.NoHistory("the warehouse holds no incident history yet (no jobs, node events, tickets "
                                       "or node states)")
     as_of = as_of or lemon_scoring.default_as_of(con)
-    lemon = lemon_scoring.score_lemons(con, as_of, cfg.lemon, labels, cfg.model_dir)
-    risk, evaluation = incident_model.run(con, as_of, start, cfg.incident)
+    lemon = lemon_scoring.score_lemons(con, as_of, cfg.lemon, labels, cfg.model_dir, cfg.cadence)
+    risk, evaluation, incident = incident_model.run(con, as_of, start, cfg.incident, cfg.model_dir, cfg.cadence)
     actions = exports.build_node_actions(con, as_of, cfg.ladder)
     plan = selector.plan(con, as_of, catalog, cfg.validation_target)
-    return ModelsResult(as_of, lemon, actions, risk, evaluation, plan)
+    return ModelsResult(as_of, lemon, actions, risk, evaluation, plan, incident)

@@ -4,6 +4,7 @@ questions for a frame of node status samples: the survival curve on a time
 grid (hours), and the expected hours to the next incident up to a cap."""
 from __future__ import annotations
 
+import copy
 import tempfile
 import warnings
 from pathlib import Path
@@ -159,6 +160,20 @@ class CoxTime:
         # 1,500 sampled times shared among the members keep scoring a 2,000-node fleet near a second
         model.compute_baseline_hazards(sample=min(int((~val).sum()), self.baseline_sample // len(self.seeds)))
         return model
+
+    # what a fitted member needs only to train (its optimiser, callbacks, logs, the training samples):
+    # not saved with the model (analysis.incident_model), which only scores once loaded
+    TRAINING_STATE = ("_optimizer", "log", "train_metrics", "val_metrics", "callbacks", "training_data",
+                      "batch_loss", "batch_metrics")
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        if "members" in state:
+            state["members"] = [copy.copy(m) for m in state["members"]]
+            for member in state["members"]:
+                for name in self.TRAINING_STATE:
+                    member.__dict__.pop(name, None)
+        return state
 
     def survival(self, df: pl.DataFrame, grid: np.ndarray) -> np.ndarray:
         x = (_design(df) - self.mean) / self.std

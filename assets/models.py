@@ -15,7 +15,8 @@ from pipelines.version import made_by
        group_name="models",
        description="lemon_features, lemon_scores (classifier with labels, else Meta-style thresholds), incident_samples, "
                    "node_risk (Cox-Time and baselines), model_evaluation, node_actions (watch / drain_after_job / "
-                   "drain_now) and validation_plan, as of the end of the data.")
+                   "drain_now) and validation_plan, as of the end of the data. The classifier and the incident "
+                   "models are retrained on a cadence (metadata: trained or loaded, their age).")
 @unless_unchanged(files=lambda kw: [kw["models"].labels_path(kw["sources"].source_dir)])
 @withheld_on_error
 def node_actions(warehouse: Warehouse, sources: LogSources, models: ModelSettings) -> MaterializeResult:
@@ -26,9 +27,11 @@ def node_actions(warehouse: Warehouse, sources: LogSources, models: ModelSetting
             return MaterializeResult(metadata={"skipped": str(exc)})
         fleet = node_models.fleet_size(con)
     counts = result.actions.group_by("action").len()
+    lemon_model = result.lemon.model.metadata("lemon") if result.lemon.model else {}
     return MaterializeResult(metadata={
         "as_of": result.as_of.isoformat(), "lemon_method": result.lemon.method,
         "lemons": int(result.lemon.scores["is_lemon"].sum()), "fleet": fleet,
+        **lemon_model, **result.incident.metadata("incident"),
         **{f"action_{a}": int(n) for a, n in counts.iter_rows()}})
 
 

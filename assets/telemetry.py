@@ -12,7 +12,8 @@ from pipelines.resources import TelemetrySettings, Warehouse
 
 @asset(deps=["telemetry", "jobs"], group_name="telemetry",
        description="telemetry_jobs (jobs telemetry covers), machine_alerts (Minder and the methods beside it, "
-                   "missing data), and the confirmed Minder alerts as node_events (source telemetry).")
+                   "missing data), and the confirmed Minder alerts as node_events (source telemetry), for the jobs "
+                   "not scored yet; the detector is retrained on a cadence (metadata: trained or loaded, its age).")
 @unless_unchanged
 @withheld_on_error
 def machine_alerts(warehouse: Warehouse, telemetry_settings: TelemetrySettings) -> MaterializeResult:
@@ -22,12 +23,15 @@ def machine_alerts(warehouse: Warehouse, telemetry_settings: TelemetrySettings) 
     with warehouse.connect() as con:
         try:
             result = telemetry_run.run(con, s.config(), Path(warehouse.db_path).resolve().parent / "models",
-                                       s.max_train_jobs, s.min_train_jobs, s.epochs, lookback_days=s.lookback_days)
+                                       s.max_train_jobs, s.min_train_jobs, s.epochs, lookback_days=s.lookback_days,
+                                       cadence=s.cadence(warehouse.db_path))
         except telemetry_run.NoTelemetry as exc:
             return MaterializeResult(metadata={"skipped": str(exc)})
     counts = result.alerts.group_by("method").len()
     return MaterializeResult(metadata={"jobs": result.jobs, "trained_on": result.trained_on,
                                        "model_version": result.model_version,
+                                       "scored_machine_hours": round(result.machine_hours, 1),
+                                       **result.model.metadata("detector"),
                                        **{f"alerts_{m}": int(n) for m, n in counts.iter_rows()}})
 
 

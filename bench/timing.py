@@ -1,4 +1,5 @@
-"""What the bench scripts print for each step: its wall time and the process's peak RSS so far."""
+"""What the bench scripts print for each step: its wall time, its CPU time (all the process's threads:
+the cost on a shared machine) and the process's peak RSS so far."""
 from __future__ import annotations
 
 import resource
@@ -11,8 +12,16 @@ def peak_mb() -> float:
 
 
 def timed(label: str, fn):
-    """Run ``fn``, print its time and the peak RSS, return what it returned."""
-    t0 = time.perf_counter()
+    """Run ``fn``, print its wall and CPU time and the peak RSS, return what it returned."""
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn()
-    print(f"{label:34} {time.perf_counter() - t0:7.2f} s   peak RSS {peak_mb():7,.0f} MB", flush=True)
+    print(f"{label:34} {time.perf_counter() - t0:7.2f} s  {time.process_time() - c0:7.2f} CPU-s   "
+          f"peak RSS {peak_mb():7,.0f} MB", flush=True)
     return out
+
+
+def cpu(fn) -> tuple[object, float]:
+    """``fn``'s result and the CPU seconds it took."""
+    c0 = time.process_time()
+    out = fn()
+    return out, time.process_time() - c0

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from analysis import fingerprints, warehouse
+from analysis.cadence import KINDS
 
 
 def _as_of(value: str | None) -> datetime | None:
@@ -42,10 +43,17 @@ def _open(db: Path | None, read_only: bool):
                    "Meta-style thresholds decide].")
 @click.option("--window-days", type=click.IntRange(1, 365), default=28, show_default=True,
               help="Trailing window of the lemon signals.")
-def models_command(db: Path | None, as_of: str | None, labels: Path | None, window_days: int) -> None:
+@click.option("--retrain", "retrain", multiple=True, type=click.Choice(KINDS + ("all",)),
+              help="Retrain this model now, whatever its age (repeatable). `telemetry` retrains the telemetry "
+                   "detector and rescores the jobs it judges (named alone, the node models are left as they are) "
+                   "[default: each model is retrained when $GOODPUT_RETRAIN_AFTER_DAYS (7) days of new data have "
+                   "passed or its input definition changed; in between the saved one scores].")
+def models_command(db: Path | None, as_of: str | None, labels: Path | None, window_days: int,
+                   retrain: tuple[str, ...]) -> None:
     """(Re)build lemon_features, lemon_scores, model_evaluation and node_actions
-    as of a day, from data strictly before it. Writes the warehouse; the files
-    Slurm reads come from `goodput export`."""
+    as of a day, from data strictly before it, with the saved models unless
+    they are due for retraining (or --retrain names them). Writes the
+    warehouse; the files Slurm reads come from `goodput export`."""
     import os
 
     from analysis.lemons import LabelsError, LemonConfig
@@ -55,10 +63,15 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
     labels = labels or (Path(os.environ["GOODPUT_LABELS"]) if os.environ.get("GOODPUT_LABELS") else None)
     if labels is not None and not labels.is_file():
         raise click.ClickException(f"no labels file at {labels}")
+    retrain = frozenset(retrain)
     con, db = _open(db, read_only=False)
     try:
+        if retrain & {"telemetry", "all"}:
+            _telemetry(con, db, retrain, alone=retrain == {"telemetry"})
+        if retrain == {"telemetry"}:
+            return
         cfg = ModelsConfig(lemon=LemonConfig(window_days=window_days), labels_path=labels,
-                           model_dir=Path(db).resolve().parent / "models")
+                           model_dir=Path(db).resolve().parent / "models", cadence=_cadence(db, retrain))
         result = run_models(con, cfg, when)
         fingerprints.forget_steps(con, ["node_actions"])  # its tables are this command's now: the next run rebuilds
     except (LabelsError, ValueError) as exc:
@@ -66,24 +79,71 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
     finally:
         con.close()
         warehouse.published(db)  # what readers open while the next run writes
+    _print_models(result, db)
+
+
+def _cadence(db: Path, retrain: frozenset):
+    from analysis.cadence import Cadence
+    from pipelines.resources import retrain_after_days_default
+
+    return Cadence(retrain_after_days_default(), retrain, Path(db).name)
+
+
+def _state(name: str, state) -> str:
+    how = "trained" if state.trained else f"loaded {state.version}"
+    cpu = ", ".join(f"{k} {v:.1f} CPU-s" for k, v in state.cpu_s.items())
+    return f"{name}: {how} ({state.reason}){'; ' + cpu if cpu else ''}."
+
+
+def _telemetry(con, db: Path, retrain: frozenset, alone: bool) -> None:
+    """Retrain the telemetry detector and rescore what it judges (analysis.telemetry.run)."""
+    from analysis.telemetry import run as telemetry_run
+    from pipelines.resources import TelemetrySettings
+
+    s = TelemetrySettings()
+    try:
+        result = telemetry_run.run(con, s.config(), Path(db).resolve().parent / "models", s.max_train_jobs,
+                                   s.min_train_jobs, s.epochs, lookback_days=s.lookback_days,
+                                   cadence=s.cadence(str(db), retrain))
+    except telemetry_run.NoTelemetry as exc:
+        if alone:
+            raise click.ClickException(f"cannot retrain the telemetry detector: {exc}") from None
+        click.echo(f"Telemetry detector: not trained ({exc}).")
+        return
+    fingerprints.forget_steps(con, ["machine_alerts"])  # its tables are this command's now: the next run rebuilds
+    click.echo(_state("Telemetry detector", result.model))
+    click.echo(f"  saved: {result.model_path}; scored {result.jobs} job(s), {result.machine_hours:,.1f} machine-hours "
+               "of telemetry. Attribution and the blocklist read its alerts at the next `goodput run`.")
+
+
+def _print_models(result, db: Path) -> None:
     lemon = result.lemon
     click.echo(f"As of {result.as_of:%Y-%m-%d} (UTC), data strictly before it.")
     how = "classifier trained on the labels" if lemon.method == "classifier" else \
         f"Meta-style thresholds ({lemon.why_thresholds})"
+    if lemon.model is not None and not lemon.model.trained:
+        how = "classifier saved from an earlier run"
     click.echo(f"Lemons: {int(lemon.scores['is_lemon'].sum())} of {lemon.scores.height} nodes, by the {how}.")
+    if lemon.model is not None:
+        click.echo(_state("Lemon classifier", lemon.model))
     if lemon.model_path:
-        click.echo(f"Model saved: {lemon.model_path}")
+        click.echo(f"Model {'saved' if lemon.model.trained else 'used'}: {lemon.model_path}")
     if lemon.evaluation.height:
-        click.echo("Evaluation (the last window held out):")
+        when = "" if lemon.model is None or lemon.model.trained else \
+            f", when it was trained as of {lemon.evaluation['as_of'][0]:%Y-%m-%d}"
+        click.echo(f"Evaluation (the last window held out{when}):")
         for model, metric, value in lemon.evaluation.select("model", "metric", "value").iter_rows():
             click.echo(f"  {model:18} {metric:20} {value:.3f}")
+    click.echo(_state("Incident models", result.incident))
     if result.incident_evaluation.height:
         click.echo("Incident model, held-out later span (" + result.incident_evaluation["split"][0] + "):")
         table = result.incident_evaluation.pivot(on="metric", index="model", values="value")
         for row in table.iter_rows(named=True):
             click.echo(f"  {row['model']:32} " + "  ".join(f"{k} {v:.3f}" for k, v in row.items() if k != "model"))
-    else:
+    elif result.incident.trained:
         click.echo("Incident model: too little history to hold out a later span; node_risk uses what could be trained.")
+    else:
+        click.echo("Incident model: evaluated when it was trained (model_evaluation).")
     plan = result.validation_plan
     click.echo(f"Validation plan: {plan['host'].n_unique()} risky node(s), {plan.height} benchmark run(s).")
     counts = dict(result.actions.group_by("action").len().iter_rows())

@@ -11,6 +11,19 @@ from analysis.options import load_options
 from analysis.model import IngestOptions
 
 
+def retrain_after_days_default(setting: float | None = None) -> float:
+    """A resource's retrain_after_days when set, else $GOODPUT_RETRAIN_AFTER_DAYS (days of data a saved
+    model serves before it is retrained; 0: every run), else 7. Read when a model step runs, so a bad
+    value fails that step with this message rather than every import."""
+    if setting is not None:
+        return max(0.0, float(setting))
+    value = os.environ.get("GOODPUT_RETRAIN_AFTER_DAYS", "").strip()
+    try:
+        return max(0.0, float(value)) if value else 7.0
+    except ValueError:
+        raise ValueError(f"GOODPUT_RETRAIN_AFTER_DAYS must be a number of days, got {value!r}") from None
+
+
 class Warehouse(ConfigurableResource):
     """The DuckDB file. Default ./data/warehouse.duckdb, or $GOODPUT_DB. A run holds it open for writing
     from its first step to its last (no reader can take it in between), then publishes the snapshot that
@@ -85,9 +98,12 @@ class ReportSettings(ConfigurableResource):
 class ModelSettings(ConfigurableResource):
     """Lemon and blocklist settings. labels_file: the operator's lemon labels
     (default $GOODPUT_LABELS, else labels/lemons.csv in the source directory);
-    without it Meta-style thresholds decide. Trained models are saved in
-    models/ beside the warehouse."""
+    without it Meta-style thresholds decide. Trained models (the lemon
+    classifier, the incident models) are saved in models/ beside the warehouse
+    and retrained when retrain_after_days of new data have passed, or their
+    input definition changed (analysis.cadence); runs in between only score."""
     labels_file: str | None = os.environ.get("GOODPUT_LABELS") or None
+    retrain_after_days: float | None = None  # None: $GOODPUT_RETRAIN_AFTER_DAYS, else 7
     window_days: int = 28
     min_signals: int = 2
     expiry_days: int = 14
@@ -112,12 +128,15 @@ class ModelSettings(ConfigurableResource):
         return Path(self.labels_file) if self.labels_file else Path(source_dir) / "labels" / "lemons.csv"
 
     def config(self, source_dir: str, db_path: str):
+        from analysis.cadence import Cadence
         from analysis.lemons import LemonConfig
         from analysis.node_models import ModelsConfig
 
         return ModelsConfig(lemon=LemonConfig(window_days=self.window_days, min_signals=self.min_signals),
                             ladder=self.ladder(), labels_path=self.labels_path(source_dir),
-                            model_dir=Path(db_path).resolve().parent / "models")
+                            model_dir=Path(db_path).resolve().parent / "models",
+                            cadence=Cadence(retrain_after_days_default(self.retrain_after_days),
+                                            scope=Path(db_path).name))
 
 
 class CriteriaSettings(ConfigurableResource):
@@ -139,15 +158,23 @@ class CriteriaSettings(ConfigurableResource):
 
 
 class TelemetrySettings(ConfigurableResource):
-    """Faulty-machine detection from telemetry (Minder): windows, continuity and training. Models are
-    retrained each run on the completed jobs telemetry covers and saved in models/ beside the warehouse."""
+    """Faulty-machine detection from telemetry (Minder): windows, continuity and training. The detector is
+    trained on the completed jobs telemetry covers, saved in models/ beside the warehouse, and retrained
+    when retrain_after_days of new data have passed, or its input definition or metric set changed; a
+    run in between only scores the jobs not scored yet (analysis.telemetry.run)."""
     window_s: int = 60
     stride_s: int = 60
     continuity_s: int = 240
     epochs: int = 30
     max_train_jobs: int = 50
     min_train_jobs: int = 3
-    lookback_days: float = 14.0  # a nightly run re-judges the jobs that ended in the last two weeks
+    lookback_days: float = 14.0  # a retrained detector re-judges the jobs that ended in the last two weeks
+    retrain_after_days: float | None = None  # None: $GOODPUT_RETRAIN_AFTER_DAYS, else 7
+
+    def cadence(self, db_path: str, retrain: frozenset = frozenset()):
+        from analysis.cadence import Cadence
+
+        return Cadence(retrain_after_days_default(self.retrain_after_days), retrain, Path(db_path).name)
 
     def config(self):
         from analysis.telemetry.detect import DetectConfig

@@ -75,6 +75,21 @@ def test_lemon_classifier_with_labels_is_evaluated_beside_meta_thresholds(cluste
     stored = con.sql("SELECT DISTINCT model FROM model_evaluation WHERE family = 'lemon'").pl()["model"].to_list()
     assert sorted(stored) == ["lemon_classifier", "meta_thresholds"]
     print("lemon evaluation:", {f"{m}.{k}": round(v, 3) for (m, k), v in ev.items()})
+    # issue 22: the next run loads the saved classifier and incident models and only scores
+    assert result.incident.trained and saved["fingerprint"] and saved["data_to"] == result.as_of.isoformat()
+    files = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "models").iterdir()}
+    assert {n.split("-")[0] for n in files} == {"lemon", "incident"}
+    tables = ("lemon_scores", "node_risk", "model_evaluation")
+    before = [con.sql(f"SELECT * FROM {t} ORDER BY ALL").pl() for t in tables]
+    again = run_models(con, ModelsConfig(labels_path=root / "labels.csv", model_dir=tmp_path / "models"))
+    assert not again.lemon.model.trained and not again.incident.trained and again.incident_evaluation.height == 0
+    assert again.lemon.model.age_days == 0 and again.incident.reason == "saved model is 0.0 days old"
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "models").iterdir()} == files
+    # the saved models score exactly as the ones just trained; the evaluation is not rebuilt
+    after = [con.sql(f"SELECT * FROM {t} ORDER BY ALL").pl() for t in tables]
+    assert all(a.equals(b) for a, b in zip(before, after))
+    assert again.lemon.evaluation.select("model", "metric", "value").sort("model", "metric").equals(
+        lemon.evaluation.select("model", "metric", "value").sort("model", "metric"))
 
 
 def test_without_labels_meta_thresholds_decide_and_say_why(cluster):

@@ -142,6 +142,8 @@ def _scores(method: str, models: Models, frame: JobFrame, windows: np.ndarray) -
         embs = [vae.embed(models.per_metric[m], windows[i]) for m, i in zip(names, idx)]
         return {"*": distance_scores(np.concatenate(embs, axis=-1))}
     if method == "int":
+        if len(idx) != len(models.metrics):  # the integrated VAE reads every metric it was trained on at once
+            return {}
         stacked = np.moveaxis(windows[idx], 0, -1)  # (n_h, n_w, W, n_m)
         return {"*": distance_scores(vae.embed(models.integrated, stacked, n_inputs=len(idx)))}
     if method == "md":

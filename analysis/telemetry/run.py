@@ -1,9 +1,9 @@
-"""Detection over the warehouse, job by job: train on completed jobs, judge every job telemetry
-covers, store machine_alerts, the confirmed alerts as node events, and detector_evaluation."""
+"""Detection over the warehouse, job by job: train on completed jobs (on a cadence: analysis.cadence),
+judge the jobs telemetry covers that were not judged yet, store machine_alerts, the confirmed alerts as
+node events, and detector_evaluation."""
 from __future__ import annotations
 
-import hashlib
-import json
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -11,10 +11,11 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import polars as pl
-import torch
 
+from analysis import cadence as cadence_mod
 from analysis import sql
-from analysis.telemetry import detect, evaluate, frames, links, train
+from analysis.cadence import Cadence, ModelState
+from analysis.telemetry import detect, evaluate, frames, links, pending, saved, train
 from analysis.telemetry.detect import DetectConfig, Models
 from analysis.telemetry.truth import TRUTH_SCHEMA
 
@@ -32,6 +33,8 @@ class TelemetryRun:
     trained_on: int
     judged: list[str] = None
     suspects: list = None  # (job_id, host): training machines the thresholds left out (train.robust_threshold)
+    model: ModelState | None = None  # trained or loaded, why, its age
+    machine_hours: float = 0.0  # of telemetry scored this run (machines x hours of the judged jobs)
 
 
 ALERT_SCHEMA = {**evaluate.ALERTS, "instance": pl.Int32}
@@ -63,63 +66,106 @@ def job_frame(con: duckdb.DuckDBPyConnection, job: dict, cfg: DetectConfig,
     return frames.build(f"{job['job_id']}", rows, cfg.frame, hosts=job["hosts"])
 
 
-def save(models: Models, model_dir: Path, meta: dict) -> tuple[str, Path]:
-    """Versioned files beside the warehouse: minder-<version>.pt (state dicts) and .json (what and when)."""
-    state = {"per_metric": {m: v.state_dict() for m, v in models.per_metric.items()},
-             "integrated": models.integrated.state_dict() if models.integrated is not None else None}
-    digest = hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode()).hexdigest()[:8]
-    version = f"{meta['trained_to']:%Y%m%dT%H%M%S}-{digest}"
-    model_dir.mkdir(parents=True, exist_ok=True)
-    path = model_dir / f"minder-{version}.pt"
-    torch.save(state, path)
-    path.with_suffix(".json").write_text(json.dumps({**meta, "version": version, "metrics": models.metrics,
-                                                     "priority": models.priority,
-                                                     "thresholds": {f"{k[0]}:{k[1]}": v for k, v in
-                                                                    models.thresholds.items()},
-                                                     "suspects": [f"{j}:{h}" for j, h in models.suspects]},
-                                                    indent=2, default=str) + "\n")
-    return version, path
-
-
 def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), model_dir: Path | None = None,
         max_train_jobs: int = 50, min_train_jobs: int = 3, epochs: int = 30, progress=None,
-        lookback_days: float | None = None, split: datetime | None = None) -> TelemetryRun:
-    """Train on the last completed jobs telemetry covers, judge the covered jobs that ended within
-    ``lookback_days`` of the latest (None: all; one job in memory at a time), and store their
-    telemetry_jobs, machine_alerts, link_suspects (C4, where per-peer metrics exist) and confirmed
-    Minder alerts as node events, replacing only those jobs' earlier results: a nightly run re-judges
-    the recent jobs and keeps the verdicts on older ones. With ``split`` (a held-out evaluation), train
-    only on the jobs that ended before it and judge only those that started at or after it."""
+        lookback_days: float | None = None, split: datetime | None = None,
+        cadence: Cadence = Cadence()) -> TelemetryRun:
+    """Score the covered jobs not yet scored (new, or their coverage changed) with the saved detector,
+    and store their telemetry_jobs, machine_alerts, link_suspects (C4, where per-peer metrics exist) and
+    confirmed Minder alerts as node events, replacing only those jobs' earlier results (one job in
+    memory at a time). The detector is retrained on the last ``max_train_jobs`` completed covered jobs
+    when analysis.cadence says so (or when its metric set changed: saved.metric_change); a retrained
+    detector rescores every covered job that ended within ``lookback_days`` of the latest (None: all)
+    besides the unscored ones; older verdicts stay with the model that gave them (model_version).
+    With ``split`` (a held-out evaluation), train only on the jobs that ended before it and judge only
+    those that started at or after it, always training."""
     if not sql.scalar(con, "table_exists", ["jobs"]):
         raise NoTelemetry("no jobs in the warehouse: telemetry is judged per job (run `goodput run` with sacct dumps)")
     min_samples = 2 * max(1, int(cfg.frame.window_s // (cfg.frame.interval_s or 10)))
     jobs = sql.query(con, "telemetry_jobs", {"min_samples": min_samples})
     if jobs.height == 0:
         raise NoTelemetry("no multi-node job is covered by telemetry")
-    judge = jobs if lookback_days is None else jobs.filter(
+    recent = jobs if lookback_days is None else jobs.filter(
         pl.col("end_time") >= jobs["end_time"].max() - timedelta(days=lookback_days))
     # held out: what training sees (the models, the metric ranking's labels) ended before the split
     before = jobs if split is None else jobs.filter(pl.col("end_time") < split)
     healthy = before.filter(pl.col("state") == "COMPLETED").tail(max_train_jobs)
+    definition = saved.definition(cfg, epochs, max_train_jobs, min_train_jobs, lookback_days, split)
+    fp = cadence_mod.fingerprint(definition)
+    data_to = jobs["end_time"].max()
+    last = cadence_mod.latest(model_dir, saved.PREFIX, cadence.scope)
+    stored = pending.scored_jobs(con)
     if split is not None:
-        judge = judge.filter(pl.col("start_time") >= split)
-    jobs = jobs.filter(pl.struct("job_id", "instance").is_in(
-        pl.concat([judge, healthy if split is None else before]).select(pl.struct("job_id", "instance"))
-        .to_series().implode()))
-    stage(con, jobs)
-    if healthy.height < min_train_jobs:
-        raise NoTelemetry(f"telemetry covers {healthy.height} completed multi-node job(s); at least "
-                          f"{min_train_jobs} are needed to learn what normal looks like")
+        state = ModelState("telemetry", True, "held-out evaluation")
+        new = judge = recent.filter(pl.col("start_time") >= split)
+    else:
+        state = cadence_mod.decide("telemetry", last, fp, data_to, cadence, model_dir)
+        new = judge = pending.unscored(jobs, stored)
+    pool_keys = [saved.key(j, i) for j, i in healthy.select("job_id", "instance").iter_rows()]
+    if not state.trained and new.height:
+        stage(con, new)
+        judge = pending.staged_metrics(con, new)
+        change = saved.metric_change(last[0], pool_keys, {**pending.job_metrics(stored), **pending.job_metrics(judge)})
+        if change:
+            state = ModelState("telemetry", True, change)
+    t0 = time.process_time()
+    if state.trained:
+        if healthy.height < min_train_jobs:
+            raise NoTelemetry(f"telemetry covers {healthy.height} completed multi-node job(s); at least "
+                              f"{min_train_jobs} are needed to learn what normal looks like")
+        train_pool = pending.among(jobs, recent if split is None else before, healthy)
+        staged = pending.among(jobs, recent if split is None else judge, new, train_pool)
+        stage(con, staged)
+        staged = pending.staged_metrics(con, staged)
+        judge = pending.among(staged, recent, new) if split is None else pending.among(staged, judge)
+        models, meta = _train(con, cfg, healthy, train_pool, epochs, definition, fp, data_to, cadence)
+        meta["metric_set"] = saved.metric_set(pending.job_metrics(staged), pool_keys)
+        version, path = saved.save(models, model_dir, meta) if model_dir else \
+            (f"{meta['trained_to']:%Y%m%dT%H%M%S}", None)
+        state = cadence_mod.trained("telemetry", state.reason, version, path, meta)
+        state.cpu_s["train"] = time.process_time() - t0
+        trained_on = meta["train_jobs"]
+    else:
+        models = saved.load(*last)
+        version, path, trained_on = state.version, last[1].with_suffix(".pt"), last[0].get("train_jobs", 0)
+        if "metrics" not in judge.columns:  # nothing new: nothing staged
+            judge = judge.with_columns(metrics=pl.lit(None, pl.List(pl.Utf8)))
+        staged = judge
+    t0 = time.process_time()
+    table, link_table = _score(con, models, judge, cfg, progress)
+    table = table.with_columns(model_version=pl.lit(version))
+    if staged.height:  # nothing judged, nothing staged: the warehouse is left untouched
+        sql.run_staged(con, {"staged_alerts": table, "staged_alert_events": alert_events(table, version),
+                             "staged_jobs": judge.with_columns(model_version=pl.lit(version)), "staged_links": link_table,
+                             "staged_job_metrics": staged.select("job_id", "instance", "metrics")},
+                       [("store_machine_alerts", None)])
+    state.cpu_s["score"] = time.process_time() - t0
+    hours = judge.select(((pl.col("telemetry_to") - pl.col("telemetry_from")).dt.total_seconds() / 3600
+                          * pl.col("hosts").list.len()).sum()).item() if judge.height else 0.0
+    return TelemetryRun(table, version, path, judge.height, trained_on, judge["job_id"].cast(pl.Utf8).to_list(),
+                        models.suspects, state, float(hours or 0.0))
+
+
+def _train(con, cfg: DetectConfig, healthy: pl.DataFrame, pool: pl.DataFrame, epochs: int, definition: dict,
+           fp: str, data_to: datetime, cadence: Cadence) -> tuple[Models, dict]:
+    """Train on the healthy jobs' frames (their telemetry staged); the metric ranking's labels come
+    from ``pool``."""
     train_frames = [f for f in (job_frame(con, j, cfg) for j in healthy.iter_rows(named=True)) if f is not None]
-    labelled = labelled_windows(con, jobs if split is None else before, train_frames, cfg)
+    labelled = labelled_windows(con, pool, train_frames, cfg)
     models = train.train(train_frames, cfg, epochs=epochs, labelled=labelled)
-    meta = {"trained_from": healthy["start_time"].min(), "trained_to": healthy["end_time"].max(),
+    meta = {**cadence_mod.common_meta("telemetry", fp, definition, data_to, cadence),
+            "trained_from": healthy["start_time"].min(), "trained_to": healthy["end_time"].max(),
             "train_jobs": len(train_frames), "window_s": cfg.frame.window_s, "stride_s": cfg.frame.stride_s,
             "interval_s": cfg.frame.interval_s, "continuity_s": cfg.continuity_s, "epochs": epochs,
-            "hidden": 4, "latent": 8, "layers": 1}
-    version, path = save(models, model_dir, meta) if model_dir else (f"{meta['trained_to']:%Y%m%dT%H%M%S}", None)
+            "hidden": saved.ARCH["hidden"], "latent": saved.ARCH["latent"], "layers": saved.ARCH["layers"],
+            "trained_at": cadence_mod.now()}
+    return models, meta
+
+
+def _score(con, models: Models, judge: pl.DataFrame, cfg: DetectConfig, progress=None):
+    """machine_alerts and link_suspects rows of the judged jobs (staged), one job in memory at a time."""
     alerts, suspects = [], []
-    for i, job in enumerate(judge.iter_rows(named=True)):  # one job in memory at a time
+    for i, job in enumerate(judge.iter_rows(named=True)):
         rows = job_rows(con, job)
         frame = job_frame(con, job, cfg, rows)
         judged = frame is not None and len(frame.starts(cfg.frame)) > 0  # shorter than a window: nothing to say
@@ -131,16 +177,10 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
                                                                    instance=pl.lit(job["instance"], pl.Int32)))
         if progress and (i + 1) % 20 == 0:
             progress(i + 1, judge.height)
-    table = (pl.from_dicts(alerts, schema=ALERT_SCHEMA) if alerts else pl.DataFrame(schema=ALERT_SCHEMA)) \
-        .with_columns(model_version=pl.lit(version))
+    table = pl.from_dicts(alerts, schema=ALERT_SCHEMA) if alerts else pl.DataFrame(schema=ALERT_SCHEMA)
     link_table = pl.concat(suspects) if suspects else pl.DataFrame(
         schema={**links.SUSPECTS, "metric": pl.Utf8, "instance": pl.Int32})
-    sql.run_staged(con, {"staged_alerts": table, "staged_alert_events": alert_events(table, version),
-                         "staged_jobs": judge.with_columns(model_version=pl.lit(version)),
-                         "staged_links": link_table},
-                   [("store_machine_alerts", None)])
-    return TelemetryRun(table, version, path, judge.height, len(train_frames), judge["job_id"].cast(pl.Utf8).to_list(),
-                        models.suspects)
+    return table, link_table
 
 
 def labelled_windows(con, jobs: pl.DataFrame, healthy: list[frames.JobFrame], cfg: DetectConfig,
