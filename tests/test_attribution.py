@@ -6,23 +6,19 @@ import pytest
 from click.testing import CliRunner
 
 from analysis import attribution, warehouse
-from analysis.ingest import ingest_directory
-from analysis.chain import build_all
-from analysis.simulate.config import preset
-from analysis.simulate.run import simulate
 from analysis.taxonomy import load
 from pipelines.cli import main
+from tests.shared import private_warehouse
 from tests.test_simulate import HARDWARE
 from tests.test_taxonomy import _events
 
 
 @pytest.fixture(scope="module")
-def attributed(tmp_path_factory):
+def attributed(tmp_path_factory, rsc1_256x20):
+    """conftest's shared 256 x 20 rsc1 cluster (test_metrics reads it too), in a warehouse of this module's own."""
+    _, shared, _ = rsc1_256x20
     root = tmp_path_factory.mktemp("attr")
-    simulate(preset("rsc1", nodes=256, days=20, seed=1, telemetry_jobs=0), root / "src")
-    con = warehouse.connect(root / "w.duckdb")
-    ingest_directory(con, root / "src")
-    build_all(con, load())
+    con = warehouse.connect(private_warehouse(shared, root))
     yield con, root
     con.close()
 

@@ -6,21 +6,21 @@ from analysis import metrics, warehouse
 from analysis.chain import build_all
 from analysis.ingest import ingest_directory
 from analysis.simulate.config import preset
-from analysis.simulate.run import simulate
 from analysis.taxonomy import load
+from tests.shared import private_warehouse
 from tests.test_simulate import HARDWARE
 
 CFG = preset("rsc1", nodes=256, days=20, seed=1, telemetry_jobs=0)
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory):
+def measured(tmp_path_factory, rsc1_256x20):
+    """conftest's shared 256 x 20 rsc1 cluster (test_attribution reads it too), in a warehouse of this module's own."""
+    cfg, shared, value = rsc1_256x20
+    assert cfg == CFG
     root = tmp_path_factory.mktemp("metrics")
-    simulate(CFG, root / "src")
-    con = warehouse.connect(root / "w.duckdb")
-    ingest_directory(con, root / "src")
-    built = build_all(con, load(), metrics.MetricsConfig())
-    rate, summary = built["failure_rate"], built["goodput"]
+    con = warehouse.connect(private_warehouse(shared, root))
+    rate, summary = value["built"]["failure_rate"], value["built"]["goodput"]
     truth = pl.read_csv(root / "src/truth/job_instances.csv", infer_schema_length=0).with_columns(
         pl.col("instance").cast(pl.Int32), pl.col("gpus").cast(pl.Int64), pl.col("nodes").cast(pl.Int64),
         *[pl.col(c).str.to_datetime(strict=False) for c in ("start", "end", "eligible")])

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from analysis import exports, warehouse
-from analysis.chain import build_all
+from analysis.chain import build_all, steps
 from analysis.hosts import compress_hostlist, expand_hostlist
 from analysis.ingest import ingest_directory
 from analysis.lemons import LabelsError
@@ -24,22 +24,39 @@ from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
 from pipelines.cli import main
+from tests.shared import private_warehouse, shared_build
 
 DAYS = 60
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """400 nodes x 60 days of rsc2 (6 lemons), ingested and attributed, with the truth as a labels file."""
-    root = tmp_path_factory.mktemp("models")
+def _attributed(root: Path) -> None:
     simulate(preset("rsc2", nodes=400, days=DAYS, seed=3, telemetry_jobs=0), root / "src")
     truth = pl.read_csv(root / "src/truth/nodes.csv")
     (root / "labels.csv").write_text(truth.select("host", "is_lemon", confirmed_at=pl.lit(""), component="defect")
                                      .write_csv())
     con = warehouse.connect(root / "w.duckdb")
     ingest_directory(con, root / "src")
-    build_all(con, load(), MetricsConfig())
-    yield con, root, truth
+    build_all(con, load())
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def attributed(tmp_path_factory):
+    """400 nodes x 60 days of rsc2 (6 lemons), ingested and attributed (no metrics), with the truth as a
+    labels file: built once per run (tests/shared.py); test_as_of_ignores_data_after_it copies it."""
+    return shared_build(tmp_path_factory, "rsc2_400x60_s3", _attributed)[0]
+
+
+@pytest.fixture(scope="module")
+def cluster(attributed, tmp_path_factory):
+    """That cluster in a warehouse of this module's own, measured too."""
+    root = tmp_path_factory.mktemp("models")
+    shutil.copy(attributed / "labels.csv", root / "labels.csv")
+    con = warehouse.connect(private_warehouse(attributed, root))
+    attribution_steps = len(steps(load()))
+    for _, step in steps(load(), MetricsConfig())[attribution_steps:]:  # build_all's metrics, after the above
+        step(con)
+    yield con, root, pl.read_csv(root / "src/truth/nodes.csv")
     con.close()
 
 
@@ -145,7 +162,7 @@ def test_exports_round_trip(cluster, tmp_path):
     assert all(e["expires"] > e["since"] for e in doc["entries"])
 
 
-def test_as_of_ignores_data_after_it(cluster, tmp_path):
+def test_as_of_ignores_data_after_it(cluster, attributed, tmp_path):
     """Scores and actions as of a day are the same whether or not later days are in the warehouse."""
     _, root, _ = cluster
     start = datetime(2024, 3, 1)
@@ -167,9 +184,12 @@ def test_as_of_ignores_data_after_it(cluster, tmp_path):
             del day
     results = []
     for src in (early, root / "src"):
-        con = warehouse.connect(tmp_path / f"{src.name}.duckdb")
-        ingest_directory(con, src)
-        build_all(con, load())
+        if src == early:
+            con = warehouse.connect(tmp_path / f"{src.name}.duckdb")
+            ingest_directory(con, src)
+            build_all(con, load())
+        else:  # every day: the shared build did the same ingest and build_all
+            con = warehouse.connect(private_warehouse(attributed, tmp_path / "full"))
         run_models(con, ModelsConfig(labels_path=root / "labels.csv"), as_of)
         results.append([con.sql(f"SELECT * EXCLUDE ({drop}) FROM {t} ORDER BY ALL").pl()
                         for t, drop in (("lemon_scores", "score"), ("node_actions", "score"),

@@ -7,6 +7,13 @@ import pytest
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.runner import run_pipeline
+from tests.shared import quick_telemetry
+
+
+@pytest.fixture(autouse=True)
+def _quick_models():
+    with quick_telemetry():  # the runs are judged on data health, not on the telemetry detectors
+        yield
 
 
 @pytest.fixture(scope="module")

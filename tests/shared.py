@@ -1,0 +1,77 @@
+"""Simulated clusters and pipeline runs built once per test run and shared by the modules that read them
+(conftest.py's session fixtures), with private copies for the tests that change them."""
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from filelock import FileLock
+
+
+def _shared_root(tmp_path_factory) -> Path:
+    # under xdist each worker's basetemp is <run>/popen-gwN: their parent is this run's, shared by all workers
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared"
+
+
+def shared_build(tmp_path_factory, key: str, build: Callable[[Path], Any]) -> tuple[Path, Any]:
+    """Build once per test run into <run>/shared/<key>, whichever worker asks first (the others wait on the
+    lock, then reuse it); returns the folder and what ``build`` returned (pickled). Readers must not write
+    into the folder: copy what they change (see ``private_warehouse``)."""
+    root = _shared_root(tmp_path_factory) / key
+    root.parent.mkdir(parents=True, exist_ok=True)
+    done = root / ".built.pickle"
+    with FileLock(str(root) + ".lock"):
+        if not done.exists():
+            shutil.rmtree(root, ignore_errors=True)  # a build that failed part way
+            root.mkdir()
+            value = build(root)
+            done.with_suffix(".tmp").write_bytes(pickle.dumps(value))
+            done.with_suffix(".tmp").rename(done)
+    return root, pickle.loads(done.read_bytes())
+
+
+def private_warehouse(shared: Path, dest: Path, db: str = "w.duckdb") -> Path:
+    """A copy of a shared build's warehouse in ``dest``, with its source linked beside it (read-only by
+    convention: tests that change the source copy it)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(shared / db, dest / db)
+    if (shared / "src").exists() and not (dest / "src").exists():
+        (dest / "src").symlink_to(shared / "src", target_is_directory=True)
+    return dest / db
+
+
+def simulated_warehouse(cfg, root: Path, metrics: bool = True) -> dict:
+    """Simulate ``cfg`` into root/src, ingest it into root/w.duckdb and build every derived table."""
+    from analysis import metrics as m, warehouse
+    from analysis.chain import build_all
+    from analysis.ingest import ingest_directory
+    from analysis.simulate.run import simulate
+    from analysis.taxonomy import load
+
+    summary = simulate(cfg, root / "src")
+    con = warehouse.connect(root / "w.duckdb")
+    try:
+        ingest_directory(con, root / "src")
+        built = build_all(con, load(), m.MetricsConfig() if metrics else None)
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    return {"summary": summary, "built": {k: v for k, v in built.items() if k in ("failure_rate", "goodput")}}
+
+@contextmanager
+def quick_telemetry(epochs: int = 2):
+    """`goodput run` / run_pipeline with few telemetry training epochs, for tests that do not judge the
+    detectors (test_telemetry_detect does, with its own settings): the LSTM-VAEs' 30 epochs are most of
+    a run on a simulated cluster."""
+    import pipelines.runner
+    from pipelines.resources import TelemetrySettings
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pipelines.runner, "TelemetrySettings", lambda: TelemetrySettings(epochs=epochs))
+        yield
