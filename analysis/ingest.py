@@ -71,7 +71,8 @@ def discover(source_dir: Path, sources: list[str] | None = None) -> list[tuple[P
     link that is not followed (link_refusal): those are recorded, never read. ``sources``: only the
     files of those source folders, and only those folders are walked (one source of a tree of
     thousands of job logs need not list them all), unless a symbolic link makes the whole tree matter."""
-    folders = None if sources is None else [source_dir / s for s in sources if s in SOURCES]
+    # (None among sources: the files of no source folder, anywhere in the tree)
+    folders = None if sources is None or not set(sources) <= set(SOURCES) else [source_dir / s for s in sources]
     if folders is not None and any(f.is_symlink() for f in folders):
         folders = None
     found = []

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from analysis import ingest, ingest_batch, warehouse
-from analysis.ingest import ingest_directory
+from analysis.ingest import SOURCES, discover, ingest_directory
 from analysis.parsers import kernel
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
@@ -141,3 +141,15 @@ def test_small_files_go_as_a_batch_and_a_large_one_alone_in_pieces(tmp_path, mon
         "big.log": ("ok", 2000), "gpu000.log": ("ok", 5), "gpu001.log": ("ok", 5), "gpu002.log": ("ok", 5)}
     assert calls.count(3) == 1  # the three small files: one batch
     assert calls.count(1) > 20  # the large file: piece by piece, each a batch of one
+
+
+def test_discover_of_some_sources_lists_what_the_whole_tree_lists_of_them(tmp_path):
+    src = tmp_path / "src"
+    for rel in ("kernel/gpu1.log", "kernel/gpu2/dmesg.log", "switch/leaf.log", "mystery/notes.txt", "top.txt",
+                "kernel/.hidden.log", "joblogs/slurm-1.out"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text("x\n")
+    (src / "joblogs" / "slurm-2.out").symlink_to(src / "kernel" / "gpu1.log")  # a link into another folder
+    every = discover(src)
+    for sources in (["kernel"], ["switch", "kernel"], [None], ["joblogs"], [None, "kernel"], list(SOURCES)):
+        assert discover(src, sources) == [(p, s) for p, s in every if s in sources], sources
