@@ -28,10 +28,10 @@ chromium:
 	  || (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) \
 	  || echo "chromium could not be installed: the report's browser test will be skipped"
 
-# loadgroup: tests that share a costly fixture stay on one worker (tests/conftest.py groups them and puts the
-# longest first); without the reorder xdist would sort the groups by size instead.
+# loadscope: a module's tests on one worker, so its fixtures are built once; modules in the order
+# tests/conftest.py gives (longest first), not sorted by test count.
 test: $(STAMP) chromium
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder tests
+	$(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder tests
 
 # Dagster's UI on the warehouse and source `make demo` built (when it has run), with its run history.
 dev: $(STAMP)

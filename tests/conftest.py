@@ -17,41 +17,23 @@ FIXTURES = REPO / "tests" / "fixtures"
 # pytest -n 2 runs two workers on two cores: one torch thread each (see analysis.threads)
 os.environ.setdefault("GOODPUT_TORCH_THREADS", "1")
 
-# The costliest tests and modules, most expensive first (CPU seconds on one core, measured with -n 2): run
-# first so the two workers finish together (longest first). Modules whose tests share a module fixture stay
-# on one worker with `--dist loadgroup` (make test), so the fixture is built once. Unlisted modules follow
-# in their usual order.
-SLOW_FIRST = ("test_lemon_accuracy.py", "test_node_models.py", "test_telemetry_detect.py", "test_pipeline.py",
-              "test_partial_day.py", "test_nightly.py", "test_shared_clusters", "test_report.py", "test_simulate.py",
-              "test_degrade.py", "test_cli_run_coverage.py", "test_cli_forget.py", "test_cli_run_errors.py",
-              "test_derived_builds.py", "test_simulate_states.py", "test_criteria_sim.py", "test_joblogs.py")
-# one xdist group per module fixture (or shared cluster) that is costly to build; lemon_accuracy's two
-# seeds are not grouped: they run side by side, one per worker
-GROUPS = {"test_node_models.py": "node_models", "test_telemetry_detect.py": "telemetry_detect",
-          "test_attribution.py": "test_shared_clusters", "test_metrics.py": "test_shared_clusters",
-          "test_report.py": "report", "test_simulate.py": "simulate", "test_nightly.py": "nightly",
-          "test_clean_evidence.py": "clean_evidence", "test_derived_builds.py": "derived_builds",
-          "test_cli_sql.py": "cli_sql", "test_cli_check.py": "cli_check"}
-
-
-def pytest_configure(config):
-    # registered by pytest-xdist; declared here too for runs without it (-p no:xdist)
-    config.addinivalue_line("markers", "xdist_group(name): run these tests on one xdist worker")
+# The costliest modules, most expensive first (CPU seconds with -n 2, 2026-11): started first so the two
+# workers finish together (longest first). `make test` runs `--dist loadscope --no-loadscope-reorder`: each
+# module's tests on one worker (a module fixture is built once), modules handed out in this order. Unlisted
+# modules follow in their usual order. (loadgroup would group finer, but pytest-xdist 3.8's group suffix is
+# lost on pytest 9: every test then scheduled alone.)
+SLOW_FIRST = ("test_lemon_accuracy.py", "test_telemetry_detect.py", "test_node_models.py", "test_pipeline.py",
+              "test_nightly.py", "test_partial_day.py", "test_degrade.py", "test_report.py", "test_attribution.py",
+              "test_metrics.py", "test_simulate.py", "test_cli_forget.py", "test_cli_run_coverage.py",
+              "test_cli_run_errors.py", "test_derived_builds.py", "test_simulate_states.py", "test_criteria_sim.py",
+              "test_joblogs.py")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Longest first, each module's tests in their order; group the users of a costly module fixture."""
-    def rank(item) -> int:
-        name = item.path.name
-        key = GROUPS.get(name, name)
-        return next((i for i, s in enumerate(SLOW_FIRST) if s in (name, key)), len(SLOW_FIRST))
-
-    items.sort(key=rank)  # stable: the order inside a module is kept
-    for item in items:
-        group = GROUPS.get(item.path.name)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
+    """Longest first, each module's tests in their order."""
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))  # stable
 
 
 @pytest.fixture(scope="session")
