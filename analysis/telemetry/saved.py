@@ -43,11 +43,13 @@ def save(models: Models, model_dir: Path, meta: dict) -> tuple[str, Path]:
     same data and definition give the same version."""
     state = {"per_metric": {m: v.state_dict() for m, v in models.per_metric.items()},
              "integrated": models.integrated.state_dict() if models.integrated is not None else None}
-    what = {k: v for k, v in meta.items() if k != "trained_at"}
+    # not when nor for which warehouse file (scope): a nightly and a fresh run over the same data agree
+    what = {k: v for k, v in meta.items() if k not in ("trained_at", "scope")}
     digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:8]
     version = f"{meta['trained_to']:%Y%m%dT%H%M%S}-{digest}"
     model_dir.mkdir(parents=True, exist_ok=True)
-    path = model_dir / f"{PREFIX}-{version}.pt"
+    owner = f"-{Path(meta['scope']).stem}" if meta.get("scope") else ""  # two warehouses in a folder keep theirs
+    path = model_dir / f"{PREFIX}-{version}{owner}.pt"
     torch.save(state, path)
     path.with_suffix(".json").write_text(json.dumps({
         **meta, "version": version, "metrics": models.metrics,
