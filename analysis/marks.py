@@ -24,7 +24,7 @@ class Mark:
 def extendable(con: duckdb.DuckDBPyConnection, step: str, sources: list[str], table: str) -> Mark | None:
     """The last build's mark when ``table`` may be extended from it, else None (rebuild)."""
     got = sql.query(con, "derived_mark_get", {"step": step})
-    if not got.height or not _exists(con, table):
+    if not got.height or not sql.scalar(con, "table_exists", [table]):
         return None
     last = Mark(*got.row(0))
     still = sql.query(con, "source_files_through", {"sources": sources, "through": last.through})["files"][0]
@@ -41,7 +41,3 @@ def record(step: str, mark: Mark) -> tuple[str, dict]:
     return ("derived_mark_set", {"step": step, "files": mark.files, "through": mark.through,
                                  "data_through": mark.data_through})
 
-
-def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?",
-                            [table]).fetchall()[0][0])

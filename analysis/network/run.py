@@ -20,17 +20,17 @@ STEP = "port_counter_events"
 def run(con: duckdb.DuckDBPyConnection, thresholds: counters.PortThresholds = counters.PortThresholds()) -> dict:
     topology = con.sql("SELECT switch, port_key, host FROM topology").pl()
     mark = marks.now(con, SOURCES)
-    mark.data_through = sql.scalar(con, "network_counter_last_reading")
+    readings, mark.data_through = sql.query(con, "network_counter_span").row(0)
     last = marks.extendable(con, STEP, SOURCES, "port_counter_deltas")
     if last is not None and last.data_through is not None:
         new = sql.query(con, "network_counter_new_span", {"sources": SOURCES, "through": last.through}).row(0)
         if new[0] == 0 or (new[0] <= PART_ROWS and new[1] > last.data_through):
             return _extend(con, topology, thresholds, last, mark)
-    return _rebuild(con, topology, thresholds, mark)
+    return _rebuild(con, topology, thresholds, mark, readings)
 
 
-def _rebuild(con, topology, thresholds, mark: marks.Mark) -> dict:
-    parts = max(1, -(-sql.scalar(con, "count_network_counter_rows") // PART_ROWS))
+def _rebuild(con, topology, thresholds, mark: marks.Mark, readings: int) -> dict:
+    parts = max(1, -(-readings // PART_ROWS))
     events, kept, n_series = [], [], 0
     for part in range(parts):
         d = counters.deltas(counters.series(sql.query(con, "network_counter_series_part",
