@@ -114,7 +114,7 @@ class CoxTime:
     baseline_sample = 1_500
 
     def __init__(self, epochs: int = 40, hidden: tuple = (32, 32), seeds: tuple = tuple(range(5)),
-                 max_rows: int = 60_000):
+                 max_rows: int = 30_000):
         self.epochs, self.hidden, self.seeds, self.max_rows = epochs, hidden, seeds, max_rows
 
     def fit(self, df: pl.DataFrame) -> "CoxTime":
@@ -125,7 +125,9 @@ class CoxTime:
             raise NotEnoughData(f"cox_time needs {self.min_rows} samples and {self.min_events} incidents, "
                                 f"has {df.height} and {df['event'].sum()}")
         bound_torch()
-        if df.height > self.max_rows:  # bounded training time on long histories
+        # bounded training time on long histories: at 2,000 nodes x 330 days (119,000 samples) 30,000 of them
+        # give the held-out concordance and Brier score of 60,000 (0.609/0.192 against 0.611/0.192) in half the time
+        if df.height > self.max_rows:
             rng = np.random.default_rng(SEED)
             df = df[np.sort(rng.choice(df.height, self.max_rows, replace=False))]
         x = _design(df)

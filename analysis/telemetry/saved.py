@@ -30,7 +30,8 @@ def definition(cfg: DetectConfig, epochs: int, max_train_jobs: int, min_train_jo
     """Everything but the data that decides what training gives (lookback_days: the jobs whose labelled
     windows rank the metrics; split: a held-out evaluation's model is never the nightly's)."""
     out = {"format": cadence.FORMAT, "config": asdict(cfg), "epochs": epochs, "max_train_jobs": max_train_jobs,
-           "min_train_jobs": min_train_jobs, "lookback_days": lookback_days, "methods": list(METHODS), **ARCH}
+           "min_train_jobs": min_train_jobs, "lookback_days": lookback_days, "methods": list(METHODS),
+           "max_windows": vae.MAX_WINDOWS, **ARCH}
     return out if split is None else {**out, "split": str(split)}
 
 

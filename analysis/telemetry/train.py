@@ -49,7 +49,7 @@ def priority_from_labels(frames: list[JobFrame], labels: list[np.ndarray], metri
 
 def train(frames: list[JobFrame], cfg: DetectConfig = DetectConfig(), epochs: int = 30, seed: int = 0,
           labelled: tuple[list[JobFrame], list[np.ndarray]] | None = None, methods=METHODS,
-          max_windows: int = 20_000) -> Models:
+          max_windows: int = vae.MAX_WINDOWS) -> Models:
     """Models from frames of completed jobs (what normal running looks like; one of them may carry a
     machine that ran slow without failing it, and nothing says which), for ``methods`` (the integrated
     VAE is trained only when "int" is among them; each VAE on at most ``max_windows`` windows). Frames
