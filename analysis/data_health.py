@@ -69,6 +69,9 @@ def assess(con: duckdb.DuckDBPyConnection, day: date | None = None, recent: date
     sources whose files ingested since then had more than ``reject_limit`` of their lines rejected.
     Lines lost are not judged here: the ingest assets' lines_accounted check finds them, and fails the run."""
     rows = [*_source_rows(con), *_withheld_rows(con)]
+    late = benchmark_runs_late(con)
+    if late:
+        rows.append(("benchmarks/", DEGRADED, late, LATE_RUNS_MISSING))
     if day is not None:
         rows += _missing_today(con, day)
     if recent is not None:  # a source already listed for a file that gave nothing is not listed twice
@@ -82,6 +85,25 @@ def status(health: pl.DataFrame) -> str:
     if health.filter(pl.col("severity") == FAILED).height:
         return FAILED
     return DEGRADED if health.height else "ok"
+
+
+LATE_RUNS_MISSING = "their verdicts: a failed validation drains no node and is no lemon signal"
+
+
+def benchmark_runs_late(con: duckdb.DuckDBPyConnection) -> str | None:
+    """What is wrong when validation runs without a time in their results are dated by their files'
+    modification time on or after the as-of day of the node actions (sql/data_health_benchmark_runs_late.sql),
+    so that every verdict of theirs is ignored; None when there are none (or no node actions yet)."""
+    if not (sql.scalar(con, "table_exists", ["node_actions"]) and sql.scalar(con, "table_exists", ["benchmark_verdicts"])):
+        return None
+    r = sql.query(con, "data_health_benchmark_runs_late").row(0, named=True)
+    if not r["runs"] or r["as_of"] is None:
+        return None
+    named = ", ".join(r["examples"]) + (", ..." if r["runs"] > len(r["examples"]) else "")
+    return (f"{r['runs']} validation run(s) ({named}) carry no time in their results and are dated by their files' "
+            f"modification time (from {r['first_time']:%Y-%m-%d %H:%M}), on or after the as-of day "
+            f"{r['as_of']:%Y-%m-%d}: their verdicts are ignored ({r['failed_nodes']} node(s) failed in them); give "
+            f"the time each ran in goodput.yaml: benchmark_run_times: {{{r['examples'][0]}: YYYY-MM-DDTHH:MM:SSZ}}")
 
 
 def _source_rows(con) -> list[tuple]:

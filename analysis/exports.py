@@ -1,6 +1,12 @@
 """Exports the scheduler and operators act on: node_actions (the escalation
 ladder, sql/build_node_actions.sql) written as a Slurm hostlist, an scontrol
-drain script and a JSON blocklist. goodput writes these files and never runs them."""
+drain script and a JSON blocklist. goodput writes these files and never runs them.
+
+The two drain actions do different things in drain.sh, as scontrol(1) documents
+its node states: drain_after_job sets State=DRAIN (no new job starts on the node,
+the running ones run to completion); drain_now sets State=DOWN (Slurm also stops
+the jobs running on it). A node Slurm already has drained or down is left alone,
+so the reason its operator or health check gave stays (sql/export_slurm_out_of_service.sql)."""
 from __future__ import annotations
 
 import json
@@ -17,9 +23,12 @@ from analysis.hosts import compress_hostlist
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "blocklist.schema.json"
 DRAIN_ACTIONS = ("drain_now", "drain_after_job")
+# what drain.sh sets for each (scontrol update NodeName=... State=...)
+SLURM_STATE = {"drain_now": "DOWN", "drain_after_job": "DRAIN"}
 # Host names come from logs: only names a shell and scontrol read literally are exported.
 SAFE_HOST = re.compile(r"^[A-Za-z0-9._-]+$")
 _UNSAFE_REASON = re.compile(r"[^A-Za-z0-9 _.:=,/()+-]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a reason from the logs is quoted in a comment line: one line
 
 
 @dataclass(frozen=True)
@@ -97,9 +106,21 @@ def _iso(t) -> str:
     return t.replace(tzinfo=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: LadderConfig) -> dict:
+def slurm_out_of_service(con: duckdb.DuckDBPyConnection, as_of: datetime) -> pl.DataFrame:
+    """host, state, reason of the nodes Slurm has drained or down as far as the warehouse knows."""
+    return sql.query(con, "export_slurm_out_of_service", {"as_of": as_of})
+
+
+def _with_slurm(actions: pl.DataFrame, slurm: pl.DataFrame | None) -> pl.DataFrame:
+    """actions with slurm_state and slurm_reason: set when Slurm already has the node drained or down."""
+    slurm = slurm if slurm is not None else pl.DataFrame(schema={"host": pl.Utf8, "state": pl.Utf8, "reason": pl.Utf8})
+    return actions.join(slurm.select("host", slurm_state="state", slurm_reason="reason"), on="host", how="left")
+
+
+def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: LadderConfig,
+                   slurm: pl.DataFrame | None = None) -> dict:
     entries = []
-    for r in _safe(actions).iter_rows(named=True):
+    for r in _with_slurm(_safe(actions), slurm).iter_rows(named=True):
         entries.append({
             "host": r["host"], "action": r["action"], "reason": r["reason"] or "", "cause": r["cause"] or "",
             "score": float(min(max(r["score"] or 0.0, 0.0), 1.0)), "since": _iso(r["since"]), "expires": _iso(r["expires"]),
@@ -107,6 +128,7 @@ def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: La
             "evidence": {"event_times": [_iso(t) for t in r["event_times"] or []],
                          "jobs": [str(j) for j in r["jobs"] or []], "tickets": [str(t) for t in r["tickets"] or []],
                          "benchmarks": [str(b) for b in r.get("benchmarks") or []]},
+            "slurm_state": r["slurm_state"], "slurm_reason": r["slurm_reason"],
         })
     return {"generated_at": _iso(datetime.now(timezone.utc).replace(tzinfo=None)), "as_of": _iso(as_of),
             "made_by": made_by, "settings": asdict(cfg), "entries": entries}
@@ -117,28 +139,40 @@ def drain_reason(action: str, cause: str, score: float) -> str:
     return _UNSAFE_REASON.sub("_", text)[:120]
 
 
-def drain_script(actions: pl.DataFrame, header: str) -> str:
-    """scontrol lines, one per reason with the hosts as a hostlist. Slurm's DRAIN
-    lets running jobs finish and starts no new ones; drain_now lines come first
-    and ask for a ticket, and `State=DOWN` instead would also kill running jobs."""
-    drains = _safe_drains(actions)
+def drain_script(actions: pl.DataFrame, header: str, slurm: pl.DataFrame | None = None) -> str:
+    """scontrol lines, one per action and reason with the hosts as a hostlist, drain_now first; a
+    comment line per node Slurm already has drained or down, which the script leaves alone."""
+    drains = _with_slurm(_safe_drains(actions), slurm)
     lines = ["#!/usr/bin/env bash", *[f"# {h}" for h in header.splitlines()],
-             "# goodput never runs this file: review it, then run it as a Slurm operator.", "set -euo pipefail", ""]
-    grouped = (drains.with_columns(reason=pl.struct("action", "cause", "score").map_elements(
+             "# goodput never runs this file: review it, then run it as a Slurm operator.",
+             "# drain_after_job: State=DRAIN: no new job starts on these nodes; the running ones run to completion.",
+             "# drain_now: State=DOWN: Slurm also stops the jobs running on them now (scontrol(1): \"Stop all running",
+             "# and suspended jobs\"); write State=DRAIN instead to let those jobs finish.",
+             "set -euo pipefail", ""]
+    left = drains.filter(pl.col("slurm_state").is_not_null()).sort("host")
+    for r in left.iter_rows(named=True):
+        said = _CONTROL.sub(" ", r["slurm_reason"] or "")[:200]
+        lines.append(f"# left alone: {r['host']} is already {_CONTROL.sub(' ', r['slurm_state'])} in Slurm"
+                     f"{f' (reason: {said})' if said else ''}; goodput would {r['action']} it ({r['cause'] or 'unknown'})")
+    grouped = (drains.filter(pl.col("slurm_state").is_null())
+               .with_columns(reason=pl.struct("action", "cause", "score").map_elements(
                    lambda s: drain_reason(s["action"], s["cause"] or "unknown", s["score"] or 0.0), return_dtype=pl.Utf8))
                .group_by("action", "reason").agg(pl.col("host"))
                .sort(pl.col("action") != "drain_now", "reason"))
     for action, reason, hosts in grouped.iter_rows():
-        lines.append(f'scontrol update NodeName={compress_hostlist(hosts)} State=DRAIN Reason="{reason}"')
+        lines.append(f'scontrol update NodeName={compress_hostlist(hosts)} State={SLURM_STATE[action]} Reason="{reason}"')
     if not grouped.height:
-        lines.append("# nothing to drain")
+        lines.append("# nothing else to drain" if left.height else "# nothing to drain")
     return "\n".join(lines) + "\n"
 
 
 def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by: str,
-                  cfg: LadderConfig = LadderConfig(), plan: pl.DataFrame | None = None) -> dict[str, Path]:
+                  cfg: LadderConfig = LadderConfig(), plan: pl.DataFrame | None = None,
+                  slurm: pl.DataFrame | None = None) -> dict[str, Path]:
     """blocklist.txt, drain.sh, blocklist.json (and validation_plan.json when a
-    plan is given) in ``out_dir``; returns their paths."""
+    plan is given) in ``out_dir``; returns their paths. ``slurm``: the nodes Slurm
+    already has drained or down (slurm_out_of_service): drain.sh leaves them alone,
+    blocklist.json gives their state and reason, blocklist.txt still lists them."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     drains = _safe_drains(actions)
@@ -146,10 +180,12 @@ def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by
              "blocklist.json": out_dir / "blocklist.json"}
     hostlist = compress_hostlist(drains["host"].to_list())
     paths["blocklist.txt"].write_text(hostlist + "\n" if hostlist else "")
-    header = f"Made by {made_by}\nas of {_iso(as_of)}: {drains.height} node(s) to drain"
-    paths["drain.sh"].write_text(drain_script(actions, header))
+    already = 0 if slurm is None else drains.join(slurm, on="host", how="semi").height
+    header = (f"Made by {made_by}\nas of {_iso(as_of)}: {drains.height} node(s) to drain"
+              + (f", {already} of them already drained or down in Slurm (left alone)" if already else ""))
+    paths["drain.sh"].write_text(drain_script(actions, header, slurm))
     paths["drain.sh"].chmod(0o755)
-    paths["blocklist.json"].write_text(json.dumps(blocklist_json(actions, as_of, made_by, cfg), indent=2) + "\n")
+    paths["blocklist.json"].write_text(json.dumps(blocklist_json(actions, as_of, made_by, cfg, slurm), indent=2) + "\n")
     if plan is not None:
         paths["validation_plan.json"] = out_dir / "validation_plan.json"
         paths["validation_plan.json"].write_text(json.dumps(validation_plan_json(plan, as_of, made_by), indent=2) + "\n")

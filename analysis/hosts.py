@@ -64,19 +64,27 @@ def expand_hostlist(expr: str | None, max_hosts: int = MAX_HOSTS) -> tuple[str, 
     return tuple(hosts)
 
 
-# Benchmark files are named after the benchmark (nccl_allreduce.log), not the
-# host: only a folder per host names one there.
-_FOLDER_ONLY = {"benchmarks"}
+# Benchmark files are named after the benchmark (nccl_allreduce.log), not the host, and a folder
+# under benchmarks/ is a validation run (benchmarks/<run>/, sql/criteria_samples.sql), not a host:
+# a result names its hosts itself (SuperBench's node key, nccl-tests' '#  Rank N ... on <host>' lines).
+_NO_PATH_HOST = {"benchmarks"}
+
+
+def benchmark_run(relpath: PurePath) -> str:
+    """The validation run a benchmarks/ file belongs to, as sql/schema.sql's benchmark_run_files() names
+    it: the folder it sits in, or the file itself when it sits directly in benchmarks/."""
+    parts = relpath.parts
+    return parts[-2] if len(parts) >= 3 else parts[-1]
 
 
 def host_from_path(relpath: PurePath) -> str | None:
     """The host a per-host log belongs to: its folder below the source folder
     (kernel/gpu001/dmesg.log), else the file name up to the first dot."""
     parts = relpath.parts
+    if parts[0] in _NO_PATH_HOST:
+        return None
     if len(parts) >= 3:
         return parts[1]
-    if parts[0] in _FOLDER_ONLY:
-        return None
     stem = parts[-1].split(".")[0]
     return None if stem.lower() in _GENERIC or not stem else stem
 

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from analysis import ingest_batch, sql, warehouse
 from analysis.accounting import AccountingError, Tally
 from analysis.display import printable, utf8_path
-from analysis.hosts import MAX_HOSTS, host_from_path
+from analysis.hosts import MAX_HOSTS, benchmark_run, host_from_path
 from analysis.lines import (GZIP_MAGIC, MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge, LineFile,
                             LineStream, RawFile, empty_rejects, first_line, hash_only, head_bytes, make_rejects,
                             read_lines, read_raw)
@@ -235,8 +235,8 @@ class FileIdentity:
     fingerprint: str | None  # of the options that change how this file parses
 
 
-def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None) -> str:
-    """Options that change this file's rows: a new --tz or boot time re-reads it."""
+def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None, run_time: datetime | None = None) -> str:
+    """Options that change this file's rows: a new --tz, boot time or benchmark run time re-reads it."""
     sidecar = path.with_name(path.name + ".boottime")
     parts = [options.tz, options.sacct_delimiter, options.sacct_columns, options.syslog_year,
              str(options.boot_times.get(host_hint or "")) if host_hint else None,
@@ -244,7 +244,16 @@ def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None) -> s
     limits = (options.max_line_bytes, options.max_file_bytes, options.max_hostlist_hosts)
     if limits != (MAX_LINE_BYTES, MAX_FILE_BYTES, MAX_HOSTS):  # default limits keep older fingerprints valid
         parts.append(limits)
+    if run_time is not None:  # likewise
+        parts.append(str(run_time))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def _run_time(options: IngestOptions, source: str | None, relpath: Path) -> datetime | None:
+    """benchmarks/: the time goodput.yaml's benchmark_run_times gives the file's run, for results without one."""
+    if source != "benchmarks" or not options.benchmark_run_times:
+        return None
+    return options.benchmark_run_times.get(benchmark_run(relpath))
 
 
 NO_REJECTS = empty_rejects()  # shared, never modified: a frame per file costs more than reading a small file
@@ -304,7 +313,8 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
                         "unrecognised", f"not in a known source folder ({', '.join(SOURCES)})")
     host_hint = host_from_path(path.relative_to(source_dir))
     host_hint = utf8_path(host_hint) if host_hint else None
-    ident = FileIdentity(key, source, None, host_hint, _fingerprint(options, path, host_hint))
+    run_time = _run_time(options, source, path.relative_to(source_dir))
+    ident = FileIdentity(key, source, None, host_hint, _fingerprint(options, path, host_hint, run_time))
     try:
         stat = path.stat()
     except OSError as exc:
@@ -328,7 +338,8 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
         # touched, not changed: remember the new mtime so the next run skips it unread
         return Prepared(FileOutcome(key, source, "unchanged"),
                         {"path": key, "mtime_ns": stat.st_mtime_ns, "verified_at": _utc_now()})
-    ctx = ParseContext(path=path, source=source, sha256=ident.sha256, host_hint=host_hint, options=options)
+    ctx = ParseContext(path=path, source=source, sha256=ident.sha256, host_hint=host_hint, options=options,
+                       run_time=run_time)
     if defer:
         return Prepared(FileOutcome(key, source, "ok"), pending=Pending(ident, path, ctx, raw, None))
     twin = sql.query(con, "file_by_sha", {"sha256": ident.sha256, "path": key, "source": source,
@@ -479,7 +490,8 @@ def _known_files(con: duckdb.DuckDBPyConnection, files: list[tuple[Path, str | N
             continue
         hint = host_from_path(path.relative_to(source_dir))
         hint = utf8_path(hint) if hint else None
-        rows.append((key, stat.st_size, stat.st_mtime_ns, _fingerprint(options, path, hint)))
+        run_time = _run_time(options, source, path.relative_to(source_dir))
+        rows.append((key, stat.st_size, stat.st_mtime_ns, _fingerprint(options, path, hint, run_time)))
     if not rows:
         return {}
     staged = pl.DataFrame(rows, schema={"path": pl.Utf8, "size_bytes": pl.Int64, "mtime_ns": pl.Int64,

@@ -27,6 +27,8 @@ class IngestOptions:
     sacct_columns: list[str] | None = None  # for dumps without a header line
     syslog_year: int | None = None  # year for RFC 3164 stamps; None: infer from file mtime
     boot_times: dict[str, datetime] = field(default_factory=dict)  # host -> boot time (UTC) for raw dmesg
+    # validation run (its folder under benchmarks/) -> when it ran (UTC), for results that carry no time
+    benchmark_run_times: dict[str, datetime] = field(default_factory=dict)
     # Resource caps against hostile or broken input (README, "Limits"):
     max_line_bytes: int = MAX_LINE_BYTES  # longer lines are rejects
     max_file_bytes: int = MAX_FILE_BYTES  # decompressed size above which a file is refused
@@ -40,6 +42,7 @@ class ParseContext:
     host_hint: str | None  # host named by the file's name or folder, for logs without a host field
     options: IngestOptions = field(default_factory=IngestOptions)
     sha256: str | None = None  # of the decompressed content, when the engine already has it
+    run_time: datetime | None = None  # benchmarks: the time benchmark_run_times gives the file's run
     # what a parser reading the file in pieces (analysis/parts.py) keeps from one piece to the next
     state: dict = field(default_factory=dict)
 

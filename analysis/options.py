@@ -49,7 +49,7 @@ def _read_config(source_dir: Path) -> tuple[dict, str]:
     return {}, "options"
 
 
-def _boot_time(host, value, where: str) -> tuple[str, datetime]:
+def _named_time(host, value, where: str, what: str = "boot time") -> tuple[str, datetime]:
     if isinstance(value, datetime):
         return str(host), _naive_utc(value)
     if isinstance(value, date):
@@ -57,8 +57,18 @@ def _boot_time(host, value, where: str) -> tuple[str, datetime]:
     try:
         return str(host), _naive_utc(datetime.fromisoformat(str(value).strip()))
     except ValueError:
-        raise OptionsError(f"{where}: boot time of {host}: '{str(value)[:60]}' is not an ISO 8601 time "
+        raise OptionsError(f"{where}: {what} of {host}: '{str(value)[:60]}' is not an ISO 8601 time "
                            "such as 2024-03-01T06:00:00Z") from None
+
+
+def _times(values: dict, overrides: dict, key: str, where: str, flag: str, what: str, example: str) -> dict:
+    """A name -> time option (boot_times, benchmark_run_times): goodput.yaml's, then the overrides'."""
+    given = values.pop(key, None) or {}
+    if not isinstance(given, dict):
+        raise OptionsError(f"{where}: {key} must map {example}")
+    times = dict(_named_time(k, t, where, what) for k, t in given.items())
+    times.update(_named_time(k, t, flag, what) for k, t in (overrides.pop(key, None) or {}).items())
+    return times
 
 
 def _checked(name: str, value, annotation: str, where: str):
@@ -93,20 +103,19 @@ def load_options(source_dir: Path, **overrides) -> IngestOptions:
     """Options from ``goodput.yaml`` at the top of the source directory, then overrides.
     Raises OptionsError (a ValueError) with one line naming the file and the option."""
     values, where = _read_config(Path(source_dir))
-    boots = values.pop("boot_times", None) or {}
-    if not isinstance(boots, dict):
-        raise OptionsError(f"{where}: boot_times must map host names to times (gpu001: 2024-03-01T06:00:00Z)")
-    extra_boots = overrides.pop("boot_times", None) or {}
-    boot = dict(_boot_time(h, t, where) for h, t in boots.items())
-    boot.update(_boot_time(h, t, "--boot-time") for h, t in extra_boots.items())
-    known = {f.name: str(f.type) for f in fields(IngestOptions) if f.name != "boot_times"}
+    boot = _times(values, overrides, "boot_times", where, "--boot-time", "boot time",
+                  "host names to times (gpu001: 2024-03-01T06:00:00Z)")
+    runs = _times(values, overrides, "benchmark_run_times", where, "benchmark_run_times", "run time",
+                  "run folders under benchmarks/ to times (nccl-run1: 2024-03-14T06:00:00Z)")
+    known = {f.name: str(f.type) for f in fields(IngestOptions) if f.name not in ("boot_times", "benchmark_run_times")}
     unknown = sorted(str(k) for k in values if k not in known)
     if unknown:
-        raise OptionsError(f"{where}: unknown option(s) {', '.join(unknown)} (known: boot_times, {', '.join(known)})")
+        raise OptionsError(f"{where}: unknown option(s) {', '.join(unknown)} "
+                           f"(known: boot_times, benchmark_run_times, {', '.join(known)})")
     checked = {k: _checked(k, v, known[k], where) for k, v in values.items()}
     checked.update({k: _checked(k, v, known.get(k, ""), f"--{k.replace('_', '-')}")
                     for k, v in overrides.items() if v is not None})
-    options = IngestOptions(**checked, boot_times=boot)
+    options = IngestOptions(**checked, boot_times=boot, benchmark_run_times=runs)
     try:
         ZoneInfo(options.tz)
     except (ValueError, ZoneInfoNotFoundError):

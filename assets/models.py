@@ -67,6 +67,7 @@ def node_exports(warehouse: Warehouse, models: ModelSettings, report_settings: R
         except ValueError as exc:
             return MaterializeResult(metadata={"skipped": str(exc)})
         plan = exports.latest_plan(con, as_of)
+        slurm = exports.slurm_out_of_service(con, as_of)
     paths = exports.write_exports(actions, Path(report_settings.out_dir) / "exports", as_of,
-                                  made_by(warehouse.db_path), models.ladder(), plan)
+                                  made_by(warehouse.db_path), models.ladder(), plan, slurm)
     return MaterializeResult(metadata={name: MetadataValue.path(str(p)) for name, p in paths.items()})

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from analysis import fingerprints, warehouse
+from analysis import data_health, fingerprints, warehouse
 from analysis.cadence import KINDS
 
 
@@ -74,12 +74,15 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
                            model_dir=Path(db).resolve().parent / "models", cadence=_cadence(db, retrain))
         result = run_models(con, cfg, when)
         fingerprints.forget_steps(con, ["node_actions"])  # its tables are this command's now: the next run rebuilds
+        late = data_health.benchmark_runs_late(con)
     except (LabelsError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         con.close()
         warehouse.published(db)  # what readers open while the next run writes
     _print_models(result, db)
+    if late:
+        click.echo(f"WARNING: {late}", err=True)
 
 
 def _cadence(db: Path, retrain: frozenset):
@@ -161,9 +164,12 @@ def _print_models(result, db: Path) -> None:
 def export_command(db: Path | None, out: Path, force: bool) -> None:
     """Write the node_actions of the last `goodput models` / `goodput run` as
     blocklist.txt (a Slurm hostlist for sbatch --exclude), drain.sh (scontrol
-    lines; goodput never runs it), blocklist.json (schemas/blocklist.schema.json)
-    and validation_plan.json (benchmarks per risky node, Anubis Alg. 1)."""
-    from analysis.exports import LadderConfig, drain_excess, latest_actions, latest_plan, unsafe_hosts, write_exports
+    lines: drain_after_job State=DRAIN, drain_now State=DOWN; nodes Slurm already
+    has drained or down are left alone; goodput never runs it), blocklist.json
+    (schemas/blocklist.schema.json) and validation_plan.json (benchmarks per
+    risky node, Anubis Alg. 1)."""
+    from analysis.exports import (LadderConfig, drain_excess, latest_actions, latest_plan, slurm_out_of_service,
+                                  unsafe_hosts, write_exports)
     from analysis.node_models import fleet_size
     from pipelines.version import made_by
 
@@ -172,6 +178,7 @@ def export_command(db: Path | None, out: Path, force: bool) -> None:
         actions, as_of = latest_actions(con)
         plan = latest_plan(con, as_of)
         fleet = fleet_size(con)
+        slurm = slurm_out_of_service(con, as_of)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
@@ -181,7 +188,7 @@ def export_command(db: Path | None, out: Path, force: bool) -> None:
         raise click.ClickException(f"{problem}: check node_actions (goodput sql \"SELECT * FROM node_actions\"), "
                                    "then --force to write anyway")
     try:
-        paths = write_exports(actions, out, as_of, made_by(db), plan=plan)
+        paths = write_exports(actions, out, as_of, made_by(db), plan=plan, slurm=slurm)
     except OSError as exc:
         raise click.ClickException(f"cannot write to {out}: {exc.strerror or exc}") from None
     for name, path in paths.items():

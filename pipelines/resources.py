@@ -52,10 +52,11 @@ class LogSources(ConfigurableResource):
     tz: str | None = None  # overrides goodput.yaml in the source directory
     sacct_delimiter: str | None = None
     boot_times: dict[str, str] = {}  # host -> ISO time, for raw dmesg; merged over goodput.yaml's
+    benchmark_run_times: dict[str, str] = {}  # run folder under benchmarks/ -> ISO time; merged likewise
 
     def options(self) -> IngestOptions:
         return load_options(Path(self.source_dir), tz=self.tz, sacct_delimiter=self.sacct_delimiter,
-                            boot_times=self.boot_times or None)
+                            boot_times=self.boot_times or None, benchmark_run_times=self.benchmark_run_times or None)
 
 
 class TaxonomyConfig(ConfigurableResource):

@@ -1,21 +1,14 @@
 -- Samples of the validation runs in the criteria window: one row per (run, host, benchmark, metric, rank).
--- A run is the folder a results file sits in under benchmarks/ (SuperBench writes one
--- results-summary.jsonl per run; the simulator one folder per weekly run), or the file itself when it
--- sits directly in benchmarks/. Its time is the earliest timestamp its results carry, else the file's
--- mtime. The window is the $window_days before the latest run, that run included.
+-- A run and its time: the benchmark_runs() macro (sql/schema.sql). The window is the $window_days before
+-- the latest run, that run included.
 -- A metric with per-step values (sample_idx set) gives each sample as the quantiles $grid of its steps
 -- (width = their number); any other gives its value (the mean, should a key repeat within a run).
 -- nccl-tests message sizes become part of the metric (busbw_oop@8589934592); no rank reads -1.
 -- A result naming several hosts (nccl-tests across nodes) cannot blame one node: it is left out.
 WITH files AS (
-    SELECT path AS file,
-           CASE WHEN regexp_extract(path, '([^/]+)/[^/]+$', 1) = 'benchmarks' THEN regexp_extract(path, '([^/]+)$', 1)
-                ELSE regexp_extract(path, '([^/]+)/[^/]+$', 1) END AS run_id,
-           make_timestamp(mtime_ns // 1000) AS file_time
-    FROM ingested_files WHERE source = 'benchmarks'
+    SELECT * FROM benchmark_run_files()
 ), runs AS (
-    SELECT f.run_id, coalesce(min(b.run_time), min(f.file_time)) AS run_time
-    FROM files f JOIN benchmark_results b USING (file) GROUP BY f.run_id
+    SELECT * FROM benchmark_runs()
 ), window_runs AS (
     SELECT * FROM runs WHERE run_time >= (SELECT max(run_time) FROM runs) - to_days($window_days)
 ), r AS (

@@ -103,6 +103,20 @@ CREATE OR REPLACE MACRO nodes_out_of_service(day) AS TABLE
       AND (time_end IS NULL OR time_end > day::TIMESTAMP + INTERVAL 1 DAY)
       AND (state LIKE '%DRAIN%' OR state LIKE 'DOWN%')
     GROUP BY host;
+-- Validation runs, as the benchmark criteria read them (sql/criteria_samples.sql): a run is the folder a results
+-- file sits in under benchmarks/ (SuperBench writes one results-summary.jsonl per run; the simulator one folder per
+-- weekly run), or the file itself when it sits directly in benchmarks/. Its time is the earliest timestamp its
+-- results carry (or the benchmark_run_times option gave), else its files' modification time (dated_by_mtime: a
+-- copy that did not keep modification times dates such a run on the day of the copy).
+CREATE OR REPLACE MACRO benchmark_run_files() AS TABLE
+    SELECT path AS file,
+           CASE WHEN regexp_extract(path, '([^/]+)/[^/]+$', 1) = 'benchmarks' THEN regexp_extract(path, '([^/]+)$', 1)
+                ELSE regexp_extract(path, '([^/]+)/[^/]+$', 1) END AS run_id,
+           make_timestamp(mtime_ns // 1000) AS file_time
+    FROM ingested_files WHERE source = 'benchmarks';
+CREATE OR REPLACE MACRO benchmark_runs() AS TABLE
+    SELECT f.run_id, coalesce(min(b.run_time), min(f.file_time)) AS run_time, min(b.run_time) IS NULL AS dated_by_mtime
+    FROM benchmark_run_files() f JOIN benchmark_results b USING (file) GROUP BY f.run_id;
 -- Steps that did not run to the end (crashed on odd input, or stopped by a blocking check): each keeps its
 -- previous contents, and the report's data-health banner and the run summary name it until it runs again.
 CREATE TABLE IF NOT EXISTS withheld_steps (

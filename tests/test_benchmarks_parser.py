@@ -1,12 +1,14 @@
 """Benchmark parser on the real SuperBench samples and nccl-tests logs."""
 import json
 from datetime import datetime
+from pathlib import Path
 
 import polars as pl
 import pytest
 
+from analysis.hosts import host_from_path
 from analysis.model import UnrecognisedFormat
-from analysis.parsers import benchmarks
+from analysis.parsers import benchmarks, nccl_tests
 from analysis.parsers.nccl_tests import op_from_name
 from conftest import FIXTURES, parse_file
 
@@ -81,7 +83,7 @@ def test_nccl_logs(datasets, name):
 
 def test_nccl_allreduce_values(datasets):
     path = _sb(datasets) / "raw-benchmark-logs" / "nccl_allreduce.log"
-    rows = parse_file(benchmarks.parse, path, "benchmarks")[0].tables["benchmark_results"]
+    rows = parse_file(benchmarks.parse, path, "benchmarks", host_hint="gpu001")[0].tables["benchmark_results"]
     big = rows.filter(pl.col("size_bytes") == 8589934592)
     assert dict(zip(big["metric"], big["value"])) == {
         "time_us_oop": 63896.0, "algbw_oop": 134.44, "busbw_oop": 235.26,
@@ -105,6 +107,18 @@ def test_nccl_hosts_and_op_names(tmp_path):
     rows = result.tables["benchmark_results"]
     assert rows["host"].unique().to_list() == ["node-a,node-b"] and rows["benchmark"][0] == "nccl-tests"
     assert counts.rejects == 1 and "unrecognised" in result.rejects["reason"][0]
+
+
+def test_nccl_output_naming_no_host_is_rejected_not_credited_to_its_folder(datasets, tmp_path):
+    # benchmarks/<run>/: the folder is a run, not a host (issue 23: a host 'nccl-run1' in goodput check)
+    assert host_from_path(Path("benchmarks/nccl-run1/all_reduce_perf.log")) is None
+    assert host_from_path(Path("benchmarks/gpu006/all_reduce_perf.log")) is None
+    assert host_from_path(Path("kernel/gpu006/dmesg.log")) == "gpu006"
+    path = _sb(datasets) / "raw-benchmark-logs" / "nccl_allreduce.log"  # SuperBench's: every rank 'on localhost'
+    result, counts = parse_file(benchmarks.parse, path, "benchmarks")
+    assert result.tables["benchmark_results"].height == 0 and counts.rejects == 35  # 34 sizes + the average
+    assert result.rejects["reason"].unique().to_list() == [nccl_tests.NO_HOST]
+    assert "no host" in nccl_tests.NO_HOST and "Rank" in nccl_tests.NO_HOST
 
 
 @pytest.mark.parametrize("name", ["gpu_burn.log", "monitor.jsonl", "hpl_results.log"])

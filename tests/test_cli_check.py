@@ -141,3 +141,25 @@ def test_ettr_sweep_takes_the_given_size_and_the_measured_rate(tmp_path):
     assert four["nodes"] == 256 and four["job_mttf_hours"] == pytest.approx(eight["job_mttf_hours"] / 2)
     missing = CliRunner().invoke(main, ["ettr", "--from-db", "--db", str(tmp_path / "none.duckdb")])
     assert missing.exit_code != 0 and "goodput run" in missing.output
+
+
+def test_check_credits_multi_node_results_to_their_hosts_and_no_run_folder(tmp_path):
+    """benchmarks/<run>/ holds a 2-node nccl-tests run (its hosts comma-joined in the rows) and an output
+    that names no host: neither 'gpu001,gpu002' nor the run folder 'nccl-run1' is an unknown host; a
+    result naming a node Slurm does not know still is."""
+    src = tmp_path / "src"
+    shutil.copytree(DEMO, src)
+    run = src / "benchmarks" / "nccl-run1"
+    run.mkdir()
+    real = (Path(__file__).parent / "fixtures" / "nccl" / "all_gather_perf_2.18.log").read_text()
+    (run / "all_gather_perf.log").write_text(real.replace("spark-fb97", "gpu001").replace("spark-4440", "gpu002"))
+    (run / "all_reduce_perf.log").write_text("".join(ln for ln in real.splitlines(True) if "Rank" not in ln))
+    (run / "results-summary.jsonl").write_text('{"node": "node-77", "timestamp": "2024-03-01T22:00:00Z", '
+                                               '"mem-bw/h2d_bw:0": 25.1}\n')
+    out = CliRunner().invoke(main, ["check", "--source", str(src), "--json"])
+    doc = json.loads(out.output)
+    bench = next(c for c in doc["folders"] if c["folder"] == "benchmarks")
+    assert bench["unmatched_hosts"] == ["node-77"], bench
+    assert not any("nccl-run1" in w for w in doc["warnings"]), doc["warnings"]
+    # the output without a host is refused line by line, saying why (not credited to the folder)
+    assert any("names no host" in r["reason"] and "all_reduce_perf.log" in r["example"] for r in bench["reject_reasons"])

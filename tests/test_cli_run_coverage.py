@@ -2,6 +2,7 @@
 step-only sacct dump, hosts invented from file names warn (in the summary and
 on stderr); a run where no source produced a row fails."""
 import shutil
+from datetime import datetime
 
 from click.testing import CliRunner
 
@@ -75,3 +76,46 @@ def test_no_row_from_any_source_fails_the_run(tmp_path):
     assert result.exit_code == 1
     assert "FAILED: none of the 2 file(s) in source folders produced a row" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_validation_run_dated_after_the_as_of_day_warns_and_its_time_can_be_given(tmp_path):
+    """SuperBench results without a timestamp: the run is dated by its file's modification time (the day of
+    the copy), after the as-of day of the node actions, so gpu002's failed validation drains nothing. The run
+    says so (summary and report), and benchmark_run_times in goodput.yaml gives the run its time."""
+    import json
+
+    import duckdb
+
+    from pipelines.runner import EXIT_DEGRADED
+
+    src = tmp_path / "src"
+    shutil.copytree(DEMO_SOURCE, src)
+    (src / "benchmarks" / "val-0302").mkdir()
+    rows = [json.loads(line) for line in (src / "benchmarks" / "results-summary.jsonl").read_text().splitlines()]
+    (src / "benchmarks" / "val-0302" / "results-summary.jsonl").write_text("".join(
+        json.dumps({k: v * 0.5 if r["node"] == "gpu002" and k.startswith("gemm-flops/") else v
+                    for k, v in r.items() if k != "timestamp"}) + "\n" for r in rows))
+
+    def actions():
+        with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+            return dict(con.execute("SELECT host, action FROM node_actions").fetchall()), con.execute(
+                "SELECT DISTINCT run_time FROM benchmark_results WHERE file LIKE '%val-0302%'").fetchall()
+
+    late = run(src, tmp_path)
+    assert late.exit_code == EXIT_DEGRADED, late.output
+    said = next(line for line in late.stdout.splitlines() if "val-0302" in line)
+    assert "benchmarks/ (degraded): 1 validation run(s) (val-0302) carry no time" in said
+    assert "on or after the as-of day 2024-03-03: their verdicts are ignored (2 node(s) failed in them)" in said
+    assert "benchmark_run_times: {val-0302: YYYY-MM-DDTHH:MM:SSZ}" in said
+    report = next((tmp_path / "out" / "reports").glob("reliability-*.html")).read_text()
+    assert "val-0302" in report and "benchmark_run_times" in report
+    hosts, times = actions()
+    assert "gpu002" not in hosts and times == [(None,)]
+
+    with open(src / "goodput.yaml", "a") as fh:
+        fh.write("  val-0302: 2024-03-02T12:00:00Z\n")
+    fixed = run(src, tmp_path)
+    assert fixed.exit_code == 0, fixed.output
+    assert "val-0302" not in fixed.stdout and "Data health" not in fixed.stdout
+    hosts, times = actions()
+    assert hosts["gpu002"] == "drain_after_job" and times == [(datetime(2024, 3, 2, 12),)]

@@ -88,6 +88,8 @@ def test_an_unwritable_out_fails_before_the_build(tmp_path):
     ("sacct_delimiter: |\n", ["sacct_delimiter", 'quote it: "|"']),
     ("boot_times: [gpu001]\n", ["boot_times must map host names to times"]),
     ("boot_times:\n  gpu001: yesterday\n", ["boot time of gpu001", "'yesterday' is not an ISO 8601 time"]),
+    ("benchmark_run_times: [nccl-run1]\n", ["benchmark_run_times must map run folders under benchmarks/ to times"]),
+    ("benchmark_run_times:\n  nccl-run1: last week\n", ["run time of nccl-run1", "'last week' is not an ISO 8601"]),
     ("max_line_bytes: -5\n", ["max_line_bytes must be positive"]),
     ("- tz\n- UTC\n", ["expected 'option: value' lines"]),
     ("timezone: UTC\n", ["unknown option(s) timezone"]),
@@ -103,8 +105,12 @@ def test_goodput_yaml_errors_are_one_line_before_any_work(src, tmp_path, yaml_te
 
 def test_good_options_still_load(src):
     (src / "goodput.yaml").write_text("tz: Europe/Paris\nsyslog_year: 2024\nboot_times:\n  gpu001: 2024-03-01T06:00:00+01:00\n")
+    with open(src / "goodput.yaml", "a") as fh:
+        fh.write("benchmark_run_times:\n  nccl-run1: 2024-03-14T07:00:00+01:00\n  validation-0301: 2024-03-01\n")
     opts = load_options(src, sacct_delimiter="|#", boot_times={"gpu002": "2024-03-02T00:00:00"})
     assert (opts.tz, opts.syslog_year, opts.sacct_delimiter) == ("Europe/Paris", 2024, "|#")
+    assert {r: t.isoformat() for r, t in opts.benchmark_run_times.items()} == {
+        "nccl-run1": "2024-03-14T06:00:00", "validation-0301": "2024-03-01T00:00:00"}
     assert {h: t.isoformat() for h, t in opts.boot_times.items()} == {"gpu001": "2024-03-01T05:00:00",
                                                                        "gpu002": "2024-03-02T00:00:00"}
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import subprocess
 from datetime import datetime, timedelta
@@ -146,20 +147,83 @@ def test_exports_round_trip(cluster, tmp_path):
     result = run_models(con, ModelsConfig())
     actions = pl.concat([result.actions, result.actions.head(1).with_columns(
         host=pl.lit('gpu1";rm -rf /;"'), action=pl.lit("drain_now"))])  # a hostile name from a log
-    paths = exports.write_exports(actions, tmp_path / "exports", result.as_of, "goodput test")
+    slurm = exports.slurm_out_of_service(con, result.as_of)
+    paths = exports.write_exports(actions, tmp_path / "exports", result.as_of, "goodput test", slurm=slurm)
     drains = set(result.actions.filter(pl.col("action").is_in(exports.DRAIN_ACTIONS))["host"])
     assert drains, "the simulated cluster has nodes to drain"
     assert set(expand_hostlist(paths["blocklist.txt"].read_text().strip())) == drains
     script = paths["drain.sh"].read_text()
     assert subprocess.run(["bash", "-n", str(paths["drain.sh"])]).returncode == 0
     assert script.splitlines()[0] == "#!/usr/bin/env bash" and "set -euo pipefail" in script and "rm -rf" not in script
-    lines = [ln for ln in script.splitlines() if ln.startswith("scontrol ")]
-    assert all(ln.count('"') == 2 and " State=DRAIN Reason=\"goodput: " in ln for ln in lines)
-    assert {h for ln in lines for h in expand_hostlist(ln.split()[2].removeprefix("NodeName="))} == drains
     doc = json.loads(paths["blocklist.json"].read_text())
     jsonschema.validate(doc, json.loads(exports.SCHEMA.read_text()))
     assert {e["host"] for e in doc["entries"]} == set(result.actions["host"])
     assert all(e["expires"] > e["since"] for e in doc["entries"])
+    drained, left = _drain_script_hosts(script)
+    assert drained | left == drains and not drained & left  # every node to drain: drained, or left to Slurm
+    # the simulated health checks drained some of them already ('healthcheck: gpu_count: expected 8 GPUs,
+    # found 7'): drain.sh keeps Slurm's reason, and the JSON says so
+    assert left and left == drains & set(slurm["host"])
+    assert left == {e["host"] for e in doc["entries"] if e["slurm_state"]} & drains
+    for host, reason in slurm.filter(pl.col("host").is_in(list(left))).select("host", "reason").iter_rows():
+        assert f"# left alone: {host} is already " in script and f"(reason: {reason});" in script
+
+
+SCONTROL = re.compile(r'^scontrol update NodeName=(\S+) State=(DRAIN|DOWN) Reason="goodput: (drain_now|drain_after_job) '
+                      r'[A-Za-z0-9 _.:=,/()+-]*"$')
+
+
+def _drain_script_hosts(script: str) -> tuple[set[str], set[str]]:
+    """(hosts drain.sh drains, hosts it leaves to Slurm); every command line is in scontrol's documented form
+    (scontrol(1): NodeName=<node range expression> State=<state> Reason=<reason, quoted>) with the state its
+    action means: drain_after_job DRAIN (running jobs finish), drain_now DOWN (they are stopped)."""
+    drained, left = set(), set()
+    for line in script.splitlines():
+        if line.startswith("# left alone: "):
+            left.add(line.split()[3])
+        elif line and not line.startswith("#") and line != "set -euo pipefail":
+            m = SCONTROL.match(line)
+            assert m, line
+            assert m[2] == exports.SLURM_STATE[m[3]] and {"drain_now": "DOWN", "drain_after_job": "DRAIN"}[m[3]] == m[2]
+            drained |= set(expand_hostlist(m[1]))
+    return drained, left
+
+
+def test_drain_sh_leaves_nodes_slurm_drained_alone(demo_warehouse, tmp_path):
+    """The sample's gpu005 was drained by a health check ('healthcheck: check_hw_ib mlx5_0 port 1 down',
+    slurm_events/, still open) and goodput would drain it now: drain.sh must not overwrite that reason."""
+    out = CliRunner().invoke(main, ["export", "--db", str(demo_warehouse), "--out", str(tmp_path / "ex")])
+    assert out.exit_code == 0, out.output
+    script = (tmp_path / "ex" / "drain.sh").read_text()
+    drained, left = _drain_script_hosts(script)
+    assert left == {"gpu005"} and not drained and "gpu005" not in script.split("set -euo pipefail")[1].replace(
+        "# left alone: gpu005", "")
+    assert ("# left alone: gpu005 is already DRAIN in Slurm (reason: healthcheck: check_hw_ib mlx5_0 port 1 down); "
+            "goodput would drain_now it") in script
+    assert "1 node(s) to drain, 1 of them already drained or down in Slurm (left alone)" in script
+    assert subprocess.run(["bash", "-n", str(tmp_path / "ex" / "drain.sh")]).returncode == 0
+    # the other exports say the same: the hostlist still keeps jobs off it, the JSON names Slurm's state and reason
+    assert expand_hostlist((tmp_path / "ex" / "blocklist.txt").read_text().strip()) == ("gpu005",)
+    doc = json.loads((tmp_path / "ex" / "blocklist.json").read_text())
+    jsonschema.validate(doc, json.loads(exports.SCHEMA.read_text()))
+    entry = next(e for e in doc["entries"] if e["host"] == "gpu005")
+    assert (entry["action"], entry["slurm_state"], entry["slurm_reason"]) == (
+        "drain_now", "DRAIN", "healthcheck: check_hw_ib mlx5_0 port 1 down")
+    # gpu003's DOWN period ended (2024-03-02 10:00): it is back in service
+    assert all(e["slurm_state"] is None for e in doc["entries"] if e["host"] != "gpu005")
+
+
+def test_drain_sh_comments_stay_one_line():
+    """A reason from the logs is quoted in a comment: a newline in it must not start a command line."""
+    actions = pl.DataFrame({"host": ["gpu1", "gpu2", "gpu3"], "action": ["drain_now", "drain_after_job", "drain_now"],
+                            "cause": ["xid", "risk", "lemon"], "score": [1.0, 0.6, 0.9]})
+    slurm = pl.DataFrame({"host": ["gpu1"], "state": ["DOWN+DRAIN"], "reason": ["bad\nscontrol update NodeName=gpu9"]})
+    script = exports.drain_script(actions, "test", slurm)
+    drained, left = _drain_script_hosts(script)
+    assert (drained, left) == ({"gpu2", "gpu3"}, {"gpu1"})
+    assert 'scontrol update NodeName=gpu3 State=DOWN Reason="goodput: drain_now lemon score=0.90"' in script
+    assert 'scontrol update NodeName=gpu2 State=DRAIN Reason="goodput: drain_after_job risk score=0.60"' in script
+    assert not any(ln.startswith("scontrol update NodeName=gpu9") for ln in script.splitlines())
 
 
 def test_as_of_ignores_data_after_it(cluster, attributed, tmp_path):

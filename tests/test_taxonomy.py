@@ -1,12 +1,16 @@
 """The taxonomy files: complete XID table, deliberate contested codes, operator overrides, counting rules."""
 import tracemalloc
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import polars as pl
 import pytest
 
 from analysis import attribution, warehouse
+from analysis.model import IngestOptions
+from analysis.parsers import joblogs, kernel
 from analysis.taxonomy import TaxonomyError, load
+from tests.conftest import parse_file
 
 SIMULATOR_XIDS = {13: ("user", "warning"), 31: ("user", "warning"), 43: ("user", "info"),
                   48: ("gpu_memory", "critical"), 63: ("gpu_memory", "warning"), 64: ("gpu_memory", "critical"),
@@ -192,3 +196,44 @@ def test_huge_and_deeply_nested_rules_files_are_refused(tmp_path):
     shallow_but_too_deep.write_text("rules: " + "[" * 40 + "]" * 40)
     with pytest.raises(TaxonomyError, match="deep2.yaml: line 1: nested more than 32"):
         load(shallow_but_too_deep)
+
+
+RESETS = Path(__file__).parent / "fixtures" / "connection_reset"
+
+
+def test_connection_reset_fires_on_job_logs_and_collectives_not_on_system_noise(tmp_path):
+    """sshd, xinetd and BG/L's ciod print "Connection reset by peer" for any client that goes away
+    (real lines: fixtures/connection_reset/SOURCES.md): no NCCL timeout. The same words from NCCL,
+    Gloo or c10d, or in a job's own output (source app), still are."""
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    noise = []
+    for name, options in (("linux-xinetd.log", IngestOptions(syslog_year=2005)), ("bgl-ciod.log", None),
+                          ("sshd.log", IngestOptions(syslog_year=2024))):
+        result, counts = parse_file(kernel.parse, RESETS / name, "kernel", options)
+        events = result.tables["node_events"]
+        assert counts.rejects == 0 and events.height == counts.lines and events["message"].str.contains(
+            "Connection reset by peer").all(), name
+        noise.append(events.with_columns(file=pl.lit(name)))
+    con.register("noise", pl.concat(noise, how="diagonal_relaxed"))
+    con.execute("INSERT INTO node_events BY NAME SELECT * FROM noise")
+    t0 = datetime(2024, 3, 1, 10)
+    nccl = (RESETS / "nccl-pytorch.log").read_text().splitlines()
+    # the collective libraries' lines wherever they land (a service's stdout in syslog), and in a job's output:
+    # the lines the job-log parser keeps, plus Python's own ConnectionResetError with no library named
+    (tmp_path / "slurm-4242.out").write_text("\n".join(nccl) + "\n")  # a job log names its job
+    job = parse_file(joblogs.parse, tmp_path / "slurm-4242.out", "joblogs", host_hint=None)[0].tables["job_log_lines"]
+    assert job["kind"].to_list() == ["exception"]  # the Gloo RuntimeError
+    _events(con, [(t0, "gpu0001", "kernel", "other", None, None, text, None, "gpu0001", "syslog", i + 1)
+                  for i, text in enumerate(nccl)]
+            + [(t0, "gpu0002", "app", kind, code, None, text, None, None, "slurm-4242.out", no)
+               for no, kind, code, text in job.select("line_no", "kind", "code", "message").iter_rows()]
+            + [(t0, "gpu0002", "app", "exception", "ConnectionResetError", None,
+                "ConnectionResetError: [Errno 104] Connection reset by peer", None, None, "slurm-4242.out", 9)])
+    attribution.classify_events(con, load())
+    got = {(f, n): (rule, cause) for f, n, rule, cause in
+           con.execute("SELECT file, line_no, rule, cause FROM classified_events").fetchall()}
+    con.close()
+    assert not [k for k in got if k[0] in ("linux-xinetd.log", "bgl-ciod.log", "sshd.log")]  # no rule fires on the noise
+    assert {got[("syslog", i + 1)] for i in range(len(nccl))} == {("connection-reset-nccl", "nccl_timeout")}
+    assert got[("slurm-4242.out", 4)][1] == got[("slurm-4242.out", 9)][1] == "nccl_timeout"
+    assert got[("slurm-4242.out", 9)][0] == "connection-reset"

@@ -9,7 +9,9 @@ a. SuperBench results summary, JSON lines: one object per node, {"node": ...,
    NaN, nested objects) are left out. A line keeps one disposition: stored if
    any key gave a row; rejected otherwise (invalid or cut-off JSON, nested
    deeper than 64 levels, a number beyond a 64-bit float, no 'node' string, no
-   numeric value). An optional timestamp/time/start_time key gives run_time.
+   numeric value). An optional timestamp/time/start_time key gives run_time;
+   without one, the time goodput.yaml's benchmark_run_times gives the file's run
+   (ctx.run_time), else none (the criteria then date the run by its files' mtime).
    Decoding is bulk (analysis.parsers.jsonlines: one polars call for the file,
    json.loads only for the lines polars cannot read), then unpivoted.
 b. SuperBench wide CSV (the 'Raw Data' sheet): header 'node,<key>,<key>...',
@@ -55,6 +57,11 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchRes
     for fids in _chunks(lines, jsonl):
         part = lines.filter(pl.col("fid").is_in(fids)) if len(fids) < len(ctxs) else lines
         _add(result, None, part, ctxs, None)
+    given = [c.run_time for c in ctxs]
+    if any(given):  # a result without a time takes its run's from benchmark_run_times (ctx.run_time)
+        rows = result.tables["benchmark_results"]
+        result.tables["benchmark_results"] = rows.with_columns(run_time=pl.coalesce(
+            "run_time", batch.per_file(given, pl.Datetime("us"), batch.fid_of(pl.col("line_no")))))
     return result
 
 

@@ -19,7 +19,10 @@ all_reduce_perf.log -> allreduce), else 'nccl-tests'. host: the hosts named by
 comma-joined when several; else ctx.host_hint. Header, comment and 'NCCL
 INFO/WARN' lines are skipped; any other line is rejected (a crash message or
 stray output must stay visible). run_time: the row's timestamp column when the
-header has one, else NULL (the output carries no time).
+header has one, else NULL (the output carries no time). An output that names no
+host (no Rank line, or every rank 'on localhost') and has no host from its caller
+cannot be credited to a node: its data and average lines are rejected, saying so
+(a folder under benchmarks/ is a run, not a host: analysis/hosts.py).
 """
 from __future__ import annotations
 
@@ -42,6 +45,9 @@ _NUM = r"^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$"
 _WRONG = r"^(?:\d+(?:\.\d+)?(?:e[+-]?\d+)?|N/A)$"  # count of wrong elements ('%6g'), or N/A without -c
 _NAMES = {"time": ("time", "cputime"), "algbw": ("algbw",), "busbw": ("busbw",), "wrong": ("#wrong", "error", "wrong")}
 _LOCAL = {"localhost", "127.0.0.1", "localhost.localdomain"}
+NO_HOST = ("nccl-tests output that names no host (no '#  Rank N ... on <host> device' line, or only localhost): "
+           "no node to credit it to; keep the Rank lines nccl-tests prints (in a container, give it the node's "
+           "name: docker run --hostname $(hostname))")
 
 
 def looks_like(lines: pl.DataFrame) -> bool:
@@ -127,6 +133,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     data = frame.filter(pl.col("kind") == "data").join(layouts, on="hdr", how="left").with_columns(
         tok=text.str.extract_all(r"\S+"))
     data = _data_rows(data, ctx.options.tz)
+    if host is None:  # every result line is refused, with the reason (nothing is lost)
+        data = data.with_columns(why=pl.coalesce("why", pl.lit(NO_HOST)))
     good = data.filter(pl.col("why").is_null())
     long = (good.unpivot(on=METRICS, index=["line_no", "size", "run_time"], variable_name="metric")
             .with_columns(order=pl.col("metric").replace_strict(METRICS, list(range(6)), return_dtype=pl.Int32))
@@ -135,14 +143,14 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         value=text.str.extract(_AVG, 1).cast(pl.Float64, strict=False), metric=pl.lit("avg_busbw"),
         size=pl.lit(None, pl.Int64), run_time=pl.lit(None, pl.Datetime("us")))
     cols = ["line_no", "metric", "size", "value", "run_time"]
-    stored = pl.concat([long.select(cols), avg.filter(pl.col("value").is_finite()).select(cols)])
+    stored = pl.concat([long.select(cols), avg.filter(pl.col("value").is_finite() & (host is not None)).select(cols)])
     rows = stored.select(
         "run_time", pl.lit(host, pl.Utf8).alias("host"),
         pl.lit(benchmark).alias("benchmark"), "metric", pl.lit(None, pl.Int32).alias("rank"),
         pl.col("size").alias("size_bytes"), pl.lit(None, pl.Int32).alias("sample_idx"), "value", "line_no"
     ).sort("line_no", maintain_order=True)
-    bad_avg = avg.filter(~pl.col("value").is_finite().fill_null(False)).with_columns(
-        why=pl.lit("unparseable average bus bandwidth"))
+    bad_avg = avg.filter(~pl.col("value").is_finite().fill_null(False) | (host is None)).with_columns(
+        why=pl.lit(NO_HOST if host is None else "unparseable average bus bandwidth"))
     other = frame.filter(pl.col("kind") == "other").with_columns(why=pl.lit("unrecognised line in nccl-tests output"))
     bad = pl.concat([data.filter(pl.col("why").is_not_null()).select("line_no", "text", "why"),
                      bad_avg.select("line_no", "text", "why"), other.select("line_no", "text", "why")]).sort("line_no")
