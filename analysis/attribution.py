@@ -59,6 +59,8 @@ class InstanceExplanation:
     nodes: list[str]
     primary: dict | None  # cause, domain, host, rule, event_time, message
     events: pl.DataFrame  # every classified event in the window on the job's nodes
+    is_failure: bool = False  # job_failure_causes.is_failure: what crash loops and job_run_ettr.failures count
+    maintenance: bool = False  # requeued while one of its nodes was in planned maintenance
 
 
 def explain_job(con: duckdb.DuckDBPyConnection, job_id: str, taxonomy: Taxonomy) -> list[InstanceExplanation]:
@@ -71,5 +73,6 @@ def explain_job(con: duckdb.DuckDBPyConnection, job_id: str, taxonomy: Taxonomy)
         primary = sql.query(con, "why_primary", {"job_id": job_id, "instance": row["instance"]})
         out.append(InstanceExplanation(row["job_id"], row["instance"], row["state"], row["start_time"],
                                        row["end_time"], list(row["nodes"] or []),
-                                       primary.row(0, named=True) if primary.height else None, events))
+                                       primary.row(0, named=True) if primary.height else None, events,
+                                       row["is_failure"], row["maintenance"]))
     return out

@@ -2,6 +2,7 @@
 attribution (peers named, links, lagging ranks), `goodput why`, and precision/recall on a
 simulated cluster whose faults are mostly on the fabric."""
 import json
+import re
 import shutil
 from datetime import timedelta
 from pathlib import Path
@@ -313,10 +314,8 @@ def test_simulated_fabric_failures_are_attributed_to_the_right_cause_and_host(tm
                    "AND interruptions > 0").pl().to_series()
     assert hung.len() >= 1 and hung.max() >= 600  # a hang is noticed after the watchdog's timeout (600 s), not at once
     html = render_report(con, (cfg.start + timedelta(days=cfg.days - 1)).date(), tmp_path / "out").read_text()
-    line = next(x for x in html.splitlines() if x.lstrip().startswith('"failure_rate": '))
-    spec = json.loads(line.split(": ", 1)[1].rstrip(","))
-    causes = {v.get("cause") for d in [spec, *spec.get("layer", [])] for v in d.get("data", {}).get("values", [])}
-    if not causes:  # data sets at the top level of the spec
-        causes = {v.get("cause") for values in spec.get("datasets", {}).values() for v in values}
+    # 14 days: the 30-day rolling rate is not drawn yet, the report names the failures per cause so far in words
+    assert '"failure_rate": ' not in html
+    causes = set(re.findall(r'<span data-cause="([^"]+)">', html))
     assert set(fabric) <= causes, causes
     con.close()
