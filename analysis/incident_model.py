@@ -19,6 +19,7 @@ import pandas as pd
 import polars as pl
 
 from analysis import cadence, sql, survival
+from analysis.survival import progress
 from analysis.cadence import Cadence, ModelState
 
 PREFIX = "incident"  # models/incident-<as_of>-<version>.pkl
@@ -160,8 +161,11 @@ def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: I
     evaluation = _frame([])
     if state.trained:
         trained_at = datetime.now(timezone.utc).replace(tzinfo=None)
+        progress.info("    incident model: %s status samples; evaluating on the later %.0f%% of the history ...",
+                      f"{samples.height:,}", cfg.test_share * 100)
         evaluation = evaluate(samples, start, as_of, cfg).with_columns(
             trained_at=pl.lit(trained_at), as_of=pl.lit(as_of), family=pl.lit("incident"))
+        progress.info("    incident model: training on the whole history ...")
         fitted = fit_risk_models(samples, as_of)
         meta = {**cadence.common_meta("incident", fp, definition(cfg), as_of, cad), "as_of": as_of.isoformat(),
                 "trained_from": start.isoformat(), "trained_to": as_of.isoformat(), "n_samples": samples.height,

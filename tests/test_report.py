@@ -199,8 +199,7 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     co_svg = dom.stdout[dom.stdout.index('id="c-cooccurrence"'):]
     assert re.search(r"<text[^>]*>\d+</text>", co_svg)
     assert "projection: 1/N at the fleet" in dom.stdout
-    shot = REPO / "out" / "report-screenshot.png"
-    shot.parent.mkdir(exist_ok=True)
+    shot = tmp_path / "report-screenshot.png"  # tests write nothing into the checkout (conftest.py)
     subprocess.run([*flags, "--window-size=1100,7000", f"--screenshot={shot}", report.as_uri()],
                    capture_output=True, timeout=180)
     assert shot.exists() and shot.stat().st_size > 50_000
