@@ -14,6 +14,8 @@ from click.testing import CliRunner
 from analysis import metrics, warehouse
 from analysis.chain import build_all
 from analysis.ingest import ingest_directory
+from analysis.jobs import build_jobs
+from analysis.joblogs import build_events
 from analysis.parsers import joblogs
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
@@ -254,6 +256,45 @@ def test_two_hosts_naming_each_other_are_a_link(tmp_path):
     build_all(con, load())
     assert con.sql("SELECT cause, host, link FROM failure_attribution WHERE is_primary").fetchall() == [
         ("infiniband_link", None, "node02<->node03")]
+
+
+APP_EVENTS = "SELECT * FROM node_events WHERE source = 'app' ORDER BY file, line_no"
+
+
+def _nightly(tmp_path: Path, src: Path, db: str) -> tuple[str, list]:
+    """Ingest ``src`` into ``db`` and place its job logs: how the build went, and the events."""
+    con = warehouse.connect(tmp_path / db)
+    assert {o.status for o in ingest_directory(con, src).outcomes} <= {"ok", "unchanged"}
+    build_jobs(con)
+    built = build_events(con)["built"]
+    events = con.sql(APP_EVENTS).fetchall()
+    con.close()
+    return built, events
+
+
+def test_a_nightly_places_again_only_the_jobs_whose_logs_or_instances_changed(tmp_path):
+    src = _link_cluster(tmp_path, "topology")
+    built, day1 = _nightly(tmp_path, src, "nightly.duckdb")
+    assert built == "all" and "node03" in {e[1] for e in day1}
+    # day 2: job 7003 ended and its log came; a newer dump moves job 7001 (log unchanged) to other nodes
+    first = SACCT.splitlines()[1]
+    (src / "slurm" / "sacct2.txt").write_text("\n".join([
+        SACCT.splitlines()[0], first.replace("node[01-04]", "node[05-08]"),
+        "7003|7003|train|ana|gpu|FAILED|1:0|2024-03-05T12:59:00|2024-03-05T13:00:00|2024-03-05T14:32:40|2|"
+        "gres/gpu=16,node=2|gpu[0042-0043]"]) + "\n")
+    shutil.copy(FIX / "slurm-7003.out", src / "joblogs")
+    for day, change in enumerate([None, "log re-read", "topology"], start=2):
+        if change == "log re-read":
+            with (src / "joblogs" / "slurm-7003.out").open("a") as log:
+                log.write("srun: error: gpu0043: task 3: Killed\n")
+        if change == "topology":
+            (src / "topology" / "hosts").write_text("10.9.0.5\tnode05\n")
+        built, events = _nightly(tmp_path, src, "nightly.duckdb")
+        assert built == ("all" if change else "changed jobs"), change
+        assert events == _nightly(tmp_path, src, f"fresh{day}.duckdb")[1], change  # what a build from scratch gives
+        assert {e[11] for e in events} == {"7001", "7003"}
+        moved = {e[1] for e in events if e[11] == "7001"} - {e[1] for e in day1}
+        assert "node03" not in {e[1] for e in events} and moved, moved  # 7001 placed on its new nodes
 
 
 def _sim_truth(root: Path, con) -> pl.DataFrame:
