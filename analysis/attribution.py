@@ -15,16 +15,19 @@ VIEWS = ("job_failure_causes", "job_status_breakdown", "failure_rates_by_cause",
          "top_offending_nodes")
 
 
+MESSAGE_RULE = {"rule_id": "rule_id", "m_message": "pattern", "m_kind": "kinds", "m_source": "sources",
+                "m_code": "codes", "m_severity": "severities"}  # rule field -> match_rule_message parameter
+
+
 def classify_events(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> int:
-    """One statement per message-pattern rule, with the pattern as a parameter:
+    """One statement per message-pattern rule, with the rule's fields as parameters:
     DuckDB compiles a constant pattern once, where a pattern column joined
     against the events was compiled again for every row (100x slower)."""
-    patterns = taxonomy.rules.filter(pl.col("m_message").is_not_null()).select("rule_id", "m_message")
+    rules = taxonomy.rules.filter(pl.col("m_message").is_not_null()).select(list(MESSAGE_RULE)).rename(MESSAGE_RULE)
     con.register("staged_rules", taxonomy.rules)
     try:
         sql.run_steps(con, [("store_taxonomy_rules", None), ("stage_classified_events", None),
-                            *[("match_rule_message", {"rule_id": rule_id, "pattern": pattern})
-                              for rule_id, pattern in patterns.iter_rows()],
+                            *[("match_rule_message", rule) for rule in rules.iter_rows(named=True)],
                             ("build_classified_events", None)])
     finally:
         con.unregister("staged_rules")
@@ -32,7 +35,10 @@ def classify_events(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> int:
 
 
 def attribute_failures(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> dict[str, int]:
-    sql.run_steps(con, [("build_failure_attribution", {"before_s": taxonomy.before_s, "after_s": taxonomy.after_s}),
+    # node events meet the job hosts in time buckets at least as wide as the window: each host in 1-2 buckets
+    window = {"before_s": taxonomy.before_s, "after_s": taxonomy.after_s,
+              "bucket_s": max(3600, taxonomy.before_s + taxonomy.after_s)}
+    sql.run_steps(con, [("build_failure_attribution", window),
                        *[(f"view_{v}", None) for v in VIEWS[:3]]])
     return {"rows": sql.scalar(con, "count_failure_attribution"),
             "failures": sql.scalar(con, "count_primary_attributions")}
@@ -59,6 +65,8 @@ class InstanceExplanation:
     nodes: list[str]
     primary: dict | None  # cause, domain, host, rule, event_time, message
     events: pl.DataFrame  # every classified event in the window on the job's nodes
+    is_failure: bool = False  # job_failure_causes.is_failure: what crash loops and job_run_ettr.failures count
+    maintenance: bool = False  # requeued while one of its nodes was in planned maintenance
 
 
 def explain_job(con: duckdb.DuckDBPyConnection, job_id: str, taxonomy: Taxonomy) -> list[InstanceExplanation]:
@@ -71,5 +79,6 @@ def explain_job(con: duckdb.DuckDBPyConnection, job_id: str, taxonomy: Taxonomy)
         primary = sql.query(con, "why_primary", {"job_id": job_id, "instance": row["instance"]})
         out.append(InstanceExplanation(row["job_id"], row["instance"], row["state"], row["start_time"],
                                        row["end_time"], list(row["nodes"] or []),
-                                       primary.row(0, named=True) if primary.height else None, events))
+                                       primary.row(0, named=True) if primary.height else None, events,
+                                       row["is_failure"], row["maintenance"]))
     return out

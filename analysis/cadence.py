@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import polars as pl
+
 FORMAT = 1  # bump when an artifact's layout, or code that changes what a model computes, changes
 KINDS = ("telemetry", "incident", "lemon")
 
@@ -120,3 +122,15 @@ def common_meta(kind: str, fp: str, definition: dict, data_to: datetime, cadence
 
 def trained(kind: str, reason: str, version: str, path: Path | None, meta: dict) -> ModelState:
     return ModelState(kind, True, reason, version, 0.0, path, meta.get("trained_at"))
+
+
+def save_evaluation(model_path: Path | None, evaluation: pl.DataFrame) -> None:
+    """A model's held-out evaluation beside it (<model>.evaluation.parquet): a new warehouse that reuses
+    the saved model (a demo run again, a rebuilt warehouse) gets the figures it was judged by."""
+    if model_path is not None and evaluation.height:
+        evaluation.write_parquet(Path(model_path).with_suffix(".evaluation.parquet"))
+
+
+def saved_evaluation(model_path: Path) -> pl.DataFrame | None:
+    path = Path(model_path).with_suffix(".evaluation.parquet")
+    return pl.read_parquet(path) if path.exists() else None

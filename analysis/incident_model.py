@@ -19,6 +19,7 @@ import pandas as pd
 import polars as pl
 
 from analysis import cadence, sql, survival
+from analysis.survival import progress
 from analysis.cadence import Cadence, ModelState
 
 PREFIX = "incident"  # models/incident-<as_of>-<version>.pkl
@@ -150,7 +151,7 @@ def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: I
         model_dir: Path | None = None, cad: Cadence = Cadence()) -> tuple[pl.DataFrame, pl.DataFrame, ModelState]:
     """incident_samples and node_risk for ``as_of``, with the models saved in ``model_dir`` unless
     analysis.cadence says to retrain them; the incident rows of model_evaluation (the time split) are
-    rebuilt only when they are (an empty frame is returned otherwise)."""
+    rebuilt only when they are, else restored from beside the saved models (analysis.cadence.save_evaluation)."""
     samples = build_samples(con, as_of, cfg.every_days)
     fp = cadence.fingerprint(definition(cfg))
     last = cadence.latest(model_dir, PREFIX, cad.scope)
@@ -160,8 +161,11 @@ def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: I
     evaluation = _frame([])
     if state.trained:
         trained_at = datetime.now(timezone.utc).replace(tzinfo=None)
+        progress.info("    incident model: %s status samples; evaluating on the later %.0f%% of the history ...",
+                      f"{samples.height:,}", cfg.test_share * 100)
         evaluation = evaluate(samples, start, as_of, cfg).with_columns(
             trained_at=pl.lit(trained_at), as_of=pl.lit(as_of), family=pl.lit("incident"))
+        progress.info("    incident model: training on the whole history ...")
         fitted = fit_risk_models(samples, as_of)
         meta = {**cadence.common_meta("incident", fp, definition(cfg), as_of, cad), "as_of": as_of.isoformat(),
                 "trained_from": start.isoformat(), "trained_to": as_of.isoformat(), "n_samples": samples.height,
@@ -170,14 +174,30 @@ def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: I
         version, path = _save(fitted, model_dir, meta) if model_dir else (None, None)
         state = cadence.trained("incident", state.reason, version, path, meta)
         state.cpu_s["train"] = time.process_time() - t0
+        cadence.save_evaluation(path, evaluation)
         steps.append(("store_model_evaluation", {"as_of": as_of, "family": "incident"}))
         t0 = time.process_time()
     else:
         fitted = pickle.loads(last[1].with_suffix(".pkl").read_bytes())
+        saved = _evaluation_to_restore(con, last[1].with_suffix(".pkl"))
+        if saved is not None:
+            evaluation = saved
+            steps.append(("store_model_evaluation", {"as_of": saved["as_of"][0], "family": "incident"}))
     risk = score_risk(fitted, samples, start, as_of)
     sql.run_staged(con, {"staged_node_risk": risk, "staged_model_evaluation": evaluation}, steps)
     state.cpu_s["score"] = time.process_time() - t0
     return risk, evaluation, state
+
+
+def _evaluation_to_restore(con: duckdb.DuckDBPyConnection, model_path: Path) -> pl.DataFrame | None:
+    """The saved models' evaluation when this warehouse lacks it (a new warehouse reusing them), else None."""
+    saved = cadence.saved_evaluation(model_path)
+    if saved is None or not saved.height:
+        return None
+    if sql.scalar(con, "table_exists", ["model_evaluation"]) and sql.query(
+            con, "model_evaluation_at", {"family": "incident", "as_of": saved["as_of"][0]}).height:
+        return None
+    return saved
 
 
 def _save(fitted: list, model_dir: Path, meta: dict) -> tuple[str, Path]:

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from analysis import ingest_batch, sql, warehouse
 from analysis.accounting import AccountingError, Tally
 from analysis.display import printable, utf8_path
+from analysis.folders import IGNORED_FOLDERS, SOURCES  # noqa: F401 - SOURCES re-exported
 from analysis.hosts import MAX_HOSTS, benchmark_run, host_from_path
 from analysis.lines import (GZIP_MAGIC, MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge, LineFile,
                             LineStream, RawFile, empty_rejects, first_line, hash_only, head_bytes, make_rejects,
@@ -36,18 +37,7 @@ from analysis.parts import combine
 
 log = logging.getLogger(__name__)
 
-# source folder -> parser module, in ingestion order (topology first: switch
-# events are mapped to hosts through it).
-SOURCES: dict[str, str] = {
-    "topology": "topology", "slurm": "sacct", "slurm_events": "slurm_events", "kernel": "kernel",
-    "switch": "switch", "health": "health", "benchmarks": "benchmarks", "telemetry": "telemetry",
-    "network": "network",  # port counters: long CSV/Parquet/Prometheus JSON like telemetry, perfquery, ibqueryerrors
-    "tickets": "tickets", "joblogs": "joblogs",
-}
 SIDECAR_SUFFIXES = (".boottime",)  # read by parsers next to their log, not data files
-# truth/: `goodput simulate` writes its ground truth beside the logs; labels/: operator
-# labels for the models (labels/lemons.csv), read by `goodput models`, not ingested.
-IGNORED_FOLDERS = ("truth", "labels")
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import pickle
 import time
 from dataclasses import asdict, dataclass
@@ -18,6 +19,8 @@ import polars as pl
 from analysis import cadence, lemons, sql
 from analysis.cadence import Cadence, ModelState
 from analysis.lemons import LemonConfig
+
+progress = logging.getLogger("goodput.progress")  # `goodput run` shows the phases of a step that takes minutes
 
 PREFIX = "lemon"  # models/lemon-<as_of>-<version>.pkl
 
@@ -73,6 +76,7 @@ def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, 
     snaps = lemons.snapshots(start or as_of, as_of, cfg.snapshot_days, cfg.window_days) \
         if state is not None and state.trained else [as_of]
     t0 = time.process_time()
+    progress.info("    lemons: signals of every node at %d weekly snapshot(s) ...", len(snaps))
     features = lemons.build_features(con, snaps, cfg.window_days)
     current = features.filter(pl.col("as_of") == as_of)
     meta = lemons.threshold_flags(current, cfg)
@@ -81,6 +85,7 @@ def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, 
     if state is not None and state.trained:
         rows = lemons.training_rows(features.filter(pl.col("as_of") < as_of), known, as_of)
         if _lemon_hosts(rows) >= cfg.min_positive_labels:
+            progress.info("    lemons: training the classifier on %s labelled snapshot rows ...", f"{rows.height:,}")
             model = lemons.train(rows, cfg.window_days)
             info = {**cadence.common_meta("lemon", fp, definition(cfg, labels), as_of, cad),
                     "trained_at": trained_at.isoformat(timespec="seconds")}
@@ -109,6 +114,10 @@ def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, 
     if evaluation is None:  # no saved classifier: the evaluation is this run's (rebuilt when it is trained)
         evaluation = evaluate(features, known, as_of, cfg, trained_at)
         steps.append(("store_model_evaluation", {"as_of": as_of, "family": "lemon"}))
+        cadence.save_evaluation(model_path, evaluation)
+    elif not evaluation.height and (restored := cadence.saved_evaluation(model_path)) is not None:
+        evaluation = restored  # a new warehouse reusing the saved classifier: the figures it was judged by
+        steps.append(("store_model_evaluation", {"as_of": restored["as_of"][0], "family": "lemon"}))
     sql.run_staged(con, {"staged_lemon_scores": scores, "staged_model_evaluation": evaluation}, steps)
     if state is not None:
         state.cpu_s["train" if state.trained else "score"] = time.process_time() - t0
@@ -125,7 +134,8 @@ def definition(cfg: LemonConfig, labels: pl.DataFrame | None) -> dict:
 
 
 def saved_evaluation(con: duckdb.DuckDBPyConnection, meta: dict) -> pl.DataFrame:
-    """The lemon rows of model_evaluation stored when the saved classifier was trained."""
+    """The lemon rows of model_evaluation stored when the saved classifier was trained (empty in a
+    warehouse that did not train it: run() restores them from beside the model)."""
     if not sql.scalar(con, "table_exists", ["model_evaluation"]):
         return _eval_frame([])
     return sql.query(con, "model_evaluation_at", {"family": "lemon", "as_of": datetime.fromisoformat(meta["as_of"])})
@@ -162,6 +172,7 @@ def evaluate(features: pl.DataFrame, known: pl.DataFrame | None, as_of: datetime
     # the snapshot ending at the split is training data: its window closes where the test window opens
     train_rows = lemons.training_rows(features.filter(pl.col("as_of") <= split), _known(known, split),
                                       split + timedelta(microseconds=1))
+    progress.info("    lemons: judging the classifier on the last window, five host folds ...")
     predicted = _host_folds(train_rows, test, cfg)
     if predicted is not None:
         for metric, value in lemons.precision_recall(predicted, actual, n).items():

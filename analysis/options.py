@@ -115,6 +115,8 @@ def load_options(source_dir: Path, **overrides) -> IngestOptions:
     checked = {k: _checked(k, v, known[k], where) for k, v in values.items()}
     checked.update({k: _checked(k, v, known.get(k, ""), f"--{k.replace('_', '-')}")
                     for k, v in overrides.items() if v is not None})
+    if checked.get("sacct_delimiter") == "\\t":  # `--sacct-delimiter '\t'`: the shell passes backslash-t, not a tab
+        checked["sacct_delimiter"] = "\t"
     options = IngestOptions(**checked, boot_times=boot, benchmark_run_times=runs)
     try:
         ZoneInfo(options.tz)

@@ -5,6 +5,7 @@ grid (hours), and the expected hours to the next incident up to a cap."""
 from __future__ import annotations
 
 import copy
+import logging
 import tempfile
 import warnings
 from pathlib import Path
@@ -17,6 +18,7 @@ from analysis.threads import bound_torch
 COVARIATES = ("age_days", "uptime_h", "since_incident_h", "n_all", "n_7d", "n_30d", "n_90d", "gpu_all", "gpu_30d",
               "host_all", "host_30d", "network_all", "network_30d", "storage_all", "mtbi_h")
 SEED = 20240301
+progress = logging.getLogger("goodput.progress")  # Cox-Time trains for minutes at scale: each network is told
 
 
 class NotEnoughData(ValueError):
@@ -136,7 +138,11 @@ class CoxTime:
         labtrans = PycoxCoxTime.label_transform()  # one time scaling, shared by the members
         y = labtrans.fit_transform(df["duration_h"].to_numpy().astype("float32"),
                                    df["event"].to_numpy().astype("float32"))
-        self.members = [self._fit_one(x, y, labtrans, seed) for seed in self.seeds]
+        self.members = []
+        for i, seed in enumerate(self.seeds, start=1):
+            progress.info("    incident model: training Cox-Time network %d/%d (%s samples, up to %d epochs)", i,
+                          len(self.seeds), f"{len(x):,}", self.epochs)
+            self.members.append(self._fit_one(x, y, labtrans, seed))
         return self
 
     def _fit_one(self, x: np.ndarray, y: tuple, labtrans, seed: int):

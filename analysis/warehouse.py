@@ -12,6 +12,7 @@ import polars as pl
 from analysis import snapshot, sql
 
 DEFAULT_DB = Path("data/warehouse.duckdb")
+DEMO_DB = Path("data/demo.duckdb")  # `goodput demo`'s (`make demo`'s), recreated at each demo
 # Tables that hold rows read from files; each has (file, line_no).
 RAW_TABLES = ("sacct_records", "node_state_periods", "node_events", "benchmark_results",
               "telemetry", "tickets", "topology", "job_log_lines", "host_addresses")
@@ -43,7 +44,10 @@ def missing_warehouse(path: Path | str) -> str:
     blocker = file_in_the_way(path)
     if blocker is not None:
         return f"no warehouse at {path}: {blocker} is a file, not a folder; give --db a path inside a folder"
-    return f"no warehouse at {path}: run `goodput run --source DIR` first"
+    hint = "run `goodput run --source DIR` first"
+    if DEMO_DB.is_file() and Path(path).resolve() != DEMO_DB.resolve():  # after `make demo`, a bare `goodput why`
+        hint += f", or read the demo's: --db {DEMO_DB}"
+    return f"no warehouse at {path}: {hint}"
 
 
 def connect(path: Path | str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:

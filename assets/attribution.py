@@ -33,7 +33,8 @@ def one_primary_cause(warehouse: Warehouse) -> AssetCheckResult:
     return AssetCheckResult(passed=bad == 0, metadata={"instances_without_exactly_one_primary": bad})
 
 
-@asset(deps=["jobs"], group_name="attribution",
+# failures as job_failure_causes defines them: its attribution, and the node states that mark maintenance
+@asset(deps=["jobs", "failure_attribution", "node_state_periods"], group_name="attribution",
        description="Job instances chained into training runs (requeues and resubmissions); crash loops flagged.")
 @unless_unchanged
 def job_runs(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:

@@ -11,6 +11,8 @@ import click
 
 from analysis import sql, warehouse
 from analysis.display import printable
+from analysis.folders import IGNORED_FOLDERS, SOURCES
+from pipelines import values
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_SOURCE = REPO / "tests" / "fixtures" / "demo_source"
@@ -32,12 +34,16 @@ def main() -> None:
 
 @main.command()
 @click.option("--source", "source", required=True, type=click.Path(path_type=Path),
-              help="Source directory: slurm/, slurm_events/, kernel/, switch/, health/, benchmarks/, telemetry/, tickets/, topology/.")
+              help=f"Source directory, a folder per source: {', '.join(s + '/' for s in SOURCES)} (only slurm/ is "
+                   f"required; {' and '.join(s + '/' for s in IGNORED_FOLDERS)} are not ingested).")
 @_db_option
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out"), show_default=True,
-              help="Directory for ingest_summary.csv and reports/ (the reliability report).")
+              help="Directory for reports/ (the reliability report), exports/ (blocklist, drain.sh, criteria/), "
+                   "ingest_summary.csv and goodput-errors.log (the tracebacks of steps that failed).")
 @click.option("--tz", default=None, help="Time zone of naive timestamps in the logs (e.g. Europe/Paris) [default: UTC].")
-@click.option("--sacct-delimiter", default=None, help="sacct field delimiter [default: detected: '|', '|#' or '^|^'].")
+@click.option("--sacct-delimiter", default=None,
+              help="sacct field delimiter [default: detected from the header: '^|^', '|#', '|' or a tab; give a tab "
+                   "as '\\t'].")
 @click.option("--boot-time", "boot_times", multiple=True, metavar="HOST=TIME",
               help="Boot time (ISO 8601) of HOST, for raw dmesg/kmsg logs stamped in seconds since boot. Repeatable.")
 @click.option("--rules", "rules", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
@@ -75,12 +81,13 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
     db = db or warehouse.default_db_path()
     try:
         result = run_pipeline(source, db, out, tz=tz,
-                              sacct_delimiter=sacct_delimiter, boot_times=boots, rules_file=rules, warn=_warn,
-                              rebuild=rebuild)
+                              sacct_delimiter=sacct_delimiter, boot_times=boots, rules_file=rules, rebuild=rebuild)
     except SourceError as exc:
         raise click.ClickException(_one_line(exc)) from None
     except duckdb.Error as exc:  # another process took the warehouse between the steps of the run
         raise click.ClickException(warehouse_error(exc, db)) from None
+    except Exception as exc:  # noqa: BLE001 - a goodput bug outside the steps: one line, the trace in the log
+        raise _crashed(exc, out) from None
     click.echo(result.report())
     sys.exit(result.exit_code)
 
@@ -95,8 +102,22 @@ def _me() -> str:
     return "goodput"
 
 
-def _warn(message: str) -> None:
-    click.echo(f"WARNING: {message}", err=True)
+def _crashed(exc: Exception, out: Path) -> click.ClickException:
+    """One line for a crash outside the steps (theirs are in the summary); its traceback goes to
+    OUT/goodput-errors.log, as the steps' do."""
+    import traceback
+
+    from pipelines.runner import ERRORS_LOG
+
+    log = Path(out) / ERRORS_LOG
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(traceback.format_exc())
+        where = f"the full traceback is in {log}"
+    except OSError:
+        where = "the traceback could not be written to " + str(log)
+    return click.ClickException(f"goodput stopped on {type(exc).__name__}: {_one_line(exc)} ({where}; please "
+                                "report it)")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -145,7 +166,7 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
     from pipelines.runner import SourceError, run_pipeline
 
     _setup_logging(quiet)
-    db = db or Path("data/demo.duckdb")
+    db = db or warehouse.DEMO_DB
     source = DEMO_SOURCE
     db.unlink(missing_ok=True)  # every demo starts from an empty warehouse: the two sources never mix
     if not sample:
@@ -160,26 +181,41 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
     # every failure kind in two weeks), so more of it needs draining at once.
     models = ModelSettings(max_drain_share=0.25) if not sample else None
     try:
-        result = run_pipeline(source, db, out, warn=_warn, models=models)
+        result = run_pipeline(source, db, out, models=models)
     except SourceError as exc:
         raise click.ClickException(_one_line(exc)) from None
-    me = _me()
-    click.echo(f"\nTry: {me} sql --db {db} \"SELECT cause, count(*) FROM job_failure_causes GROUP BY ALL\"")
-    con = warehouse.connect(db, read_only=True)
-    try:
-        example = con.execute(sql.load("demo_example_failure")).fetchall()
-    finally:
-        con.close()
-    if example:
-        click.echo(f"     {me} why --db {db} {example[0][0]}    # a job a {example[0][1]} failure killed")
+    except Exception as exc:  # noqa: BLE001 - as `run`
+        raise _crashed(exc, out) from None
+    click.echo(_demo_hints(db))
     click.echo(result.report())  # ends with the report's path and the run's status
     sys.exit(result.exit_code)
+
+
+def _demo_hints(db: Path) -> str:
+    """Commands to try on the demo's warehouse; none when the run did not build what they read (a step
+    failed or was interrupted: the summary below says which)."""
+    import duckdb
+
+    me = _me()
+    try:
+        con = warehouse.connect(db, read_only=True)
+        try:
+            example = con.execute(sql.load("demo_example_failure")).fetchall()
+        finally:
+            con.close()
+    except duckdb.Error:
+        return "\nNo commands to try: the run did not build the failure causes they read (see below)."
+    lines = [f"\nTry: {me} sql --db {db} \"SELECT cause, count(*) FROM job_failure_causes GROUP BY ALL\""]
+    if example:
+        lines.append(f"     {me} why --db {db} {example[0][0]}    # a job a {example[0][1]} failure killed")
+    return "\n".join(lines)
 
 
 @main.command("sql")
 @_db_option
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of records (every row).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON list of records (every row; times in ISO 8601, as stored: the warehouse's are UTC).")
 @click.option("--vertical", "-x", is_flag=True, help="One 'column: value' block per row (wide rows).")
 @click.option("--max-rows", default=50, show_default=True, help="Rows shown in table and vertical mode.")
 @click.option("--timeout", type=click.FloatRange(0), default=300, show_default=True,
@@ -202,10 +238,10 @@ def sql_command(db: Path | None, as_csv: bool, as_json: bool, vertical: bool, ma
         raise click.ClickException(str(exc)) from None
     # Every value as text: DuckDB types polars cannot hold (intervals, unions,
     # huge decimals) still print.
-    frame = pl.DataFrame({c: [None if r[i] is None else _text(r[i]) for r in rows] for i, c in enumerate(columns)},
-                         schema={c: pl.Utf8 for c in columns})
-    if as_json:  # typed values where JSON has them, text for the rest (dates, decimals, intervals)
-        click.echo(json.dumps([{c: _json_value(r[i]) for i, c in enumerate(columns)} for r in rows], indent=1))
+    frame = pl.DataFrame({c: [None if r[i] is None else values.as_text(r[i]) for r in rows]
+                          for i, c in enumerate(columns)}, schema={c: pl.Utf8 for c in columns})
+    if as_json:  # typed values where JSON has them, ISO 8601 for times, text for the rest (decimals, ...)
+        click.echo(json.dumps([{c: values.as_json(r[i]) for i, c in enumerate(columns)} for r in rows], indent=1))
         return
     if as_csv:
         click.echo(frame.write_csv().rstrip("\n"))
@@ -222,20 +258,6 @@ def sql_command(db: Path | None, as_csv: bool, as_json: bool, vertical: bool, ma
                    tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
         click.echo(frame)
     click.echo(f"({frame.height} rows)")
-
-
-def _json_value(value):
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, list):
-        return [_json_value(v) for v in value]
-    return _text(value)
-
-
-def _text(value) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join("NULL" if v is None else str(v) for v in value) + "]"
-    return str(value)
 
 
 @main.command()
@@ -263,6 +285,13 @@ def why(db: Path | None, rules: Path | None, as_json: bool, job_id: str) -> None
         raise click.ClickException(warehouse_error(exc, db)) from None
     try:
         instances = explain_job(con, job_id, taxonomy)
+    except duckdb.CatalogException as exc:  # a table `goodput run` builds is missing: its run stopped before it
+        import re
+
+        missing = re.search(r"with name (\S+) does not exist", str(exc))
+        raise click.ClickException(f"the warehouse has no {missing.group(1) if missing else 'table ' + _one_line(exc)}"
+                                   " yet: the last `goodput run` did not build it (a step failed or was interrupted: "
+                                   "its summary says which); run it again") from None
     except duckdb.Error as exc:
         raise click.ClickException(_one_line(exc)) from None
     finally:
@@ -371,11 +400,16 @@ def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtim
         if as_json:
             click.echo(json.dumps({"target_ettr": target, "restart_min": restart_min, "sweep": rows}, indent=2))
             return
-        table = pl.DataFrame(rows).pivot(on="gpus", index="failures_per_1000_node_days", values="checkpoint_minutes")
-        table = table.with_columns(pl.exclude("failures_per_1000_node_days").cast(pl.Utf8).fill_null("unreachable"))
-        click.echo(f"checkpoint interval (minutes) for expected ETTR {target} with {restart_min:g}-minute restarts"
-                   " (unreachable: the restart overhead alone costs too much)")
-        with pl.Config(tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, tbl_cols=-1):
+        rate = "r per 1,000 node-days"
+        cells = [{rate: row["failures_per_1000_node_days"], "size": f"{row['gpus']:,} GPUs",
+                  "minutes": "unreachable" if row["checkpoint_minutes"] is None else f"{row['checkpoint_minutes']:,.1f}"}
+                 for row in rows]
+        table = pl.DataFrame(cells).pivot(on="size", index=rate, values="minutes")
+        click.echo(f"checkpoint interval Δt in minutes for expected ETTR {target} with {restart_min:g}-minute "
+                   "restarts, by job size (columns, GPUs) and failure rate r (rows, failures per 1,000 node-days); "
+                   "unreachable: the restart overhead alone costs too much")
+        with pl.Config(tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, tbl_cols=-1,
+                       tbl_width_chars=200):
             click.echo(table)
         return
     nodes, r = gpus / gpus_per_node, failure_rate / 1000

@@ -12,8 +12,9 @@ from pipelines.cli_models import _open
 @click.command("criteria")
 @click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out"),
-              show_default=True, help="criteria.json, rules.yaml and baseline.json go to OUT/exports/criteria/.")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/exports/criteria"),
+              show_default=True, help="Directory for criteria.json, rules.yaml and baseline.json (the default is where "
+                                      "`goodput run` writes them with its default --out).")
 @click.option("--alpha", type=click.FloatRange(0.5, 1.0, max_open=True), default=0.95, show_default=True,
               help="Required similarity to the criterion (0.95: 5% worse fails, as SuperBench's variance rules).")
 @click.option("--window-days", type=click.IntRange(1, 3650), default=56, show_default=True,
@@ -28,7 +29,7 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
     """Learn each benchmark metric's criterion from the fleet's validation runs
     (Anubis Alg. 2), judge every node in every run of the window, store
     benchmark_criteria, benchmark_verdicts, benchmark_nodes and
-    criteria_evaluation, and write OUT/exports/criteria/."""
+    criteria_evaluation, and write them to OUT."""
     import os
 
     from analysis import fingerprints
@@ -49,7 +50,7 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
             raise click.ClickException(str(exc)) from None
         _print(result, cfg)
         try:
-            paths = criteria_run.export(con, out / "exports" / "criteria", made_by(db), cfg, skip_noisy)
+            paths = criteria_run.export(con, out, made_by(db), cfg, skip_noisy)
         except criteria_run.NoisyBenchmarks as exc:
             raise click.ClickException(f"criteria stored, not exported: {exc}") from None
         except OSError as exc:

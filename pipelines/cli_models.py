@@ -58,6 +58,9 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
 
     from analysis.lemons import LabelsError, LemonConfig
     from analysis.node_models import ModelsConfig, run_models
+    from pipelines.cli import _setup_logging
+
+    _setup_logging(quiet=False)  # training takes minutes: its progress on stderr (analysis.survival, ...)
 
     when = _as_of(as_of)
     labels = labels or (Path(os.environ["GOODPUT_LABELS"]) if os.environ.get("GOODPUT_LABELS") else None)
@@ -157,8 +160,9 @@ def _print_models(result, db: Path) -> None:
 @click.command("export")
 @click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for blocklist.txt, drain.sh, blocklist.json and validation_plan.json.")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/exports"),
+              show_default=True, help="Directory for blocklist.txt, drain.sh, blocklist.json and validation_plan.json "
+                                      "(the default is where `goodput run` writes them with its default --out).")
 @click.option("--force", is_flag=True,
               help="Write even when more nodes would be drained than max_drain_share / max_drain_floor allow.")
 def export_command(db: Path | None, out: Path, force: bool) -> None:

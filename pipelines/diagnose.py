@@ -96,6 +96,9 @@ def step_failure(event) -> tuple[str, str] | None:
         return f"step {event.step_key} failed", ""
     if error.cls_name == "DagsterAssetCheckFailedError":
         return None
+    if error.cls_name == "DagsterExecutionInterruptedError":  # Ctrl-C (SIGINT): Dagster stops the step there
+        return (f"step {event.step_key} interrupted (SIGINT, Ctrl-C): it and the steps after it were not built; "
+                "run again to build them"), error.to_string()
     inner = error
     while inner.cause is not None:  # Dagster wraps the asset's own exception
         inner = inner.cause

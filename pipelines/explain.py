@@ -31,12 +31,26 @@ def _window(inst: InstanceExplanation, taxonomy: Taxonomy) -> tuple:
     return inst.end_time - timedelta(seconds=taxonomy.before_s), inst.end_time + timedelta(seconds=taxonomy.after_s)
 
 
+def verdict(inst: InstanceExplanation) -> str:
+    """Whether the instance counts as a failure (job_failure_causes.is_failure), and why a requeue does not."""
+    if inst.is_failure:
+        return "failure"
+    if inst.state == "REQUEUED":
+        return ("not a failure: requeued while its node was in planned maintenance" if inst.maintenance else
+                "not a failure: requeued, and nothing in its window explains it")
+    return ""
+
+
 def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
-    lines = [f"job {instances[0].job_id}: {len(instances)} instance(s), times in UTC"]
+    failures = sum(i.is_failure for i in instances)
+    lines = [f"job {instances[0].job_id}: {len(instances)} instance(s), {failures} failure{'' if failures == 1 else 's'},"
+             " times in UTC"]
     blamed_before = None
     for inst in instances:
         nodes = ", ".join(inst.nodes[:8]) + (f" ... ({len(inst.nodes)} nodes)" if len(inst.nodes) > 8 else "")
-        lines.append(f"\ninstance {inst.instance}: {inst.state}  {_t(inst.start_time)} -> {_t(inst.end_time)}  on {nodes or '-'}")
+        said = verdict(inst)
+        lines.append(f"\ninstance {inst.instance}: {inst.state}{f' ({said})' if said else ''}  {_t(inst.start_time)} -> "
+                     f"{_t(inst.end_time)}  on {nodes or '-'}")
         p = inst.primary
         if p is None:
             lines.append("  no attribution (the instance did not fail, or nothing fired in its window)")
@@ -74,12 +88,13 @@ def as_json(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
     def iso(v):
         return v.isoformat() if v is not None else None
 
-    out = {"job_id": instances[0].job_id, "times": "UTC", "instances": []}
+    out = {"job_id": instances[0].job_id, "times": "UTC", "failures": sum(i.is_failure for i in instances), "instances": []}
     for inst in instances:
         p = inst.primary
         lo, hi = _window(inst, taxonomy)
         out["instances"].append({
-            "instance": inst.instance, "state": inst.state, "start_time": iso(inst.start_time),
+            "instance": inst.instance, "state": inst.state, "failure": inst.is_failure, "maintenance": inst.maintenance,
+            "start_time": iso(inst.start_time),
             "end_time": iso(inst.end_time), "nodes": inst.nodes,
             "primary": None if p is None else {**{k: p[k] for k in p if k != "event_time"},
                                                "event_time": iso(p["event_time"])},

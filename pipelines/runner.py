@@ -29,7 +29,6 @@ progress_log = logging.getLogger("goodput.progress")
 QUIET_DAGSTER = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 ERRORS_LOG = "goodput-errors.log"
 PROBLEMS_SHOWN = 10
-log = logging.getLogger("goodput.run")
 
 
 # Exit codes a cron job or systemd unit can act on (README "Exit codes"). 2 is the usage error of click.
@@ -83,7 +82,7 @@ class RunResult:
             lines.append("Not rebuilt because of the failure(s) above (they keep their previous contents): "
                          + ", ".join(self.not_built))
         if self.errors_log:
-            lines.append(f"Full error traces: {self.errors_log}")
+            lines.append(f"Full tracebacks of what failed: {self.errors_log}")
         lines += self._health_lines()
         if self.unchanged:
             lines.append(f"{self.unchanged} of {self.steps} steps unchanged since the last run (their inputs did not "
@@ -118,7 +117,8 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
                  rules_file: Path | None = None, warn: Callable[[str], None] | None = None,
                  models: ModelSettings | None = None, rebuild: bool = False) -> RunResult:
     """Ingest and build what changed (everything with ``rebuild``). Raises SourceError, before any work, for
-    what the user must fix first; ``warn`` hears each warning as soon as it is known."""
+    what the user must fix first; ``warn`` hears each warning as soon as it is known (the result's summary
+    lists them all: the command line prints that, so each warning once)."""
     source, db, out = Path(source), Path(db), Path(out)
     check_source(source, tz, sacct_delimiter, boot_times)
     check_rules(rules_file)
@@ -129,7 +129,8 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
     with warehouse.held(db):
         if rebuild:
             _forget_built(db)
-        return _build(source, db, out, warn or log.warning, tz, sacct_delimiter, boot_times, rules_file, models)
+        return _build(source, db, out, warn or (lambda _message: None), tz, sacct_delimiter, boot_times, rules_file,
+                      models)
 
 
 def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, sacct_delimiter, boot_times,

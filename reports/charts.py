@@ -21,6 +21,10 @@ ETTR_STEP = 0.025  # ETTR band of one bin in the runs chart
 # coarser periods for long histories: polars truncate unit, its length in days, label
 PERIODS = (("1d", 1, "day"), ("1w", 7, "week starting"), ("1mo", 31, "month"), ("1q", 92, "quarter"),
            ("1y", 366, "year"))
+# every date on an axis or in a tooltip: the tables' ISO format, in UTC (the data's days are UTC days;
+# a browser's local time would shift them by a day west of Greenwich)
+DATE_FORMAT = "%Y-%m-%d"
+SIZE_TITLE = "job size (GPUs, bucket)"  # the report states the bucket rule once (size_bucket, sql/schema.sql)
 
 
 def _values(frame: pl.DataFrame) -> list[dict]:
@@ -34,13 +38,26 @@ def _values(frame: pl.DataFrame) -> list[dict]:
 
 def _spec(chart: alt.TopLevelMixin, **datasets: pl.DataFrame) -> dict:
     """The spec with each named frame attached once, under top-level `datasets`."""
-    spec = chart.properties(width=WIDTH).configure_view(stroke=None).to_dict()
+    if not isinstance(chart, alt.VConcatChart):  # panels of a concatenation carry their own width
+        chart = chart.properties(width=WIDTH)
+    spec = chart.configure_view(stroke=None).to_dict()
     spec["datasets"] = {name: _values(frame) for name, frame in datasets.items()}
     return spec
 
 
 def _data(name: str) -> alt.NamedData:
     return alt.NamedData(name=name)
+
+
+def _days(field: str = "day", label: str | None = None) -> alt.X:
+    """A date axis in the report's one format (a utc scale formats its labels in UTC; Vega-Lite drops the
+    format if formatType is given as well)."""
+    return alt.X(f"{field}:T", scale=alt.Scale(type="utc"), axis=alt.Axis(format=DATE_FORMAT),
+                 title=None if label in (None, "day") else f"{label} (mean of its days)")
+
+
+def _day_tip(field: str = "day", title: str = "day") -> alt.Tooltip:
+    return alt.Tooltip(f"{field}:T", title=title, format=DATE_FORMAT, formatType="utc")
 
 
 def _per_period(frame: pl.DataFrame, values: list[str], by: tuple[str, ...] = ()) -> tuple[pl.DataFrame, str]:
@@ -68,9 +85,8 @@ def status_breakdown(status: pl.DataFrame) -> dict:
 def goodput_trend(daily: pl.DataFrame) -> dict:
     points, label = _per_period(daily, ["goodput"])
     chart = alt.Chart(_data("goodput")).mark_line(point=True).encode(
-        x=alt.X("day:T", title=None if label == "day" else f"{label} (mean of its days)"),
-        y=alt.Y("goodput:Q", axis=alt.Axis(format="%"), title="goodput"),
-        tooltip=[alt.Tooltip("day:T", title=label), alt.Tooltip("goodput:Q", format=".1%")])
+        x=_days(label=label), y=alt.Y("goodput:Q", axis=alt.Axis(format="%"), title="goodput"),
+        tooltip=[_day_tip(title=label), alt.Tooltip("goodput:Q", format=".1%")])
     return _spec(chart.properties(height=180), goodput=points)
 
 
@@ -79,21 +95,29 @@ CAPACITY_PARTS = (("productive", "productive work"), ("infrastructure", "lost to
                   ("preemptions", "lost to preemptions"), ("idle", "idle"))
 
 
+LOSS_PARTS = ("infrastructure", "second_order", "user_failures", "preemptions")  # the slivers the lower panel zooms on
+
+
 def capacity_split(split: pl.DataFrame) -> dict:
-    """Each day's capacity as stacked shares that add up to 100%."""
+    """Each day's capacity as stacked shares that add up to 100%; below it, the losses alone on their own
+    scale (a few percent of capacity: a sliver in the upper panel)."""
     points, label = _per_period(split, ["capacity", *[c for c, _ in CAPACITY_PARTS]])
     names = dict(CAPACITY_PARTS)
     long = points.unpivot(index=["day", "capacity"], on=list(names), variable_name="part", value_name="gpu_hours")
     long = long.with_columns(share=pl.col("gpu_hours") / pl.col("capacity"),
                              part=pl.col("part").replace_strict(names), order=pl.col("part").replace_strict(
                                  {c: i for i, (c, _) in enumerate(CAPACITY_PARTS)}, return_dtype=pl.Int32))
-    chart = alt.Chart(_data("capacity")).mark_area().encode(
-        x=alt.X("day:T", title=None if label == "day" else f"{label} (mean of its days)"),
-        y=alt.Y("share:Q", stack="normalize", axis=alt.Axis(format="%"), title="share of GPU capacity"),
-        color=alt.Color("part:N", title=None, sort=[n for _, n in CAPACITY_PARTS]), order="order:Q",
-        tooltip=[alt.Tooltip("day:T", title=label), "part:N", alt.Tooltip("share:Q", format=".1%"),
-                 alt.Tooltip("gpu_hours:Q", format=",.0f", title="GPU-hours")])
-    return _spec(chart.properties(height=220), capacity=long.drop("capacity"))
+    encoding = dict(x=_days(label=label), color=alt.Color("part:N", title=None, sort=[n for _, n in CAPACITY_PARTS]),
+                    order="order:Q", tooltip=[_day_tip(title=label), "part:N", alt.Tooltip("share:Q", format=".2%"),
+                                              alt.Tooltip("gpu_hours:Q", format=",.0f", title="GPU-hours")])
+    whole = alt.Chart().mark_area().encode(
+        y=alt.Y("share:Q", stack="normalize", axis=alt.Axis(format="%"), title="share of GPU capacity"), **encoding)
+    lost = alt.Chart().mark_area().encode(
+        y=alt.Y("share:Q", stack="zero", axis=alt.Axis(format=".1%"), title="lost (share of capacity)"), **encoding
+    ).transform_filter(alt.FieldOneOfPredicate(field="part", oneOf=[dict(CAPACITY_PARTS)[c] for c in LOSS_PARTS]))
+    chart = alt.vconcat(whole.properties(width=WIDTH, height=220), lost.properties(width=WIDTH, height=120),
+                        data=_data("capacity"), spacing=12)
+    return _spec(chart, capacity=long.drop("capacity"))
 
 
 def _labelled(frame: pl.DataFrame, labels: dict[str, str], *cols: str) -> pl.DataFrame:
@@ -107,13 +131,12 @@ def failure_rate_over_time(rates: pl.DataFrame, checks: pl.DataFrame, labels: di
     points, label = _per_period(rates, ["rate"], by=("cause",))
     points = _labelled(points, labels or {}, "cause")
     lines = alt.Chart(_data("rates")).mark_line().encode(
-        x=alt.X("day:T", title=None if label == "day" else f"{label} (mean of its days)"),
-        y=alt.Y("rate:Q", title="failures per 1,000 node-days (30-day rolling)"),
+        x=_days(label=label), y=alt.Y("rate:Q", title="failures per 1,000 node-days (30-day rolling)"),
         color=alt.Color("cause_label:N", title="cause"),
-        tooltip=[alt.Tooltip("day:T", title=label), alt.Tooltip("cause_label:N", title="cause"),
+        tooltip=[_day_tip(title=label), alt.Tooltip("cause_label:N", title="cause"),
                  alt.Tooltip("cause:N", title="id"), alt.Tooltip("rate:Q", format=".2f")])
     marks = alt.Chart(_data("checks")).mark_rule(strokeDash=[4, 3], color="#555").encode(
-        x="first_seen:T", tooltip=["health_check:N", "first_seen:T"])
+        x=_days("first_seen"), tooltip=["health_check:N", _day_tip("first_seen", "first seen")])
     labels = marks.mark_text(align="left", dx=3, dy=-110, fontSize=10, color="#555").encode(text="health_check:N")
     return _spec(alt.layer(lines, marks, labels).properties(height=260), rates=points,
                  checks=checks.select("health_check", "first_seen"))
@@ -122,7 +145,7 @@ def failure_rate_over_time(rates: pl.DataFrame, checks: pl.DataFrame, labels: di
 def mttf_by_size(mttf: pl.DataFrame, projection: pl.DataFrame) -> dict:
     measured = mttf.filter(pl.col("mttf_hours").is_not_null()).select(
         "bucket_gpus", "failures", "mttf_hours", "mttf_ci_low_hours", "mttf_ci_high_hours")
-    x = alt.X("bucket_gpus:Q", scale=alt.Scale(type="log"), title="job size (GPUs)")
+    x = alt.X("bucket_gpus:Q", scale=alt.Scale(type="log"), title=SIZE_TITLE)
     points = alt.Chart(_data("mttf")).mark_point(filled=True, size=60).encode(
         x=x, y=alt.Y("mttf_hours:Q", scale=alt.Scale(type="log"), title="MTTF (hours)"),
         tooltip=["bucket_gpus:Q", "failures:Q", alt.Tooltip("mttf_hours:Q", format=".1f")])
@@ -148,14 +171,12 @@ def _projection_span(projection: pl.DataFrame, largest: int | None, multiple: in
 
 
 def run_cells(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Runs binned by size bucket (GPUs rounded down to a power of two) and ETTR
-    band: how many runs, their median length and failures; and per size bucket
-    the runs' median ETTR. Bounded by buckets x bands, whatever the history."""
-    # the epsilon keeps exact powers of two in their own bucket despite float log2
+    """Runs binned by size bucket (``size``: the report's one bucket, size_bucket in
+    sql/schema.sql) and ETTR band: how many runs, their median length and failures;
+    and per size bucket the runs' median ETTR. Bounded by buckets x bands, whatever the history."""
     binned = runs.filter(pl.col("ettr").is_not_null()).with_columns(
-        size=(2 ** (pl.col("n_gpus").log(2) + 1e-9).floor()).cast(pl.Int64),
         band=((pl.col("ettr").clip(0, 1) / ETTR_STEP).floor().clip(0, round(1 / ETTR_STEP) - 1) * ETTR_STEP))
-    gpus = pl.format("{}–{}", "size", 2 * pl.col("size") - 1)
+    gpus = pl.format("{}–{}", pl.col("size") - 7, "size")  # a bucket holds the sizes above the one below
     cells = binned.group_by("size", "band").agg(
         runs=pl.len(), median_hours=pl.col("scheduled_hours").median(), failures=pl.col("failures").sum(),
     ).with_columns(gpus=gpus, ettr=pl.col("band") + ETTR_STEP / 2,
@@ -176,10 +197,10 @@ def ettr_by_size(runs: pl.DataFrame, r_per_node_day: float, u0_h: float, dt_h: f
                          schema={"n_gpus": pl.Int64, "expected": pl.Float64, "method": pl.Utf8})
     # the curve's span with a margin: a log scale's nice rounding would add empty decades
     scale = alt.Scale(type="log", domain=[sizes[0] / 1.5, sizes[-1] * 1.5], nice=False)
-    x = alt.X("size:Q", scale=scale, title="job run size (GPUs, rounded down to a power of two)")
+    x = alt.X("size:Q", scale=scale, title=SIZE_TITLE)
     bins = alt.Chart(_data("runs")).mark_circle(opacity=0.8).encode(
         x=x, y=alt.Y("ettr:Q", scale=alt.Scale(domain=[0, 1]), title="ETTR"),
-        size=alt.Size("runs:Q", title="runs", scale=alt.Scale(range=[12, 420])),
+        size=alt.Size("runs:Q", title="runs", scale=alt.Scale(range=[12, 420]), legend=alt.Legend(format=",d", tickMinStep=1)),
         color=alt.Color("median_hours:Q", title="median length (h)", scale=alt.Scale(type="log", scheme="viridis")),
         tooltip=[alt.Tooltip("gpus:N", title="GPUs"), alt.Tooltip("band:N", title="ETTR"), "runs:Q",
                  alt.Tooltip("median_hours:Q", title="median length (h)", format=".1f"), "failures:Q"])
@@ -236,7 +257,7 @@ def checkpoint_sweep(r_per_1000: float, u0_h: float, largest_gpus: int | None = 
 
 def loss_by_size(loss: pl.DataFrame) -> dict:
     chart = alt.Chart(_data("loss")).mark_bar().encode(
-        x=alt.X("bucket_gpus:O", title="job size (GPUs)"), y=alt.Y("lost_gpu_hours:Q", title="lost GPU-hours"),
+        x=alt.X("bucket_gpus:O", sort="ascending", title=SIZE_TITLE), y=alt.Y("lost_gpu_hours:Q", title="lost GPU-hours"),
         color=alt.Color("kind:N", title=None),
         tooltip=["bucket_gpus:O", "kind:N", alt.Tooltip("lost_gpu_hours:Q", format=",.0f"), "instances:Q"])
     return _spec(chart.properties(height=240), loss=loss)

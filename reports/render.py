@@ -14,9 +14,10 @@ import vl_convert
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from analysis import sql
-from analysis.metrics import fleet_gpus_per_node
+from analysis import ettr, sql
+from analysis.metrics import PROJECTION_GPUS, fleet_gpus_per_node
 from analysis.taxonomy import cause_label, load as load_taxonomy
+from analysis.criteria.learn import CriteriaConfig
 from analysis.exports import DRAIN_ACTIONS
 from analysis.hosts import compress_hostlist
 from reports import charts
@@ -68,6 +69,10 @@ def _cause(ids, labels: dict[str, str]) -> Markup:
 
 
 RUN_MIN_GPUS, RUN_MIN_HOURS = 8, 6  # runs plotted against the expected-ETTR curve
+RATE_WINDOW_DAYS = 30  # the rolling failure rate's window (sql/report_failure_rate.sql)
+# a model judged on fewer held-out samples is not compared: one sample more or less moves its accuracy or
+# concordance by several points, so its numbers would say nothing about the model
+MIN_HELD_OUT = 30
 
 
 def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, window: tuple[int, int] = (600, 300),
@@ -77,7 +82,7 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
     head = q("headline", day=day).row(0, named=True)
     r = (head["r_per_1000_node_days"] or 0) / 1000
     status, daily, rates = q("status", day=day), q("goodput_daily", day=day), q("failure_rate", day=day)
-    checks, mttf, projection = q("health_checks", day=day), q("mttf"), q("projection")
+    checks, mttf = q("health_checks", day=day), q("mttf")
     runs = q("run_ettr", day=day, min_gpus=RUN_MIN_GPUS, min_hours=RUN_MIN_HOURS)
     # Meta eq. 1 with this cluster's queue time per (re)start and a typical run length
     q_h = runs["queue_hours_per_start"].median() if runs.height else 0.0
@@ -85,21 +90,31 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
     loss, co = q("loss_by_size", day=day), q("cooccurrence", day=day)
     split = q("capacity_split", day=day)
     per_node = fleet_gpus_per_node(con)  # r counts nodes: GPUs -> nodes at the fleet's size
+    # the 1/(N r) projection at the report's r (the card's, as of its day), as mttf_projection has it at the last day's
+    projection = pl.DataFrame({"gpus": PROJECTION_GPUS, "projected_mttf_hours": [
+        ettr.job_mttf_hours(g / per_node, r) if r else None for g in PROJECTION_GPUS]},
+        schema={"gpus": pl.Int64, "projected_mttf_hours": pl.Float64})
+    rates_drawn = bool(rates.height and rates["rate"].is_not_null().any())
+    measured = mttf.filter(pl.col("mttf_hours").is_not_null()).height
+    # a chart with nothing to draw is left out: the template says why in words instead of an empty frame
     drawn = {
-        "status": charts.status_breakdown(status),
-        "goodput": charts.goodput_trend(daily),
-        "capacity": charts.capacity_split(split),
-        "failure_rate": charts.failure_rate_over_time(rates, checks, labels or {}),
-        "mttf": charts.mttf_by_size(mttf, projection),
+        "status": charts.status_breakdown(status) if status.height else None,
+        "goodput": charts.goodput_trend(daily) if daily.height else None,
+        "capacity": charts.capacity_split(split) if _capacity_totals(split) else None,
+        "failure_rate": charts.failure_rate_over_time(rates, checks, labels or {}) if rates_drawn else None,
+        "mttf": charts.mttf_by_size(mttf, projection)
+        if measured or projection["projected_mttf_hours"].is_not_null().any() else None,
         "ettr": charts.ettr_by_size(runs, r, u0_h, dt_h, q_h or 0.0, run_h, gpus_per_node=per_node),
         "sweep": charts.checkpoint_sweep(r * 1000, u0_h, runs["n_gpus"].max() if runs.height else None, per_node),
-        "loss": charts.loss_by_size(loss),
-        "cooccurrence": charts.cooccurrence(co, labels or {}),
+        "loss": charts.loss_by_size(loss) if loss.height else None,
+        "cooccurrence": charts.cooccurrence(co, labels or {}) if co.height else None,
     }
+    drawn = {k: v for k, v in drawn.items() if v is not None}
     return {
         "day": day, "head": head, "charts": drawn, "node_sizes": q("node_sizes").to_dicts(), "curve": _curve_facts(drawn["ettr"]),
-        "sweep_gpus": sorted({p["gpus"] for p in drawn["sweep"]["datasets"]["sweep"]}),
-        "projected": drawn["mttf"]["datasets"]["projection"], "u0_min": u0_h * 60, "dt_min": dt_h * 60, "target": charts.TARGET_ETTR,
+        "sweep_gpus": sorted({p["gpus"] for p in drawn["sweep"]["datasets"]["sweep"]}), "r": r * 1000,
+        "projected": drawn["mttf"]["datasets"]["projection"] if "mttf" in drawn else [], "measured_sizes": measured,
+        "u0_min": u0_h * 60, "dt_min": dt_h * 60, "target": charts.TARGET_ETTR,
         "run_min_gpus": RUN_MIN_GPUS, "run_min_hours": RUN_MIN_HOURS, "q_min": (q_h or 0) * 60,
         "ettr_step": charts.ETTR_STEP,
         "before_min": window[0] / 60, "after_min": window[1] / 60, "crash_loop_min": crash_loop_min,
@@ -110,9 +125,19 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
         "out_of_service": q("out_of_service", day=day).to_dicts(),
         "loss_by_account": q("loss_by_account", day=day).to_dicts(), "largest_failures": q("largest_failures", day=day).to_dicts(), "data_quality": q("data_quality").to_dicts(),
         "capacity": _capacity_totals(split),
-        "rates_drawn": bool(rates.height and rates["rate"].is_not_null().any()),
+        "rates_drawn": rates_drawn, "rate_window": RATE_WINDOW_DAYS, "rate_days": rates["day"].n_unique(),
+        "failures_so_far": _failures_so_far(rates),
         "cooccurrence_pairs": co.filter(co["cause_a"] != co["cause_b"]).sort("failures_with_both", descending=True).head(5).to_dicts(),
     }
+
+
+def _failures_so_far(rates: pl.DataFrame) -> list[dict]:
+    """Infrastructure failures per cause over the days the report covers, most first: what the report says
+    in words while the rolling rate cannot be drawn."""
+    if rates.height == 0:
+        return []
+    per = rates.group_by("cause").agg(pl.col("failures").sum()).filter(pl.col("failures") > 0)
+    return per.sort(["failures", "cause"], descending=[True, False]).to_dicts()
 
 
 def _curve_facts(spec: dict) -> dict:
@@ -160,7 +185,7 @@ def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:
     return {
         "as_of": lemons["as_of"][0] if lemons.height else None,
         "method": lemons["method"][0] if lemons.height else None,
-        "lemons": lemons.to_dicts(), "evaluation": q("model_evaluation").to_dicts(),
+        "lemons": lemons.to_dicts(), "evaluation": q("model_evaluation").to_dicts(), "min_held_out": MIN_HELD_OUT,
         "counts": dict(actions.group_by("action").len().iter_rows()),
         "actions": actions.head(20).to_dicts(), "more_actions": max(actions.height - 20, 0),
         "drain_hostlist": compress_hostlist(drains),
@@ -184,6 +209,7 @@ def benchmark_criteria(con: duckdb.DuckDBPyConnection, floor: float = 0.95) -> d
             "trained_to": status["trained_to"].max(), "fleet": int(status["fleet"].max()),
             "status": dict(status.select("status", "metrics").iter_rows()), "guessed": guessed,
             "benchmarks": sql.query(con, "report_criteria_benchmarks").to_dicts(), "floor": floor,
+            "min_hosts": CriteriaConfig.min_hosts,
             "run": failures["run_id"][0] if failures.height else None, "failed": failures.head(25).to_dicts(),
             "more_failed": max(failures.height - 25, 0)}
 

@@ -1,29 +1,51 @@
 -- classified_events: each node event that a taxonomy rule explains, with the
--- winning rule (highest priority) among those that match it. Reads the events
--- and message-rule hits staged by stage_classified_events / match_rule_message.
--- Rules naming a kind join on it (a hash join); the few without one are
+-- winning rule (highest priority) among those that match it. Reads the copies and
+-- message-rule hits staged by stage_classified_events / match_rule_message.
+-- Rules naming a kind join on it (and on the code, when they name codes: a hash join); the few without one are
 -- checked against every event; rules with a message pattern come matched.
+-- Matching and ranking run on narrow rows (the event's rowid and the fields rules look at); the
+-- winners take their messages and the rest from node_events at the end.
 CREATE OR REPLACE TABLE classified_events AS
 WITH events AS (
-    SELECT * RENAME (severity AS event_severity) FROM classify_events_in
+    SELECT rowid AS event_row, event_time, host, source, kind, code, severity, device, file, line_no
+    FROM node_events
+    WHERE host IS NOT NULL AND rowid NOT IN (SELECT event_row FROM classify_dropped)
 ), rules AS (
-    SELECT * RENAME (severity AS rule_severity) FROM taxonomy_rules
+    SELECT rule_id, priority, count_n, count_window_s, count_per, m_kind, m_message, m_source, m_code, m_severity
+    FROM taxonomy_rules
 ), matched AS (
-    SELECT e.*, r.* FROM events e
-    JOIN (SELECT *, unnest(m_kind) AS rule_kind FROM rules WHERE m_kind IS NOT NULL AND m_message IS NULL) r
+    SELECT e.event_row, e.event_time, e.host, e.device, e.file, e.line_no,
+           r.rule_id, r.priority, r.count_n, r.count_window_s, r.count_per
+    FROM events e
+    JOIN (SELECT *, unnest(m_kind) AS rule_kind FROM rules WHERE m_kind IS NOT NULL AND m_message IS NULL
+                                                             AND m_code IS NULL) r
       ON e.kind = r.rule_kind
     WHERE (r.m_source IS NULL OR list_contains(r.m_source, e.source))
-      AND (r.m_code IS NULL OR list_contains(r.m_code, e.code))
-      AND (r.m_severity IS NULL OR list_contains(r.m_severity, lower(e.event_severity)))
-    UNION ALL BY NAME
-    SELECT e.*, r.* FROM events e, rules r
+      AND (r.m_severity IS NULL OR list_contains(r.m_severity, lower(e.severity)))
+    UNION ALL
+    -- rules naming codes as well (the XIDs) join on both: on the kind alone each XID met every XID rule
+    SELECT e.event_row, e.event_time, e.host, e.device, e.file, e.line_no,
+           r.rule_id, r.priority, r.count_n, r.count_window_s, r.count_per
+    FROM events e
+    JOIN (SELECT *, unnest(list_distinct(m_code)) AS rule_code
+          FROM (SELECT *, unnest(m_kind) AS rule_kind FROM rules
+                WHERE m_kind IS NOT NULL AND m_message IS NULL AND m_code IS NOT NULL)) r
+      ON e.kind = r.rule_kind AND e.code = r.rule_code
+    WHERE (r.m_source IS NULL OR list_contains(r.m_source, e.source))
+      AND (r.m_severity IS NULL OR list_contains(r.m_severity, lower(e.severity)))
+    UNION ALL
+    SELECT e.event_row, e.event_time, e.host, e.device, e.file, e.line_no,
+           r.rule_id, r.priority, r.count_n, r.count_window_s, r.count_per
+    FROM events e, rules r
     WHERE r.m_kind IS NULL AND r.m_message IS NULL
       AND (r.m_source IS NULL OR list_contains(r.m_source, e.source))
       AND (r.m_code IS NULL OR list_contains(r.m_code, e.code))
-      AND (r.m_severity IS NULL OR list_contains(r.m_severity, lower(e.event_severity)))
-    UNION ALL BY NAME
-    SELECT e.*, r.* FROM classify_message_hits h
-    JOIN events e ON e.file = h.file AND e.line_no = h.line_no AND e.host = h.host
+      AND (r.m_severity IS NULL OR list_contains(r.m_severity, lower(e.severity)))
+    UNION ALL
+    SELECT e.event_row, e.event_time, e.host, e.device, e.file, e.line_no,
+           r.rule_id, r.priority, r.count_n, r.count_window_s, r.count_per
+    FROM classify_message_hits h
+    JOIN events e ON e.event_row = h.event_row
     JOIN rules r ON r.rule_id = h.rule_id
 ), counted AS (
     -- a counting rule fires once it has seen count_n events on the host (or device) within its window
@@ -33,12 +55,13 @@ WITH events AS (
     FROM matched WHERE count_n IS NOT NULL
     UNION ALL BY NAME
     SELECT *, NULL AS seen FROM matched WHERE count_n IS NULL
-), ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY file, line_no, host ORDER BY priority DESC, rule_id) AS pick
-    FROM counted WHERE count_n IS NULL OR seen >= count_n
+), winners AS (
+    SELECT event_row, rule_id FROM counted WHERE count_n IS NULL OR seen >= count_n
+    QUALIFY row_number() OVER (PARTITION BY file, line_no, host ORDER BY priority DESC, rule_id) = 1
 )
-SELECT event_time, host, source, kind, code, event_severity, message, device, reporter, file, line_no, job_id, peer,
-       rule_id AS rule, cause, domain, rule_severity AS severity, transient, priority, distributed
-FROM ranked WHERE pick = 1;
+SELECT e.event_time, e.host, e.source, e.kind, e.code, e.severity AS event_severity, e.message, e.device,
+       e.reporter, e.file, e.line_no, e.job_id, e.peer,
+       r.rule_id AS rule, r.cause, r.domain, r.severity, r.transient, r.priority, r.distributed
+FROM winners w JOIN node_events e ON e.rowid = w.event_row JOIN taxonomy_rules r ON r.rule_id = w.rule_id;
 DROP TABLE temp.classify_message_hits;
-DROP TABLE temp.classify_events_in;
+DROP TABLE temp.classify_dropped;

@@ -20,20 +20,29 @@ WITH targets AS (
       AND state IN ('FAILED', 'NODE_FAIL', 'OUT_OF_MEMORY', 'TIMEOUT', 'CANCELLED', 'REQUEUED')
 ), job_hosts AS (
     SELECT job_id, instance, state, start_time, end_time, unnest(nodes) AS host FROM targets
+), job_hosts_by_time AS (
+    -- each job host once per time bucket its window touches: node events join on (host, bucket), never
+    -- against every event of the host (a hash join on host alone compared 480 M pairs over a year)
+    SELECT *, unnest(generate_series(time_bucket(to_seconds($bucket_s), end_time - to_seconds($before_s)),
+                                     end_time + to_seconds($after_s), to_seconds($bucket_s))) AS bucket
+    FROM job_hosts
 ), hits AS (
-    SELECT h.job_id, h.instance, h.state, h.end_time, c.host, c.event_time, c.source, c.kind, c.code, c.device,
-           c.message, c.rule, c.cause, c.domain, c.severity, c.priority, c.distributed, c.file, c.line_no, c.peer,
-           c.job_id IS NOT NULL AS from_job_log,
-           CASE WHEN c.severity = 'critical' AND NOT c.distributed THEN 1
-                WHEN c.severity = 'warning' AND NOT c.distributed THEN 2
-                WHEN c.distributed AND c.severity <> 'info' THEN 3 ELSE 9 END AS tier
-    FROM job_hosts h JOIN classified_events c
-      ON c.host = h.host
-     AND CASE WHEN c.job_id IS NULL
-              THEN c.event_time BETWEEN h.end_time - to_seconds($before_s) AND h.end_time + to_seconds($after_s)
-              ELSE c.job_id = h.job_id
-               AND c.event_time BETWEEN coalesce(h.start_time, h.end_time) - INTERVAL 1 MINUTE
-                                    AND h.end_time + to_seconds($after_s) END
+    SELECT job_id, instance, state, end_time, host, event_time, source, kind, code, device, message, rule, cause,
+           domain, severity, priority, distributed, file, line_no, peer, from_job_log,
+           CASE WHEN severity = 'critical' AND NOT distributed THEN 1
+                WHEN severity = 'warning' AND NOT distributed THEN 2
+                WHEN distributed AND severity <> 'info' THEN 3 ELSE 9 END AS tier
+    FROM (SELECT h.job_id, h.instance, h.state, h.end_time, FALSE AS from_job_log, c.* EXCLUDE (job_id)
+          FROM job_hosts_by_time h JOIN classified_events c
+            ON c.host = h.host AND c.job_id IS NULL
+           AND time_bucket(to_seconds($bucket_s), c.event_time) = h.bucket
+           AND c.event_time BETWEEN h.end_time - to_seconds($before_s) AND h.end_time + to_seconds($after_s)
+          UNION ALL BY NAME
+          SELECT h.job_id, h.instance, h.state, h.end_time, TRUE AS from_job_log, c.* EXCLUDE (job_id)
+          FROM job_hosts h JOIN classified_events c
+            ON c.host = h.host AND c.job_id = h.job_id
+           AND c.event_time BETWEEN coalesce(h.start_time, h.end_time) - INTERVAL 1 MINUTE
+                                AND h.end_time + to_seconds($after_s))
 ), named AS (
     -- transport errors: how many distinct reporters name each peer that is one of the job's hosts
     SELECT h.job_id, h.instance, h.peer AS named, count(DISTINCT h.host) AS reporters,
@@ -61,12 +70,17 @@ WITH targets AS (
     FROM (SELECT *, min(enqueued) OVER (PARTITION BY job_id, instance) AS lo FROM lagging)
     GROUP BY job_id, instance, lo
     HAVING lo < max(enqueued) AND count(*) FILTER (WHERE enqueued = lo) <= 2
+), host_weights AS (
+    -- distributed symptoms: how strongly each host stands out, and how many hosts report them (aggregates
+    -- joined back: windows would sort the wide hits three times)
+    SELECT job_id, instance, host, count(*) FILTER (WHERE tier = 3) AS host_weight FROM hits GROUP BY ALL
+), spread AS (
+    SELECT job_id, instance, count(*) FILTER (WHERE host_weight > 0) AS dist_hosts,
+           sum(host_weight)::BIGINT AS dist_events
+    FROM host_weights GROUP BY ALL
 ), weighed AS (
-    -- distributed symptoms: how many hosts report them, and how strongly each host stands out
-    SELECT *, count(*) FILTER (WHERE tier = 3) OVER (PARTITION BY job_id, instance, host) AS host_weight,
-              count(DISTINCT host) FILTER (WHERE tier = 3) OVER (PARTITION BY job_id, instance) AS dist_hosts,
-              count(*) FILTER (WHERE tier = 3) OVER (PARTITION BY job_id, instance) AS dist_events
-    FROM hits
+    SELECT h.*, w.host_weight, s.dist_hosts, s.dist_events
+    FROM hits h JOIN host_weights w USING (job_id, instance, host) JOIN spread s USING (job_id, instance)
 ), verdicts AS (
     SELECT w.*, n.suspect AS named_host, n.link_hosts, n.n AS named_by, g.suspect AS lag_host, g.behind, g.ahead
     FROM weighed w

@@ -1,11 +1,13 @@
 -- goodput_daily: capacity (each node seen x its GPUs x 24 h), GPU-hours scheduled,
 -- and lost: a failed or preempted instance loses min(runtime, Δt/2) x GPUs
--- (work since the last checkpoint, on average), counted on the day it ended.
+-- (work since the last checkpoint, on average), counted on the day it ended. Failures are
+-- job_failure_causes.is_failure (a requeue for maintenance is not one); bucket_gpus is the
+-- report's one job-size bucket (size_bucket, sql/schema.sql).
 -- goodput = productive GPU-hours / capacity. goodput_loss splits the losses by
 -- cause (preemptions as `preempted` / `preempted_second_order`) and job size.
 CREATE OR REPLACE TABLE goodput_losses AS
 SELECT j.job_id, j.instance, j.end_time, j.n_gpus,
-       (2 ^ ceil(log2(greatest(8, 8 * ceil(j.n_gpus / 8.0)))))::BIGINT AS bucket_gpus,  -- size classes for the chart
+       size_bucket(j.n_gpus) AS bucket_gpus,
        CASE WHEN j.state = 'PREEMPTED' THEN CASE WHEN s.job_id IS NOT NULL THEN 'preempted_second_order' ELSE 'preempted' END
             ELSE a.cause END AS cause,
        j.state <> 'PREEMPTED' AND coalesce(a.infra_failure, FALSE) AS infra,
@@ -14,7 +16,7 @@ FROM jobs j
 LEFT JOIN job_failure_causes a ON a.job_id = j.job_id AND a.instance = j.instance
 LEFT JOIN second_order_preemptions s ON s.job_id = j.job_id AND s.instance = j.instance
 WHERE j.end_time IS NOT NULL AND j.start_time IS NOT NULL
-  AND (j.state = 'PREEMPTED' OR (j.state IN ('FAILED', 'NODE_FAIL', 'REQUEUED', 'OUT_OF_MEMORY') AND a.job_id IS NOT NULL));
+  AND (j.state = 'PREEMPTED' OR coalesce(a.is_failure, FALSE));
 CREATE OR REPLACE TABLE goodput_daily AS
 WITH capacity AS (
     SELECT (sum(gpus) * 24)::DOUBLE AS gpu_hours FROM node_gpus

@@ -1,5 +1,7 @@
 -- Job-log lines as node events (source app): each line placed on a host, a time
--- and one of its job's instances. Replaces the job-log events of the last run.
+-- and one of its job's instances. Replaces the job-log events of the last run: all of them ($all), else
+-- those of the jobs in job_log_scope (sql/stage_job_log_scope.sql); job_log_jobs keeps the instances
+-- the events were placed with, for the next run's scope.
 --   time: the line's own (when within a day of the job's life); else the last stamped line above it in the file, else
 --         the next one below; else the end of the job's last instance.
 --   host: the one the line names (NCCL/pdsh prefix, srun, slurmstepd), short
@@ -19,13 +21,18 @@ CREATE OR REPLACE TEMP MACRO node_named(nodes, name) AS
     CASE WHEN list_contains(nodes, name) THEN name
          WHEN list_contains(nodes, split_part(name, '.', 1)) THEN split_part(name, '.', 1) END;
 CREATE OR REPLACE TEMP TABLE staged_job_log_events AS
-WITH spans AS (
+WITH lines AS (
+    SELECT * FROM job_log_lines WHERE $all OR job_id IN (SELECT job_id FROM job_log_scope)
+), logged_jobs AS MATERIALIZED (
+    -- the instances of the jobs with logs (a few percent of all jobs): the joins below need no others
+    SELECT job_id, instance, start_time, end_time, nodes FROM jobs WHERE job_id IN (SELECT job_id FROM lines)
+), spans AS (
     SELECT job_id, min(start_time) - INTERVAL 1 DAY AS lo, max(coalesce(end_time, start_time)) + INTERVAL 1 DAY AS hi
-    FROM jobs WHERE start_time IS NOT NULL GROUP BY job_id
+    FROM logged_jobs WHERE start_time IS NOT NULL GROUP BY job_id
 ), trusted AS (
     -- a time outside the job's life is a misread stamp (a glog line's guessed year): use the neighbours'
     SELECT l.* REPLACE (CASE WHEN l.log_time BETWEEN s.lo AND s.hi THEN l.log_time END AS log_time)
-    FROM job_log_lines l LEFT JOIN spans s USING (job_id)
+    FROM lines l LEFT JOIN spans s USING (job_id)
 ), timed AS (
     SELECT *, coalesce(log_time,
         last_value(log_time IGNORE NULLS) OVER (PARTITION BY file ORDER BY line_no
@@ -35,7 +42,7 @@ WITH spans AS (
     FROM trusted
 ), starts AS (
     SELECT job_id, start_time, max(start_time) OVER (PARTITION BY job_id) AS last_start
-    FROM jobs WHERE start_time IS NOT NULL
+    FROM logged_jobs WHERE start_time IS NOT NULL
 ), picked AS (
     -- the instance: the last one that had started by the line's time (no time, or none yet: the last one);
     -- an ASOF join on narrow rows (a window over every line x instance was minutes on crash-looping jobs)
@@ -44,8 +51,9 @@ WITH spans AS (
     ASOF LEFT JOIN starts a ON a.job_id = t.job_id AND t.t_fill + INTERVAL 1 MINUTE >= a.start_time
     JOIN (SELECT DISTINCT job_id, last_start FROM starts) l ON l.job_id = t.job_id
 ), placed AS MATERIALIZED (
-    SELECT t.* EXCLUDE (picked_start), j.instance, j.nodes, j.end_time AS instance_end
-    FROM picked t JOIN jobs j ON j.job_id = t.job_id AND j.start_time = t.picked_start
+    -- no node lists here: a line of a 100-node job would carry 100 names through every step below
+    SELECT t.* EXCLUDE (picked_start), j.instance, j.end_time AS instance_end
+    FROM picked t JOIN logged_jobs j ON j.job_id = t.job_id AND j.start_time = t.picked_start
 ), sections AS (
     -- torchrun's ChildFailedError blocks, one field a line; an entry is under "Failures:" or "Root Cause"
     SELECT *, last_value(CASE WHEN code IN ('failures', 'root') THEN code END IGNORE NULLS) OVER (
@@ -85,7 +93,8 @@ WITH spans AS (
     SELECT ip, min(host) AS host FROM (SELECT ip, host FROM topology WHERE ip IS NOT NULL
                                        UNION ALL SELECT ip, host FROM host_addresses) GROUP BY ip
 ), resolved AS MATERIALIZED (
-    SELECT p.*, s.ranks, s.tasks, r.host AS init_host, a.host AS addr_host,
+    SELECT p.* EXCLUDE (nodes), s.ranks, s.tasks, r.host AS init_host,
+           coalesce(a.host, node_named(p.nodes, p.peer), p.peer) AS peer_host,
            coalesce(
                node_named(p.nodes, p.host), node_named(p.nodes, r.host), node_named(p.nodes, tk.host),
                CASE WHEN NOT s.torchrun AND s.tasks > len(p.nodes) THEN node_named(p.nodes, tr.host) END,
@@ -96,7 +105,7 @@ WITH spans AS (
                     THEN p.nodes[(p.task // greatest(1, ceil(s.tasks / len(p.nodes)))::BIGINT) + 1] END,
                CASE WHEN len(p.nodes) = 1 THEN p.nodes[1] END,
                p.host) AS node
-    FROM placed p
+    FROM (SELECT p.*, j.nodes FROM placed p JOIN logged_jobs j USING (job_id, instance)) p
     JOIN sizes s USING (job_id, instance)
     LEFT JOIN rank_hosts r ON r.job_id = p.job_id AND r.instance = p.instance AND r.rank = p.rank
     LEFT JOIN task_hosts tk ON tk.job_id = p.job_id AND tk.instance = p.instance AND tk.task = p.task
@@ -113,10 +122,14 @@ WITH spans AS (
 SELECT coalesce(t_fill, instance_end) AS event_time, node AS host, 'app' AS source, kind,
        CASE WHEN kind = 'watchdog_position' THEN enqueued::VARCHAR ELSE code END AS code,
        NULL::VARCHAR AS severity, message, CASE WHEN rank IS NOT NULL THEN 'rank ' || rank END AS device,
-       node AS reporter, file, line_no, job_id,
-       coalesce(addr_host, node_named(nodes, peer), peer) AS peer
+       node AS reporter, file, line_no, job_id, peer_host AS peer
 FROM events;
-DELETE FROM node_events WHERE source = 'app' AND job_id IS NOT NULL;
+DELETE FROM node_events WHERE source = 'app' AND job_id IS NOT NULL
+                          AND ($all OR job_id IN (SELECT job_id FROM job_log_scope));
 INSERT INTO node_events BY NAME SELECT * FROM staged_job_log_events;
+CREATE OR REPLACE TABLE job_log_jobs AS
+SELECT job_id, instance, start_time, end_time, nodes FROM jobs WHERE job_id IN (SELECT job_id FROM job_log_lines)
+ORDER BY job_id, instance;
 DROP TABLE temp.staged_job_log_events;
+DROP TABLE temp.job_log_scope;
 DROP MACRO temp.node_named;

@@ -5,9 +5,12 @@
 -- run went on) loses the work since its last checkpoint, (runtime - u0) mod Δt;
 -- U = Σ(restart + lost); R = S - U = W - Q - U; ETTR = R / W. u0 and Δt: per
 -- run, else per account (table ettr_parameters), else $u0_s and $dt_s.
+-- failures: the run's failed instances (job_runs.failure, job_failure_causes.is_failure), its
+-- last one included; interruptions: the instances the run went on after (failures, preemptions,
+-- requeues for maintenance, cancellations), each losing work.
 CREATE OR REPLACE TABLE job_run_ettr AS
 WITH inst AS (
-    SELECT r.run_id, r.run_seq, r.job_id, r.instance, r.state, j.account, j.n_gpus, j.n_nodes,
+    SELECT r.run_id, r.run_seq, r.job_id, r.instance, r.state, r.failure, j.account, j.n_gpus, j.n_nodes,
            coalesce(j.eligible_time, j.submit_time) AS eligible, j.start_time, j.end_time,
            epoch(j.end_time) - epoch(j.start_time) AS run_s,
            r.run_seq < r.last_seq AS continued
@@ -30,7 +33,7 @@ WITH inst AS (
 ), causes AS (
     SELECT run_id, string_agg(cause || '=' || n, ', ' ORDER BY n DESC, cause) AS failure_causes
     FROM (SELECT run_id, cause, count(*) AS n FROM per_inst
-          WHERE interrupted AND state <> 'PREEMPTED' AND cause IS NOT NULL GROUP BY ALL)
+          WHERE failure AND cause IS NOT NULL GROUP BY ALL)
     GROUP BY run_id
 )
 -- per-run values from the run's first instance (accounts can differ along a run)
@@ -44,7 +47,7 @@ SELECT run_id, arg_min(account, run_seq) AS account, max(n_gpus) AS n_gpus, max(
        (sum(run_s) - sum(restart_s + lost_s)) / nullif(epoch(max(end_time)) - epoch(min(eligible)), 0) AS ettr,
        count(*) FILTER (WHERE interrupted) AS interruptions,
        count(*) FILTER (WHERE interrupted AND state = 'PREEMPTED') AS preemptions,
-       count(*) FILTER (WHERE interrupted AND state <> 'PREEMPTED') AS failures,
+       count(*) FILTER (WHERE failure) AS failures,  -- job_runs.failure: as `goodput why` and the crash loops count
        any_value(c.failure_causes) AS failure_causes,
        arg_min(u0_s, run_seq) AS u0_s, arg_min(dt_s, run_seq) AS dt_s
 FROM per_inst LEFT JOIN causes c USING (run_id)

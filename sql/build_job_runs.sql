@@ -3,19 +3,22 @@
 -- submits the same job name at the same size after the previous job ended and
 -- no later than $gap_s after that end (jobs queued side by side, such as array
 -- tasks, are separate runs).
--- A run is a crash loop when one of its job ids was restarted at least
--- $crash_loop_min times after failed instances.
+-- failure: the instance is a failure as job_failure_causes.is_failure defines it (a requeue
+-- for maintenance or one nothing explains is not). A run is a crash loop when one of its job ids
+-- was restarted at least $crash_loop_min times after failures.
 CREATE OR REPLACE TABLE job_runs AS
 WITH inst AS (
-    SELECT job_id, instance, user_name, job_name, n_gpus, state, submit_time, start_time, end_time,
-           max(instance) OVER (PARTITION BY job_id) AS last_instance
-    FROM jobs WHERE start_time IS NOT NULL
+    SELECT j.job_id, j.instance, j.user_name, j.job_name, j.n_gpus, j.state, j.submit_time, j.start_time, j.end_time,
+           coalesce(f.is_failure, FALSE) AS failure
+    FROM jobs j LEFT JOIN job_failure_causes f USING (job_id, instance) WHERE j.start_time IS NOT NULL
 ), per_job AS (
     -- who and what from the first instance: requeues may differ (a resized job), any_value would pick at random
+    -- failed_restarts: the failures but the last instance (one restart after each)
     SELECT job_id, arg_min(user_name, instance) AS user_name, arg_min(job_name, instance) AS job_name,
            arg_min(n_gpus, instance) AS n_gpus,
            min(submit_time) AS first_submit, min(start_time) AS first_start, max(end_time) AS last_end,
-           count(*) FILTER (WHERE state IN ('FAILED', 'NODE_FAIL', 'REQUEUED') AND instance < last_instance) AS failed_restarts
+           count(*) FILTER (WHERE failure) - arg_max(failure, instance)::INTEGER AS failed_restarts,
+           count(*) AS instances, count(*) FILTER (WHERE failure) AS failures
     FROM inst GROUP BY job_id
 ), chained AS (
     SELECT *, lag(last_end) OVER w AS prev_end, lag(job_id) OVER w AS prev_job
@@ -24,20 +27,20 @@ WITH inst AS (
     SELECT *, CASE WHEN prev_end IS NOT NULL AND first_submit >= prev_end
                     AND first_submit <= prev_end + to_seconds($gap_s) THEN 0 ELSE 1 END AS starts_run
     FROM chained
-), numbered AS (
-    SELECT *, sum(starts_run) OVER (PARTITION BY user_name, job_name, n_gpus ORDER BY first_start, job_id
-                                    ROWS UNBOUNDED PRECEDING) AS run_no
-    FROM marked
 ), runs AS (
-    SELECT *, first_value(job_id) OVER (PARTITION BY user_name, job_name, n_gpus, run_no ORDER BY first_start, job_id) AS run_id
-    FROM numbered
+    -- a run is named by its first job: the last job up to here that started one (one sort with the chaining)
+    SELECT *, last_value(CASE WHEN starts_run = 1 THEN job_id END IGNORE NULLS) OVER (
+        PARTITION BY user_name, job_name, n_gpus ORDER BY first_start, job_id ROWS UNBOUNDED PRECEDING) AS run_id
+    FROM marked
+), run_totals AS (
+    -- per run from its jobs (an aggregate: windows over every instance sorted them once more each)
+    SELECT run_id, sum(instances)::BIGINT AS run_instances, count(*) AS run_jobs, sum(failures)::BIGINT AS run_failures,
+           max(failed_restarts) >= $crash_loop_min AS crash_loop
+    FROM runs GROUP BY run_id
 )
 SELECT r.run_id,
        row_number() OVER (PARTITION BY r.run_id ORDER BY i.start_time, i.job_id, i.instance)::INTEGER AS run_seq,
-       i.job_id, i.instance, i.state, i.user_name, i.job_name, i.n_gpus, i.submit_time, i.start_time, i.end_time,
-       count(*) OVER (PARTITION BY r.run_id) AS run_instances,
-       count(DISTINCT i.job_id) OVER (PARTITION BY r.run_id) AS run_jobs,
-       count(*) FILTER (WHERE i.state IN ('FAILED', 'NODE_FAIL', 'REQUEUED')) OVER (PARTITION BY r.run_id) AS run_failures,
-       max(r.failed_restarts) OVER (PARTITION BY r.run_id) >= $crash_loop_min AS crash_loop
-FROM inst i JOIN runs r USING (job_id)
+       i.job_id, i.instance, i.state, i.failure, i.user_name, i.job_name, i.n_gpus, i.submit_time, i.start_time, i.end_time,
+       t.run_instances, t.run_jobs, t.run_failures, t.crash_loop
+FROM inst i JOIN runs r USING (job_id) JOIN run_totals t ON t.run_id = r.run_id
 ORDER BY r.run_id, run_seq;

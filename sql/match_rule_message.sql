@@ -1,12 +1,14 @@
--- The events that rule $rule_id matches, its message pattern included. The
--- pattern ($pattern, the rule's m_message) is a parameter: a constant that
--- DuckDB compiles once, never spliced into the statement. It is tried only on
--- events that pass the rule's other fields.
+-- The node events (with a host) that rule $rule_id matches, its message pattern included. The rule's
+-- fields come as parameters, constants to DuckDB: the pattern ($pattern, the rule's m_message) is
+-- compiled once, never spliced into the statement, and the other fields ($kinds, $sources, $codes,
+-- $severities: NULL for any) filter the scan before any message is read (joined from taxonomy_rules
+-- they were checked row by row, the pattern tried on every message). Copies (classify_dropped) are
+-- left out by build_classified_events.
 INSERT INTO classify_message_hits
-SELECT r.rule_id, e.file, e.line_no, e.host
-FROM classify_events_in e JOIN taxonomy_rules r ON r.rule_id = $rule_id
-WHERE (r.m_kind IS NULL OR list_contains(r.m_kind, e.kind))
-  AND (r.m_source IS NULL OR list_contains(r.m_source, e.source))
-  AND (r.m_code IS NULL OR list_contains(r.m_code, e.code))
-  AND (r.m_severity IS NULL OR list_contains(r.m_severity, lower(e.severity)))
-  AND regexp_matches(e.message, $pattern);
+SELECT $rule_id, rowid FROM node_events
+WHERE host IS NOT NULL
+  AND ($kinds IS NULL OR list_contains($kinds, kind))
+  AND ($sources IS NULL OR list_contains($sources, source))
+  AND ($codes IS NULL OR list_contains($codes, code))
+  AND ($severities IS NULL OR list_contains($severities, lower(severity)))
+  AND regexp_matches(message, $pattern);

@@ -1,7 +1,7 @@
--- Per job size (GPUs rounded up to a multiple of 8): job instances, runtime,
+-- Per job size bucket (size_bucket: GPUs rounded up to a multiple of 8, Meta Fig. 7): job instances, runtime,
 -- and infrastructure failures (job_failure_causes.infra_failure).
 WITH sized AS (
-    SELECT j.*, (8 * ceil(j.n_gpus / 8.0))::BIGINT AS bucket_gpus
+    SELECT j.*, size_bucket(j.n_gpus) AS bucket_gpus
     FROM jobs j WHERE j.start_time IS NOT NULL AND j.end_time IS NOT NULL AND j.n_gpus > 0
 )
 SELECT s.bucket_gpus, count(*) AS instances, sum(s.elapsed_s) / 3600.0 AS runtime_hours,

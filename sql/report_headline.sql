@@ -16,14 +16,9 @@ WITH days AS (
     SELECT l.cause, sum(l.lost_gpu_hours) AS lost FROM goodput_losses l
     WHERE l.infra AND l.end_time < $day::TIMESTAMP + INTERVAL 1 DAY GROUP BY l.cause ORDER BY lost DESC LIMIT 1
 ), rate AS (
-    -- Meta's r (as in cluster_failure_rate) over the jobs that ended by the report's day
-    SELECT 1000.0 * (count(*) FILTER (WHERE j.state = 'NODE_FAIL' AND j.n_gpus > 128)
-                     + count(*) FILTER (WHERE j.state = 'FAILED' AND c.job_id IS NOT NULL))
-           / nullif(sum(j.n_nodes * coalesce(j.elapsed_s, 0)) / 86400.0, 0) AS r_per_1000
-    FROM jobs j
-    LEFT JOIN (SELECT DISTINCT job_id, instance FROM failure_attribution WHERE severity = 'critical') c
-      USING (job_id, instance)
-    WHERE j.start_time IS NOT NULL AND j.end_time < $day::TIMESTAMP + INTERVAL 1 DAY
+    -- Meta's r as of the report's day: the one definition (sql/build_cluster_failure_rate.sql), which
+    -- cluster_failure_rate and `goodput ettr --from-db` hold as of the last day
+    SELECT r_per_1000_node_days AS r_per_1000 FROM failure_rate_as_of($day)
 ), out_of_service AS (
     SELECT count(*) AS nodes FROM nodes_out_of_service($day)
 )

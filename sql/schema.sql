@@ -95,6 +95,9 @@ ALTER TABLE job_log_lines ADD COLUMN IF NOT EXISTS local_rank INTEGER;
 -- Added with job logs: the job a node event comes from (job logs), and the peer it names.
 ALTER TABLE node_events ADD COLUMN IF NOT EXISTS job_id VARCHAR;
 ALTER TABLE node_events ADD COLUMN IF NOT EXISTS peer VARCHAR;
+-- The report's one job-size bucket (Meta §III, Fig. 7: MTTF by job size, GPUs rounded up to the next multiple
+-- of 8): every chart and table by size (goodput_losses, mttf_by_job_size, the runs' ETTR) uses it.
+CREATE OR REPLACE MACRO size_bucket(n_gpus) AS (8 * ceil(greatest(n_gpus, 1) / 8.0))::BIGINT;
 -- Nodes drained or down at the end of a day, with the state and reason Slurm recorded last: the one rule the
 -- report's card, its top-nodes table and ad-hoc SQL share (SELECT * FROM nodes_out_of_service(DATE '2024-03-01')).
 CREATE OR REPLACE MACRO nodes_out_of_service(day) AS TABLE

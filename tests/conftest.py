@@ -29,6 +29,57 @@ SLOW_FIRST = ("test_lemon_accuracy.py", "test_telemetry_detect.py", "test_node_m
               "test_joblogs.py")
 
 
+# Tests write only into temporary folders: the checkout (out/, data/, any file in it, ignored by git or not) is
+# the same after the run as before it, or the run fails naming what changed. Checked by the controller (with
+# xdist) or the only process (without), around the whole session.
+CHECKOUT_SKIP = (".git", ".venv", "__pycache__", ".pytest_cache")
+_CHECKOUT, _WROTE = pytest.StashKey[dict](), pytest.StashKey[list]()
+
+
+def checkout_files(root: Path = REPO) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` (but the VCS, the venv and Python's caches) -> (size, mtime_ns)."""
+    files = {}
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in CHECKOUT_SKIP and not d.endswith(".egg-info")]
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:  # removed while we looked
+                continue
+            files[os.path.relpath(path, root)] = (st.st_size, st.st_mtime_ns)
+    return files
+
+
+def changed_files(before: dict, after: dict) -> list[str]:
+    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):
+        session.config.stash[_CHECKOUT] = checkout_files()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = session.config.stash.get(_CHECKOUT, None)
+    if before is None:
+        return
+    changed = changed_files(before, checkout_files())
+    session.config.stash[_WROTE] = changed
+    if changed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    changed = config.stash.get(_WROTE, [])
+    if changed:
+        terminalreporter.write_sep("=", "tests wrote into the checkout", red=True)
+        terminalreporter.write_line(f"{len(changed)} file(s) under {REPO} were created, changed or removed by the "
+                                    "tests (write to tmp_path instead):")
+        for path in changed[:30]:
+            terminalreporter.write_line(f"  {path}")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Longest first, each module's tests in their order."""

@@ -123,6 +123,18 @@ def test_sql_json_and_vertical(demo_db):
     assert f"({len(records)} rows)" in vertical
 
 
+def test_sql_json_times_are_iso_8601(demo_db):
+    q = ("SELECT job_id, start_time, start_time::DATE AS day, end_time - start_time AS took, "
+         "[start_time] AS starts, {'at': end_time} AS s FROM jobs WHERE job_id = '1002'")
+    (record,) = json.loads(CliRunner().invoke(main, ["sql", "--db", str(demo_db), "--json", q]).output)
+    text = CliRunner().invoke(main, ["sql", "--db", str(demo_db), "--csv", q.replace("[start_time] AS starts, ", "")
+                                     .replace(", {'at': end_time} AS s", "")]).output.splitlines()[1].split(",")
+    assert record["start_time"] == text[1].replace(" ", "T") and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d",
+                                                                            record["start_time"])
+    assert record["day"] == text[2] and record["took"] == "PT1H29M12S"  # 1:29:12 as an ISO 8601 duration
+    assert record["starts"] == [record["start_time"]] and re.fullmatch(r"\d{4}-.*T.*", record["s"]["at"])
+
+
 def test_ettr_sweep_takes_the_given_size_and_the_measured_rate(tmp_path):
     from analysis import metrics
     db = tmp_path / "w.duckdb"

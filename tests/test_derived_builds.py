@@ -112,6 +112,41 @@ def test_classified_events_and_second_order_match_their_pairwise_definitions(tmp
     con.close()
 
 
+# The events in each ended job's window, as failure attribution defined them before its node events met
+# the job hosts in time buckets: every event of each of the job's hosts compared.
+PLAIN_HITS = """
+SELECT h.job_id, h.instance, c.file, c.line_no, c.event_time
+FROM (SELECT job_id, instance, start_time, end_time, unnest(nodes) AS host FROM jobs
+      WHERE end_time IS NOT NULL
+        AND state IN ('FAILED', 'NODE_FAIL', 'OUT_OF_MEMORY', 'TIMEOUT', 'CANCELLED', 'REQUEUED')) h
+JOIN classified_events c
+  ON c.host = h.host
+ AND CASE WHEN c.job_id IS NULL
+          THEN c.event_time BETWEEN h.end_time - to_seconds($before_s) AND h.end_time + to_seconds($after_s)
+          ELSE c.job_id = h.job_id
+           AND c.event_time BETWEEN coalesce(h.start_time, h.end_time) - INTERVAL 1 MINUTE
+                                AND h.end_time + to_seconds($after_s) END
+"""
+
+
+def test_failure_attribution_sees_the_events_every_window_holds(tmp_path, simulated):
+    """Time buckets of an hour (the default 10 + 5 minute window) and wider ones (a 95 + 7 minute window):
+    windows that straddle a bucket's edge see the events on both sides."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("windows: {before_minutes: 95, after_minutes: 7}\n")
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    ingest_directory(con, simulated)
+    for taxonomy in (load(), load(rules)):
+        build_all(con, taxonomy)
+        window = {"before_s": taxonomy.before_s, "after_s": taxonomy.after_s}
+        con.execute(f"CREATE OR REPLACE TABLE plain_hits AS {PLAIN_HITS}", window)
+        con.execute("CREATE OR REPLACE TABLE hits AS SELECT job_id, instance, file, line_no, event_time "
+                    "FROM failure_attribution WHERE file IS NOT NULL")
+        assert con.execute("SELECT count(*) FROM hits").fetchall()[0][0] > 100
+        _same_rows(con, "hits", "plain_hits")
+    con.close()
+
+
 XID13 = "NVRM: Xid (PCI:0000:18:00): 13, pid=1, name=python, Graphics SM Warp Exception"
 EVENT = ("gpu0001", "kernel", "xid", "13", None, XID13, "0000:18:00", "gpu0001")
 

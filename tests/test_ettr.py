@@ -62,7 +62,12 @@ def test_cli_ettr():
     assert "job MTTF:       1.803 h" in out.output and "expected ETTR:  0.9307" in out.output
     assert "Monte Carlo:    0.93" in out.output
     sweep = CliRunner().invoke(main, ["ettr", "--sweep", "--target", "0.9"])
-    assert sweep.exit_code == 0 and "131072" in sweep.output
+    assert sweep.exit_code == 0
+    header = next(line for line in sweep.output.splitlines() if "GPUs" in line and "┆" in line)
+    # every column says what it holds: the failure rate (its unit) and the job sizes in GPUs; the minutes above
+    assert [c.strip() for c in header.strip("│ ").split("┆")] == [
+        "r per 1,000 node-days", "1,024 GPUs", "4,096 GPUs", "16,384 GPUs", "65,536 GPUs", "131,072 GPUs"]
+    assert "Δt in minutes" in sweep.output.splitlines()[0]
 
 
 def test_expected_ettr_curve_switches_to_monte_carlo_where_the_closed_form_fails():

@@ -2,6 +2,8 @@
 over the same files: what the nightly keeps from run to run never differs from what it would rebuild."""
 from __future__ import annotations
 
+import json
+
 import duckdb
 import pytest
 
@@ -30,7 +32,7 @@ def runs(tmp_path_factory):
 
 
 def _runs(root):
-    simulate(preset("small", nodes=16, days=6, seed=4), root / "sim")
+    simulate(preset("small", nodes=16, days=6, seed=1), root / "sim")  # seed 1: job logs on the last day
     held = hold_out_last_day(root / "sim", root / "src")
     assert held, "the last day has files"
     first = run_pipeline(root / "src", root / "nightly.duckdb", root / "out-nightly")
@@ -75,3 +77,27 @@ def test_a_one_day_increment_gives_the_tables_of_a_fresh_run(runs):
             differ[table] = (only, n)
     assert not differ, f"rows only in the nightly / only in the fresh warehouse (of n): {differ}"
     assert compared > 10_000  # the comparison covered real data
+
+
+NEW_DAY = """
+WITH day AS (SELECT date_trunc('day', max(end_time)) AS d FROM jobs),
+ended AS (SELECT job_id, instance, state FROM jobs, day WHERE end_time >= d)
+SELECT (SELECT count(*) FROM ended WHERE state = 'FAILED'),
+       (SELECT count(*) FROM classified_events, day WHERE event_time >= d AND job_id IS NULL),
+       (SELECT count(*) FROM node_events WHERE source = 'app' AND job_id IN (SELECT job_id FROM ended)),
+       (SELECT count(*) FROM failure_attribution WHERE is_primary AND file IS NOT NULL
+                                                   AND (job_id, instance) IN (SELECT (job_id, instance) FROM ended))
+"""
+
+
+def test_the_new_day_takes_the_extended_paths(runs):
+    """The new day brings what the builds that extend rather than rebuild must get right (failed jobs, node
+    events, job logs, causes found in them), and the nightly extended those builds."""
+    con = duckdb.connect(str(runs / "nightly.duckdb"), read_only=True)
+    failed, events, log_events, explained = con.execute(NEW_DAY).fetchall()[0]
+    assert failed and events and log_events and explained, (failed, events, log_events, explained)
+    outcome = {a: json.loads(o) for a, o in con.execute(
+        "SELECT asset, outcome FROM asset_inputs WHERE asset IN ('jobs', 'job_log_events')").fetchall()}
+    con.close()
+    assert outcome["jobs"]["changed"] == "new dumps"
+    assert outcome["job_log_events"]["built"] == "changed jobs"

@@ -108,6 +108,10 @@ def test_lemon_classifier_with_labels_is_evaluated_beside_meta_thresholds(cluste
     assert all(a.equals(b) for a, b in zip(before, after))
     assert again.lemon.evaluation.select("model", "metric", "value").sort("model", "metric").equals(
         lemon.evaluation.select("model", "metric", "value").sort("model", "metric"))
+    # a new warehouse reusing the saved models (a second `goodput demo`) gets the evaluation they were judged by
+    con.execute("DROP TABLE model_evaluation")
+    run_models(con, ModelsConfig(labels_path=root / "labels.csv", model_dir=tmp_path / "models"))
+    assert con.sql("SELECT * FROM model_evaluation ORDER BY ALL").pl().equals(before[2])
 
 
 def test_without_labels_meta_thresholds_decide_and_say_why(cluster):

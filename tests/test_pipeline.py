@@ -101,7 +101,8 @@ def test_cli_run_reports_unknown_files(tmp_path):
     shutil.copytree(DEMO_SOURCE, src)
     (src / "mystery").mkdir()
     (src / "mystery" / "notes.txt").write_text("what is this\n")
-    result = CliRunner().invoke(main, ["run", "--source", str(src), "--db", str(tmp_path / "w.duckdb"), "-q"])
+    result = CliRunner().invoke(main, ["run", "--source", str(src), "--db", str(tmp_path / "w.duckdb"),
+                                       "--out", str(tmp_path / "out"), "-q"])
     assert result.exit_code == 0, result.output
     assert "unrecognised" in result.output and "notes.txt" in result.output
 
@@ -127,7 +128,8 @@ def test_cli_rejects_bad_options_clearly(tmp_path):
 
 def test_cli_sql_prints_types_polars_cannot_hold(tmp_path):
     db = tmp_path / "w.duckdb"
-    CliRunner().invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(db), "-q"])
+    CliRunner().invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(db), "--out", str(tmp_path / "out"),
+                              "-q"])
     result = CliRunner().invoke(main, ["sql", "--db", str(db), "--csv",
                                        "SELECT job_id, end_time - start_time AS took FROM jobs WHERE job_id = '1002'"])
     assert result.exit_code == 0, result.output

@@ -3,7 +3,7 @@ import json
 import re
 import shutil
 import subprocess
-from datetime import date
+from datetime import date, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -11,8 +11,11 @@ import duckdb
 import polars as pl
 import pytest
 
+from click.testing import CliRunner
+
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
+from pipelines.cli import main
 from pipelines.resources import ModelSettings
 from pipelines.runner import run_pipeline
 from reports import charts
@@ -21,7 +24,29 @@ from tests.shared import quick_telemetry
 
 REPO = Path(__file__).resolve().parents[1]
 CHARTS = ("capacity", "goodput", "status", "failure_rate", "mttf", "ettr", "sweep", "loss", "cooccurrence", "risk")
+DEMO_CHARTS = set(CHARTS) - {"failure_rate"}  # 14 days: the 30-day rolling rate is said in words, not drawn
 EVIL = "<script>alert(1)</script>"
+LOOP, LOOP_STATES = "4343434", ("FAILED", "FAILED", "REQUEUED", "FAILED", "FAILED", "REQUEUED", "FAILED", "COMPLETED")
+
+
+def _add_crash_loop(src: Path) -> None:
+    """A job restarted after five failures and two requeues for planned maintenance (its node drained
+    "maintenance: ..." as Slurm requeued it): a crash loop of 5 failures, not 7 (as `goodput why` says)."""
+    t = lambda v: v.strftime("%Y-%m-%dT%H:%M:%S")  # noqa: E731
+    submit, rows, drains = datetime(2024, 3, 2, 0, 30), [], []
+    for k, state in enumerate(LOOP_STATES):
+        start = submit + timedelta(hours=2 * k, minutes=10)
+        end = start + timedelta(hours=1)
+        rows.append([LOOP, LOOP, "loop-train", "mallory", "llm", "learn", "high", "99999", state,
+                     "1:0" if state == "FAILED" else "0:0", "None", t(submit), t(start - timedelta(minutes=5)), t(start),
+                     t(end), "01:00:00", "2", "billing=192,cpu=192,gres/gpu=16,node=2", "gpu[0049-0050]", str(k),
+                     "sbatch --requeue loop.sh"])
+        if state == "REQUEUED":
+            drains.append(f"gpu0049|{t(end)}|{t(end + timedelta(minutes=40))}|DRAIN|maintenance: firmware update|admin(1001)")
+    with (src / "slurm" / "sacct-2024-03-02.txt").open("a") as f:
+        f.writelines("|".join(r) + "\n" for r in rows)
+    with next((src / "slurm_events").glob("*.txt")).open("a") as f:
+        f.writelines(d + "\n" for d in drains)
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +62,7 @@ def report(tmp_path_factory):
            "billing=12288,cpu=12288,gres/gpu=1024,node=128", "gpu[0001-0128]", "0", f"sbatch --job-name='{EVIL}' x.sh"]
     with last.open("a") as f:
         f.write("|".join(row) + "\n")
+    _add_crash_loop(src)
     # the small preset fails ~7x as often as a real fleet: as in `goodput demo`, more of it may be drained
     with quick_telemetry():  # the drifting machines' section needs alerts, not well-trained detectors
         result = run_pipeline(src, root / "w.duckdb", root / "out", models=ModelSettings(max_drain_share=0.25))
@@ -45,12 +71,21 @@ def report(tmp_path_factory):
     return result.report_path
 
 
+@pytest.fixture(scope="module")
+def sample_report(tmp_path_factory):
+    """The hand-made sample through the whole pipeline, as `goodput demo --sample` runs it."""
+    root = tmp_path_factory.mktemp("sample")
+    result = run_pipeline(REPO / "tests" / "fixtures" / "demo_source", root / "w.duckdb", root / "out")
+    assert result.success, result.report()
+    return result.report_path
+
+
 def test_report_is_self_contained(report):
     html = report.read_text()
     assert (report.parent / "latest.html").read_text() == html
     refs = re.findall(r"<(?:script|link)\b[^>]*(?:src|href)\s*=\s*[\"']?\s*(https?:)?//", html, flags=re.I)
     assert refs == []
-    assert "vegaEmbed" in html and all(f'id="c-{c}"' in html for c in CHARTS)
+    assert "vegaEmbed" in html and all(f'id="c-{c}"' in html for c in DEMO_CHARTS) and 'id="c-failure_rate"' not in html
 
 
 def test_log_text_is_escaped(report):
@@ -60,15 +95,17 @@ def test_log_text_is_escaped(report):
 
 
 class _ChartDivs(HTMLParser):
-    """Which chart containers hold an <svg> or <canvas> after rendering."""
+    """The chart containers (frames), and which of them hold an <svg> or <canvas> after rendering."""
 
     def __init__(self):
         super().__init__()
-        self.stack, self.drawn = [], set()
+        self.stack, self.drawn, self.frames = [], set(), set()
 
     def handle_starttag(self, tag, attrs):
         ident = dict(attrs).get("id") or ""
         self.stack.append(ident[2:] if ident.startswith("c-") else None)
+        if "chart" in (dict(attrs).get("class") or "").split():
+            self.frames.add(ident[2:])
         if tag in ("svg", "canvas"):
             self.drawn.update(c for c in self.stack if c)
 
@@ -81,13 +118,19 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def test_report_renders_in_headless_chromium(report, tmp_path):
+def _browser(tmp_path: Path) -> list[str]:
     browser = _chromium()
     if browser is None:
         pytest.skip("chromium is not installed and could not be installed (make test tries `apt-get install chromium`)")
-    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=20000"]
+    return [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+            f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=20000"]
+
+
+def _drawn_without_empty_frames(flags: list[str], report: Path) -> subprocess.CompletedProcess:
+    """The page as headless Chromium leaves it: no console error, every chart frame drawn, every chart
+    with something to draw (a section with too little data says so in words), every date axis in the
+    report's one format."""
     dom = subprocess.run([*flags, "--enable-logging=stderr", "--v=0", "--dump-dom", report.as_uri()],
                          capture_output=True, text=True, timeout=180)
     console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
@@ -95,7 +138,55 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     assert errors == [], errors
     parser = _ChartDivs()
     parser.feed(dom.stdout)
-    assert parser.drawn == set(CHARTS), f"not drawn: {set(CHARTS) - parser.drawn}"
+    specs = embedded_specs(report.read_text())
+    assert parser.frames == parser.drawn == set(specs), f"frames not drawn: {parser.frames - parser.drawn}"
+    for name, spec in specs.items():
+        assert _marks(name, spec), f"{name}: an empty frame"
+        for axis in _temporal_axes(spec):
+            assert axis.get("axis", {}).get("format") == charts.DATE_FORMAT, (name, axis)
+    _too_little_data_in_words(report.read_text())
+    return dom
+
+
+def _too_little_data_in_words(html: str) -> None:
+    """No figure where there is too little to measure: a model judged on a handful of held-out samples, a
+    margin with nothing flagged or a negative one, a card about runs that do not exist."""
+    from reports.render import MIN_HELD_OUT
+    for row in _table(html, "model-evaluation"):
+        cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+        assert (int(cells[2].replace(",", "")) < MIN_HELD_OUT) == ("too few held-out samples" in row), row
+    for row in _table(html, "criteria-benchmarks"):
+        margins = re.findall(r'<td class="n">(?:<span[^>]*>)?([^<]*)', row)[2:5]
+        assert all(m in ("none flagged", "no boundary", "overlap") or float(m) >= 0 for m in margins), margins
+    assert "n/a+" not in html and "(0 runs" not in html
+
+
+MAIN_DATA = {"capacity": "capacity", "goodput": "goodput", "status": "status", "failure_rate": "rates", "mttf": None,
+             "ettr": "expected", "sweep": "sweep", "loss": "loss", "cooccurrence": "cooccurrence", "risk": "risk"}
+
+
+def _marks(name: str, spec: dict) -> bool:
+    """Whether the chart's data hold something to draw (the MTTF chart: a measured point or a projection)."""
+    names = [MAIN_DATA[name]] if MAIN_DATA[name] else list(spec["datasets"])
+    rows = [v for n in names for v in spec["datasets"][n]]
+    plotted = [v for v in rows if any(x is not None for k, x in v.items() if isinstance(x, (int, float)))]
+    return bool(plotted) and (name != "failure_rate" or any(v["rate"] is not None for v in rows))
+
+
+def _temporal_axes(spec) -> list[dict]:
+    """Every x/y encoding of a date field anywhere in a spec (layers, panels)."""
+    if isinstance(spec, dict):
+        found = [v for k, v in spec.items() if k in ("x", "y") and isinstance(v, dict) and v.get("type") == "temporal"]
+        return found + [a for v in spec.values() for a in _temporal_axes(v)]
+    if isinstance(spec, list):
+        return [a for v in spec for a in _temporal_axes(v)]
+    return []
+
+
+def test_report_renders_in_headless_chromium(report, tmp_path):
+    flags = _browser(tmp_path)
+    dom = _drawn_without_empty_frames(flags, report)
+    assert set(embedded_specs(report.read_text())) == DEMO_CHARTS
     # the capacity split, as the browser shows it, adds up to 100%
     shares = [float(x) for x in re.findall(r'data-share="([^"]+)"', dom.stdout)]
     assert len(shares) == 6 and sum(shares) == pytest.approx(1.0, abs=1e-6)
@@ -108,11 +199,20 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     co_svg = dom.stdout[dom.stdout.index('id="c-cooccurrence"'):]
     assert re.search(r"<text[^>]*>\d+</text>", co_svg)
     assert "projection: 1/N at the fleet" in dom.stdout
-    shot = REPO / "out" / "report-screenshot.png"
-    shot.parent.mkdir(exist_ok=True)
+    shot = tmp_path / "report-screenshot.png"  # tests write nothing into the checkout (conftest.py)
     subprocess.run([*flags, "--window-size=1100,7000", f"--screenshot={shot}", report.as_uri()],
                    capture_output=True, timeout=180)
     assert shot.exists() and shot.stat().st_size > 50_000
+
+
+def test_sample_report_renders_in_headless_chromium(sample_report, tmp_path):
+    """The hand-made sample (`goodput demo --sample`): one day of jobs, so the rolling rate, the model
+    evaluation and the criteria margins say in words why they show nothing; no chart is an empty frame."""
+    _drawn_without_empty_frames(_browser(tmp_path), sample_report)
+    html = sample_report.read_text()
+    assert "failure_rate" not in embedded_specs(html) and "Not drawn yet: the 30-day rolling rate" in html
+    assert "none yet</div>" in html and "n/a+" not in html  # no run long enough for the largest-runs card
+    assert "No model could be judged yet" in html and "No benchmark could be judged yet" in html
 
 
 LAYOUT_PROBE = """<script>
@@ -154,15 +254,24 @@ def embedded_specs(html: str) -> dict[str, dict]:
     return {name: json.loads(spec) for name, spec in SPEC_LINE.findall(html)}
 
 
-def test_run_cells_bin_runs_by_size_and_ettr_band():
-    runs = pl.DataFrame({"n_gpus": [8, 15, 16, 1024, 1025, 2047, 64], "ettr": [1.0, 0.99, 0.0, 0.5, 0.51, 0.52, None],
-                         "scheduled_hours": [6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 7.0], "failures": [0, 1, 2, 0, 1, 1, 0]})
+def test_run_cells_bin_runs_by_size_and_ettr_band(tmp_path):
+    from analysis import warehouse
+    con = warehouse.connect(tmp_path / "w.duckdb")  # the report's one size bucket: up to a multiple of 8
+    gpus = [8, 15, 16, 1024, 1025, 2047, 64, 1]
+    size = [r[0] for r in con.execute("SELECT size_bucket(g) FROM unnest($g) t(g)", {"g": gpus}).fetchall()]
+    con.close()
+    assert size == [8, 16, 16, 1024, 1032, 2048, 64, 8]
+    runs = pl.DataFrame({"n_gpus": gpus, "size": size, "ettr": [1.0, 0.99, 0.0, 0.5, 0.51, 0.52, None, 0.98],
+                         "scheduled_hours": [6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 7.0, 9.0],
+                         "failures": [0, 1, 2, 0, 1, 1, 0, 3]})
     cells, medians = charts.run_cells(runs)
     by = {(r["size"], r["band"]): r for r in cells.iter_rows(named=True)}
-    assert set(by) == {(8, "0.975–1.0"), (16, "0.0–0.025"), (1024, "0.5–0.525")}  # ETTR 1 in the top band
-    assert (by[8, "0.975–1.0"]["runs"], by[8, "0.975–1.0"]["failures"], by[8, "0.975–1.0"]["gpus"]) == (2, 1, "8–15")
-    assert (by[1024, "0.5–0.525"]["runs"], by[1024, "0.5–0.525"]["median_hours"]) == (3, 40.0)
-    assert medians.select("size", "runs", "median_ettr").rows() == [(8, 2, 0.995), (16, 1, 0.0), (1024, 3, 0.51)]
+    assert set(by) == {(8, "0.975–1.0"), (16, "0.975–1.0"), (16, "0.0–0.025"), (1024, "0.5–0.525"),
+                       (1032, "0.5–0.525"), (2048, "0.5–0.525")}  # ETTR 1 in the top band
+    assert (by[8, "0.975–1.0"]["runs"], by[8, "0.975–1.0"]["failures"], by[8, "0.975–1.0"]["gpus"]) == (2, 3, "1–8")
+    assert (by[16, "0.0–0.025"]["runs"], by[16, "0.0–0.025"]["median_hours"], by[16, "0.0–0.025"]["gpus"]) == (1, 10.0, "9–16")
+    assert medians.select("size", "runs", "median_ettr").rows() == [
+        (8, 2, 0.99), (16, 2, 0.495), (1024, 1, 0.5), (1032, 1, 0.51), (2048, 1, 0.52)]
 
 
 @pytest.fixture(scope="module")
@@ -294,13 +403,16 @@ def _captions_agree(html: str) -> None:
     for state, by_count, by_hours in said:
         assert abs(status[(state, "by job count")] * 100 - float(by_count)) < 0.051
         assert abs(status[(state, "by GPU-hours")] * 100 - float(by_hours)) < 0.051
-    # the rolling rate: "not drawn yet" exactly when no point is drawn
-    drawn = any(v["rate"] is not None for v in specs["failure_rate"]["datasets"]["rates"])
-    assert ("not drawn yet" in _text(html, "cap-failure_rate")) == (not drawn)
+    # the rolling rate: drawn when a point is, else said in words ("Not drawn yet"), never an empty frame
+    drawn = "failure_rate" in specs
+    assert not drawn or any(v["rate"] is not None for v in specs["failure_rate"]["datasets"]["rates"])
+    assert ("Not drawn yet" in _text(html, "cap-failure_rate")) == (not drawn)
     # MTTF: the projected sizes and hours named are the first and last points drawn
-    projected = specs["mttf"]["datasets"]["projection"]
+    projected = specs["mttf"]["datasets"]["projection"] if "mttf" in specs else []
     named = re.findall(r"([\d,]+) GPUs would fail every ([\d.,]+) h", _text(html, "cap-mttf"))
-    if projected:
+    if "mttf" not in specs:
+        assert not named and "Nothing to draw yet" in _text(html, "cap-mttf")
+    elif projected:
         ends = [projected[0], projected[-1]]
         assert [(_number(g), _number(h)) for g, h in named] == [
             (p["gpus"], pytest.approx(p["projected_mttf_hours"], rel=1e-3, abs=0.006)) for p in ends]
@@ -363,11 +475,10 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
                       re.search(r'<table id="top-nodes">.*?</table>', html, re.S).group(0))
     # causes in words, the id in a tooltip, in tables and in the charts' legends
     assert '<span title="gpu_unavailable">GPU lost (off the bus)</span>' in html
-    legend = {v["cause"]: v["cause_label"] for v in embedded_specs(html)["failure_rate"]["datasets"]["rates"]}
-    assert legend.get("infiniband_link") == "InfiniBand link"
-    # a one-day sample: the 30-day rolling rate is not drawn, and the caption says why
-    rates = embedded_specs(html)["failure_rate"]["datasets"]["rates"]
-    assert rates and all(v["rate"] is None for v in rates) and "not drawn yet" in html
+    # a one-day sample: the 30-day rolling rate is not drawn, the caption says why and names the failures so far
+    caption = re.search(r'<p class="caption" id="cap-failure_rate">(.*?)</p>', html, re.S).group(1)
+    assert "failure_rate" not in embedded_specs(html) and "Not drawn yet" in caption
+    assert '<span data-cause="infiniband_link"><span title="infiniband_link">InfiniBand link</span> 1</span>' in caption
     # the MTTF projection stops at a multiple of the largest job measured, and says what it is
     mttf = embedded_specs(html)["mttf"]
     largest = max(v["bucket_gpus"] for v in mttf["datasets"]["mttf"])
@@ -386,3 +497,81 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
 def test_capacity_split_and_captions_on_the_simulated_report(report):
     _capacity_adds_up(report.read_text())
     _captions_agree(report.read_text())
+
+
+def _why(db: Path, job_id: str) -> dict:
+    out = CliRunner().invoke(main, ["why", job_id, "--db", str(db), "--json"])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output)
+
+
+def _table(html: str, ident: str) -> list[str]:
+    """The body rows of a table, as HTML."""
+    body = re.search(rf'<table id="{ident}">(.*?)</table>', html, re.S)
+    return re.findall(r"<tr><td>.*?</tr>", body.group(1), re.S) if body else []
+
+
+@pytest.mark.parametrize("which", ["report", "sample_report"])
+def test_the_report_agrees_with_goodput_why_and_ettr(which, request):
+    """One number per fact: the report's failures are those `goodput why` lists, each job has one size
+    bucket in every chart, a node one lemon score in every table, and r is `goodput ettr --from-db`'s."""
+    path = request.getfixturevalue(which)
+    html, db = path.read_text(), path.parents[2] / "w.duckdb"
+    specs = embedded_specs(html)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        runs = con.sql("SELECT r.run_id, list(DISTINCT r.job_id) AS jobs, any_value(e.failures) AS failures "
+                       "FROM job_runs r JOIN job_run_ettr e USING (run_id) GROUP BY r.run_id").pl()
+        # runs that failed or were requeued, those with requeues first (a maintenance requeue is not a failure)
+        eventful = con.sql("SELECT run_id FROM job_runs WHERE state IN ('REQUEUED', 'FAILED', 'NODE_FAIL') GROUP BY "
+                           "run_id ORDER BY bool_or(state = 'REQUEUED') DESC, run_id LIMIT 12").pl()["run_id"].to_list()
+        sizes = {  # what each chart covers, sized by the rule the report states (GPUs up to a multiple of 8)
+            "loss": con.sql("SELECT n_gpus FROM goodput_losses WHERE end_time < $d::TIMESTAMP + INTERVAL 1 DAY",
+                            params={"d": path.stem.removeprefix("reliability-")}).pl()["n_gpus"],
+            "mttf": con.sql("SELECT n_gpus FROM job_failure_causes WHERE infra_failure").pl()["n_gpus"]}
+        lemons = dict(con.sql("SELECT host, score FROM lemon_scores WHERE as_of = (SELECT max(as_of) FROM node_actions)")
+                      .fetchall())
+    finally:
+        con.close()
+    # crash loops and the runs' failures: what `goodput why` lists as failures, summed over the run's job ids
+    by_run = {r["run_id"]: r for r in runs.iter_rows(named=True)}
+    loops = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in _table(html, "crash-loops")]
+    checked = [by_run[r] for r in eventful]
+    for run_id, failures in [(c[0], int(c[4])) for c in loops] + [(r["run_id"], r["failures"]) for r in checked]:
+        said = sum(_why(db, job)["failures"] for job in by_run[run_id]["jobs"])
+        assert failures == said == by_run[run_id]["failures"], run_id
+    if which == "report":  # the crash loop made by hand: its two requeues for maintenance are not failures
+        assert [c[0] for c in loops] == [LOOP] and loops[0][4] == "5"
+        why = _why(db, LOOP)["instances"]
+        assert [i["maintenance"] for i in why if i["state"] == "REQUEUED"] == [True, True]
+        text = CliRunner().invoke(main, ["why", LOOP, "--db", str(db)]).output
+        assert "8 instance(s), 5 failures" in text
+        assert text.count("REQUEUED (not a failure: requeued while its node was in planned maintenance)") == 2
+    assert checked
+    # one size bucket per job: each chart's buckets are those of the jobs it shows, by the rule stated
+    bucket = lambda s: {8 * -(-max(n, 1) // 8) for n in s}  # noqa: E731
+    assert "Job size</dt><dd>Every chart and table by job size" in html
+    assert {v["bucket_gpus"] for v in specs["loss"]["datasets"]["loss"]} == bucket(sizes["loss"])
+    assert {v["bucket_gpus"] for v in specs["mttf"]["datasets"]["mttf"]} == bucket(sizes["mttf"])
+    ettr_runs = pl.DataFrame(specs["ettr"]["datasets"]["medians"])
+    assert all(g == f"{s - 7}–{s}" and s % 8 == 0 for s, g in ettr_runs.select("size", "gpus").rows())
+    if which == "report":  # the simulated 192-GPU runs are in the 192 bucket in all three charts
+        assert all(192 in {v[k] for v in specs[c]["datasets"][d]} for c, d, k in
+                   (("loss", "loss", "bucket_gpus"), ("mttf", "mttf", "bucket_gpus"), ("ettr", "medians", "size")))
+    # a node's lemon score: the same in the lemon table, the action table and lemon_scores
+    scores = {}
+    for table in ("lemons", "node-actions"):
+        for row in _table(html, table):
+            host = re.match(r"<tr><td>([^<]+)</td>", row).group(1)
+            shown = re.search(r'data-lemon-score="([^"]+)"', row)
+            if shown:
+                scores.setdefault(host, set()).add(float(shown.group(1)))
+    assert scores and all(v == {lemons[h]} for h, v in scores.items()), (scores, lemons)
+    assert any(h in " ".join(_table(html, "lemons")) for h in re.findall(r"<tr><td>([^<]+)</td>", " ".join(
+        _table(html, "node-actions"))))  # a node in both tables
+    # r: the card's, the ETTR curve's and the sweep's are `goodput ettr --from-db`'s
+    out = CliRunner().invoke(main, ["ettr", "--from-db", "--db", str(db), "--json"])
+    measured = json.loads(out.output)["failures_per_1000_node_days"]
+    assert float(re.search(r'data-r="([^"]+)"', html).group(1)) == pytest.approx(measured, rel=1e-12)
+    assert f"{measured:.2f} per 1,000 node-days" in _text(html, "cap-ettr")
+    assert specs["sweep"]["datasets"]["here"][0]["r"] == pytest.approx(measured, rel=1e-3)

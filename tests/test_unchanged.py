@@ -218,10 +218,11 @@ def test_a_new_file_rebuilds_what_reads_its_source_only(built):
     run(src, db, out)
     again = rebuilt(before, records(db))
     steps = {a for a in again if ":" not in a}
-    assert {"kernel_events", "node_events", "classified_events", "failure_attribution", "node_incidents",
+    # job_runs too: a failure (what a crash loop counts) is an instance its attribution explains
+    assert {"kernel_events", "node_events", "classified_events", "failure_attribution", "node_incidents", "job_runs",
             "job_run_ettr", "failure_rates", "goodput", "node_actions", "reliability_report"} <= steps
     # jobs, telemetry models, benchmarks and port counters read no kernel log: kept
-    assert not steps & {"jobs", "job_runs", "node_gpus", "machine_alerts", "benchmark_criteria", "criteria_exports",
+    assert not steps & {"jobs", "node_gpus", "machine_alerts", "benchmark_criteria", "criteria_exports",
                         "port_counter_events", "job_log_events", "iteration_degradation", "sacct_records"}
     assert "jobs:jobs_instances_sequential" not in again and "failure_attribution:one_primary_cause" in again
 

@@ -3,6 +3,7 @@ each method's threshold from the same jobs (robust to a slow machine in any of t
 metric priority from labelled windows."""
 from __future__ import annotations
 
+import logging
 import warnings
 
 import numpy as np
@@ -11,6 +12,8 @@ from sklearn.tree import DecisionTreeClassifier
 from analysis.telemetry import vae
 from analysis.telemetry.detect import DEFAULT_PRIORITY, METHODS, DetectConfig, Models, job_scores
 from analysis.telemetry.frames import JobFrame
+
+progress = logging.getLogger("goodput.progress")  # training takes minutes: `goodput run` shows each model start
 
 
 def default_priority(metrics: list[str]) -> list[str]:
@@ -60,11 +63,16 @@ def train(frames: list[JobFrame], cfg: DetectConfig = DetectConfig(), epochs: in
     metrics = sorted(set.intersection(*(set(f.metrics) for f in frames)))
     wins = [f.windows(cfg.frame)[0] for f in frames]
     per_metric = {}
-    for m in metrics:
+    models_n = len(metrics) + ("int" in methods)
+    for i, m in enumerate(metrics, start=1):
         x = np.concatenate([w[f.metrics.index(m)].reshape(-1, w.shape[-1]) for f, w in zip(frames, wins)])
+        progress.info("    telemetry detector: training model %d/%d (%s, %s windows x %d epochs)", i, models_n, m,
+                      f"{min(len(x), max_windows):,}", epochs)
         per_metric[m] = vae.train(x, epochs=epochs, seed=seed, max_windows=max_windows)
     integrated = None
     if "int" in methods:
+        progress.info("    telemetry detector: training model %d/%d (all %d metrics together, %d epochs)", models_n,
+                      models_n, len(metrics), epochs)
         stacked = np.concatenate([np.moveaxis(w[[f.metrics.index(m) for m in metrics]], 0, -1)
                                   .reshape(-1, w.shape[-1], len(metrics)) for f, w in zip(frames, wins)])
         integrated = vae.train(stacked, n_inputs=len(metrics), epochs=epochs, seed=seed, max_windows=max_windows)

@@ -1,0 +1,2 @@
+-- Forget what step $step was last built from: its next build starts from scratch.
+DELETE FROM derived_marks WHERE step = $step
