@@ -16,6 +16,7 @@ from analysis.chain import build_all
 from analysis.ingest import ingest_directory
 from analysis.jobs import build_jobs
 from analysis.joblogs import build_events
+from analysis.model import IngestOptions
 from analysis.parsers import joblogs
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
@@ -75,6 +76,33 @@ def test_srun_error_lines_name_each_task_and_its_host(tmp_path, line, host, task
     assert counts.row_lines == 1 and set(rows["kind"]) == {"srun_exit"}
     assert rows["task"].to_list() == tasks  # one row per task: the step's task -> host map
     assert set(rows["host"]) == {host} and set(rows["code"]) == {code}
+
+
+# NCCL's WARN line as src/debug.cc prints it ("[%F %T] " stamp by default, then "host:pid:tid [dev] file:line", the
+# newest with "(function)"), behind what launchers and container runtimes put before it; NCCL INFO lines stay out
+NCCL_WARNS = [
+    ("[2024-05-02 09:38:51] node03:5120:5171 [0] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer "
+     "node02<38810>", "node03", "peer_error", "2024-05-02 09:38:51"),
+    ("[2024-05-02 09:38:51] node03:5120:5171 [0] misc/socket.cc:538 (socketProgressOpt) NCCL WARN socketProgressOpt: "
+     "Call to recv from 10.9.0.2<38810> failed : Connection reset by peer", "node03", "connection_reset",
+     "2024-05-02 09:38:51"),
+    ("2024-05-02T09:38:51.001125857Z [2024-05-02 11:38:51] node03 [5] misc/socket.cc:46 NCCL WARN NET/IB : "
+     "ibv_poll_cq failed", "node03", "nccl_warn", "2024-05-02 09:38:51"),
+    ("[155] node03:5330:7970 [3] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error Invalid "
+     "argument", "node03", "nccl_warn", None),
+    ("[1,3]<stderr>:node03:5330:7970 [3] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed", None,
+     "nccl_warn", None),
+]
+
+
+@pytest.mark.parametrize("line,host,kind,time", NCCL_WARNS,
+                         ids=["nccl-stamp", "function", "kubectl-stamp", "rank-label", "openmpi-tag"])
+def test_nccl_warn_lines_are_kept_whatever_comes_before_them(tmp_path, line, host, kind, time):
+    path = tmp_path / "slurm-44.out"
+    path.write_text(line + "\n" + line.replace("NCCL WARN", "NCCL INFO") + "\n")
+    rows = parse_file(joblogs.parse, path, "joblogs", IngestOptions(tz="UTC"))[0].tables["job_log_lines"]
+    assert rows.select("line_no", "host", "kind").rows() == [(1, host, kind)]
+    assert (rows["log_time"][0] and rows["log_time"][0].strftime("%Y-%m-%d %H:%M:%S")) == time
 
 
 def test_pytorch_23_traceback_prefix_keeps_its_rank(tmp_path):

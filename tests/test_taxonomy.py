@@ -7,6 +7,8 @@ import polars as pl
 import pytest
 
 from analysis import attribution, warehouse
+from analysis.chain import build_all
+from analysis.ingest import ingest_directory
 from analysis.model import IngestOptions
 from analysis.parsers import joblogs, kernel
 from analysis.taxonomy import TaxonomyError, load
@@ -218,22 +220,71 @@ def test_connection_reset_fires_on_job_logs_and_collectives_not_on_system_noise(
     con.execute("INSERT INTO node_events BY NAME SELECT * FROM noise")
     t0 = datetime(2024, 3, 1, 10)
     nccl = (RESETS / "nccl-pytorch.log").read_text().splitlines()
+    resets = {i + 1 for i, text in enumerate(nccl) if "reset by peer" in text}
+    own = len(nccl) + 1  # the ConnectionResetError's line
     # the collective libraries' lines wherever they land (a service's stdout in syslog), and in a job's output:
     # the lines the job-log parser keeps, plus Python's own ConnectionResetError with no library named
     (tmp_path / "slurm-4242.out").write_text("\n".join(nccl) + "\n")  # a job log names its job
     job = parse_file(joblogs.parse, tmp_path / "slurm-4242.out", "joblogs", host_hint=None)[0].tables["job_log_lines"]
-    assert job["kind"].to_list() == ["exception"]  # the Gloo RuntimeError
+    assert resets <= set(job["line_no"])  # every reset line is kept (test_collective_resets_... reads the rest)
     _events(con, [(t0, "gpu0001", "kernel", "other", None, None, text, None, "gpu0001", "syslog", i + 1)
                   for i, text in enumerate(nccl)]
             + [(t0, "gpu0002", "app", kind, code, None, text, None, None, "slurm-4242.out", no)
                for no, kind, code, text in job.select("line_no", "kind", "code", "message").iter_rows()]
             + [(t0, "gpu0002", "app", "exception", "ConnectionResetError", None,
-                "ConnectionResetError: [Errno 104] Connection reset by peer", None, None, "slurm-4242.out", 9)])
+                "ConnectionResetError: [Errno 104] Connection reset by peer", None, None, "slurm-4242.out", own)])
     attribution.classify_events(con, load())
     got = {(f, n): (rule, cause) for f, n, rule, cause in
            con.execute("SELECT file, line_no, rule, cause FROM classified_events").fetchall()}
     con.close()
     assert not [k for k in got if k[0] in ("linux-xinetd.log", "bgl-ciod.log", "sshd.log")]  # no rule fires on the noise
-    assert {got[("syslog", i + 1)] for i in range(len(nccl))} == {("connection-reset-nccl", "nccl_timeout")}
-    assert got[("slurm-4242.out", 4)][1] == got[("slurm-4242.out", 9)][1] == "nccl_timeout"
-    assert got[("slurm-4242.out", 9)][0] == "connection-reset"
+    assert {got[("syslog", n)] for n in resets} == {("connection-reset-nccl", "nccl_timeout")}
+    assert {got[("slurm-4242.out", n)][1] for n in resets | {own}} == {"nccl_timeout"}
+    assert got[("slurm-4242.out", own)][0] == "connection-reset"
+
+
+# c10d's connect warning (torch/csrc/distributed/c10d/socket.cpp: "... (errno: %d - %s)."), as vllm-project/vllm#3771
+# quotes it with errno 110, here with ECONNRESET
+C10D_CONNECT = ("[W socket.cpp:663] [c10d] The client socket has failed to connect to [gpu002]:29500 "
+                "(errno: 104 - Connection reset by peer).")
+
+
+def test_collective_resets_in_a_job_log_classify_end_to_end(tmp_path):
+    """Ingest -> job_log_events -> classification: the NCCL, c10d and TCPStore lines of a failed job's output
+    (fixtures/connection_reset/nccl-pytorch.log: NCCL WARN lines behind NCCL's own stamp, a container's or a
+    launcher's prefix, PyTorch's echo of NCCL's last error) become NCCL-timeout symptoms; NCCL INFO lines stay
+    out; sshd's and xinetd's resets on the job's node, in the same minutes, explain nothing."""
+    src = tmp_path / "src"
+    for d in ("slurm", "joblogs", "kernel"):
+        (src / d).mkdir(parents=True)
+    (src / "slurm" / "sacct.txt").write_text(
+        "JobID|JobIDRaw|JobName|User|Partition|State|ExitCode|Submit|Start|End|NNodes|AllocTRES|NodeList\n"
+        "4243|4243|train|ana|gpu|FAILED|1:0|2024-03-01T00:59:00|2024-03-01T01:00:00|2024-03-01T02:12:00|1|"
+        "gres/gpu=8,node=1|gpu001\n")
+    log = (RESETS / "nccl-pytorch.log").read_text().splitlines() + [C10D_CONNECT]
+    (src / "joblogs" / "slurm-4243.out").write_text("\n".join(log) + "\n")
+    for name in ("sshd.log", "linux-xinetd.log"):  # sshd's on gpu001 at 02:10, within the job's window
+        (src / "kernel" / name).write_bytes((RESETS / name).read_bytes())
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    assert {o.status for o in ingest_directory(con, src, IngestOptions(syslog_year=2024)).outcomes} == {"ok"}
+    build_all(con, load())
+    kept = dict(con.execute("SELECT line_no, kind FROM job_log_lines").fetchall())
+    events = {n: (host, kind) for n, host, kind in con.execute(
+        "SELECT line_no, host, kind FROM node_events WHERE source = 'app' AND job_id = '4243'").fetchall()}
+    got = {(f.rsplit("/", 1)[-1], n): (rule, cause, severity) for f, n, rule, cause, severity in con.execute(
+        "SELECT file, line_no, rule, cause, severity FROM classified_events").fetchall()}
+    noise = con.execute("SELECT count(*) FROM node_events WHERE source <> 'app' AND message LIKE '%reset by peer%'"
+                        ).fetchall()[0][0]
+    con.close()
+    info = {i + 1 for i, text in enumerate(log) if " NCCL INFO " in text}
+    resets = {i + 1 for i, text in enumerate(log) if "reset by peer" in text}
+    assert len(info) == 3 and not info & set(kept)  # NCCL INFO chatter stays out, "Last error:" too
+    assert set(kept) == set(range(1, len(log) + 1)) - info - {log.index("Last error:") + 1}
+    assert {kept[n] for n in resets} == {"connection_reset", "exception"}  # the Gloo RuntimeError stays one
+    assert {kept[n] for n in (5, 9, 11)} == {"nccl_warn"}  # after NCCL's own stamp and a [155] label too
+    assert events.keys() == kept.keys() and {h for h, _ in events.values()} == {"gpu001"}  # job_log_events
+    job = {n: v for (f, n), v in got.items() if f == "slurm-4243.out"}
+    assert {job[n] for n in resets} == {("connection-reset", "nccl_timeout", "warning")}
+    assert {job[n] for n in (14, 15)} == {("app-nccl-error", "nccl_timeout", "warning")}  # ncclRemoteError
+    assert {job[n] for n in (5, 9, 11)} == {("app-nccl-warn", "nccl_timeout", "info")}
+    assert noise == 4 and not [k for k in got if k[0] in ("sshd.log", "linux-xinetd.log")]

@@ -10,7 +10,8 @@ Prefixes are peeled off first, in the order launchers stack them: ``srun
 --label`` (``12: ``), pdsh/DeepSpeed (``vm-07-05: ``; a host prefix must hold a
 digit, so ``ValueError: ...`` is not one), torchrun's ``--tee`` (``[default3]:``: the
 worker's *local* rank), PyTorch's ``[rank3]:`` (global rank), then NCCL's ``host:pid:tid [cudaDev]`` (with the optional
-``file.cc:123`` of NCCL >= 2.19). What is left is classified:
+``file.cc:123`` of NCCL >= 2.19, and the ``[YYYY-MM-DD hh:mm:ss]`` stamp recent NCCL puts before its WARN lines by
+default). What is left is classified:
 
   watchdog_timeout  [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=..., OpType=..., ..., Timeout(ms)=...) ran for ... milliseconds
   watchdog_position [PG 0 Rank 3] Timeout at NCCL work: N, last enqueued NCCL work: M, last completed NCCL work: K
@@ -18,6 +19,8 @@ worker's *local* rank), PyTorch's ``[rank3]:`` (global rank), then NCCL's ``host
   peer_error        NET/IB : Got completion from peer <ip><port> with error|status=N ... (a transport error naming a peer)
   nccl_error        ncclRemoteError / ncclSystemError / ncclInternalError / NCCL error / DistBackendError / communicator aborted
   cuda_error        CUDA error: ..., CUBLAS_STATUS_*, uncorrectable ECC error
+  connection_reset  "Connection reset by peer" from NCCL (WARN socketProgressOpt), c10d (TCPStore, socket.cpp,
+                    ProcessGroupNCCL) or Gloo, when not the last line of a traceback (that stays an exception)
   exception         the last line of a Python traceback (``ValueError: ...``)
   srun_exit         srun: error: <host>: task(s) <ids>: Exited with exit code N | Killed | ...: one row per task
                     ("tasks 0-3,8": 0, 1, 2, 3, 8), the task -> host map of the step
@@ -25,7 +28,8 @@ worker's *local* rank), PyTorch's ``[rank3]:`` (global rank), then NCCL's ``host
   nccl_init         NCCL INFO ... rank R nranks N cudaDev D ... (rank -> host, with the NCCL prefix)
   rank_map          DeepSpeed's global_rank_mapping={'host': [0, 1, ...], ...}: one row per rank
   progress          Megatron's " iteration   N/   M |" lines (time of the last progress, C4 detection)
-  nccl_warn         any other NCCL WARN line (mostly harmless: kept, classified info)
+  nccl_warn         any other NCCL WARN line (mostly harmless: kept, classified info), whatever a launcher or
+                    container put before it
   elastic_failure   torchrun's ChildFailedError block, one row per field line (code = the field): each
                     failed worker's "time : 2024-03-05_14:22:31", "host : <fqdn>", "rank : R (local_rank: L)",
                     "exitcode : C (pid: P)", and the "Failures:" / "Root Cause (first observed failure):"
@@ -74,8 +78,8 @@ ELASTIC_HEADERS = {"Failures:": "failures", "Root Cause (first observed failure)
 ELASTIC_FIELD = r"^\s*(time|host|rank|exitcode)\s+: \S"
 MAX_TASK_SPAN = 4096  # tasks an srun error line may name on one host
 # a line worth a closer look holds one of these (literal, case-sensitive)
-TOKENS = ["NCCL", "Watchdog", "watchdog", "peer", "nranks", "global_rank_mapping", "srun: error", "slurmstepd",
-          "CUDA", "CUBLAS_STATUS", "CUDNN_STATUS", "ECC", "iteration", "Error", "Exception", "Interrupt", "Exit",
+TOKENS = ["NCCL", "Watchdog", "watchdog", "peer", "remote process exited", "nranks", "global_rank_mapping",
+          "srun: error", "slurmstepd", "CUDA", "CUBLAS_STATUS", "CUDNN_STATUS", "ECC", "iteration", "Error", "Exception", "Interrupt", "Exit",
           "Failure", *ELASTIC_FIELDS, "Root Cause (first observed failure)"]
 # the prefixes launchers stack, outermost first, each optional: srun --label, pdsh/DeepSpeed host
 # (must hold a digit: "ValueError: " is not a host), torchrun's [defaultN]:, PyTorch's [rankN]:
@@ -84,7 +88,11 @@ TOKENS = ["NCCL", "Watchdog", "watchdog", "peer", "nranks", "global_rank_mapping
 PREFIXES = (r"^(?:\s*\d+: )?(?:[A-Za-z0-9][A-Za-z0-9.-]*\d[A-Za-z0-9.-]*: )?(?:\[default\d+\]:)?\s*(?:\[rank\d+\]: ?)?")
 PREFIX_PARTS = (r"^(?:\s*(?P<label>\d+): )?(?:(?P<phost>[A-Za-z0-9][A-Za-z0-9.-]*\d[A-Za-z0-9.-]*): )?"
                 r"(?:\[default(?P<plocal>\d+)\]:)?\s*(?:\[rank(?P<prank>\d+)\]: ?)?$")
-NCCL = (r"^(?P<nhost>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:[\w./-]+:\d+ )?"
+# NCCL's prefix, after what may come before it: a container runtime's ISO stamp (kubectl logs --timestamps), then
+# NCCL's own "[%F %T] " (NCCL_DEBUG_TIMESTAMP_FORMAT; on WARN lines by default in recent NCCL) or a launcher's
+# "[155] " label; "(function)" after file.cc:line in the newest NCCL; some builds print the host without :pid:tid
+NCCL = (r"^(?:\d{4}-\d\d-\d\dT\S+ )?(?:\[[^\]]*\] )?"
+        r"(?P<nhost>[^\s:\[]+)(?::(?P<pid>\d+):(?P<tid>\d+))? \[(?P<dev>\d+)\] (?:[\w./-]+:\d+ )?(?:\(\w+\) )?"
         r"NCCL (?P<level>INFO|WARN|TRACE|ABORT) ?(?P<nmsg>.*)$")
 TIME_BRACKET = r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[.,](\d+))?\]"
 TIME_BRACKET_TEXT = r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]"
@@ -92,6 +100,12 @@ TIME_ISO = r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s"
 # (PyTorch's c10 logger does not pad the month: E318 is March 18, E1206 December 6)
 TIME_GLOG = r"^\[?[EWIF](\d{1,2})(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)"
 NCCL_ERRORS = ["ncclRemoteError", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError", "ncclInvalidUsage"]
+# ncclGetErrorString(ncclRemoteError): how PyTorch and others report it without naming the code
+REMOTE_ERROR = "remote process exited or there was a network error"
+# a "Connection reset by peer" line naming one of these is a collective library's (socketProgress: NCCL's socket
+# code, which PyTorch repeats under "Last error:" without naming NCCL)
+COLLECTIVES = ["NCCL", "nccl", "c10d", "TCPStore", "ProcessGroup", "gloo", "Gloo", "torch.distributed",
+               "socketProgress"]
 EXCEPTION = r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s.*|:?$)"
 PROGRESS = r"(?:^|\] )\s*iteration\s+\d+/\s*\d+ \|"
 
@@ -194,10 +208,13 @@ def _kinds(msg: pl.Expr, level: pl.Expr) -> pl.Expr:
         ("rank_map", has("global_rank_mapping=")),
         ("step_cancelled", msg.str.starts_with("slurmstepd") & has(" CANCELLED AT ")),
         ("srun_exit", msg.str.starts_with("srun: error: ") & has(": task")),
-        ("nccl_error", msg.str.contains_any([*NCCL_ERRORS, "DistBackendError", "NCCL error",
+        ("nccl_error", msg.str.contains_any([*NCCL_ERRORS, "DistBackendError", "NCCL error", REMOTE_ERROR,
                                              "NCCL communicator was aborted"])),
         ("cuda_error", msg.str.contains_any(["CUDA error: ", "CUBLAS_STATUS_", "CUDNN_STATUS_",
                                              "uncorrectable ECC error"])),
+        # an NCCL line (level) or one naming a collective library; a traceback's last line stays an exception
+        ("connection_reset", has("reset by peer") & (level.is_not_null() | msg.str.contains_any(COLLECTIVES))
+         & ~has("Error: ")),
         # before exception?: "Failures:" is no exception
         ("elastic_failure?", msg.str.contains_any(ELASTIC_FIELDS) | msg.str.strip_chars().is_in(list(ELASTIC_HEADERS))),
         ("progress?", has("iteration ")),
@@ -239,7 +256,10 @@ def _rows(kept: pl.DataFrame, tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
              .with_columns(label=p.struct.field("label"), phost=p.struct.field("phost"),
                            prank=p.struct.field("prank"), plocal=p.struct.field("plocal"),
                            rest=text.str.slice(pl.col("prefix").str.len_chars()))
-             .with_columns(nhost=n.struct.field("nhost"), level=n.struct.field("level"),
+             # an NCCL WARN line whose prefix is not NCCL's (a launcher's or a logger's before it) is still one
+             .with_columns(nhost=n.struct.field("nhost"),
+                           level=pl.coalesce([n.struct.field("level"), pl.when(pl.col("rest").str.contains(
+                               "NCCL WARN ", literal=True)).then(pl.lit("WARN"))]),
                            msg=pl.coalesce([n.struct.field("nmsg"), pl.col("rest")]))
              .with_columns(kind=_kinds(pl.col("msg"), pl.col("level"))).filter(pl.col("kind").is_not_null())
              .with_columns(stamp=STAMP).collect())
