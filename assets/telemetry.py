@@ -36,15 +36,24 @@ def machine_alerts(warehouse: Warehouse, telemetry_settings: TelemetrySettings) 
 
 
 @asset(deps=[machine_alerts, "failure_attribution"], group_name="telemetry",
-       description="detector_evaluation: each method's job-level precision, recall, F1 and lead time, against "
-                   "the hosts attribution blamed from evidence other than telemetry.")
+       description="A detector trained this run has its metrics ranked on windows this run's attribution labels "
+                   "(the order saved with it, its alerts' metric_rank updated); then detector_evaluation: each "
+                   "method's job-level precision, recall, F1 and lead time, against the hosts attribution blamed "
+                   "from evidence other than telemetry.")
 @unless_unchanged
 @withheld_on_error
-def detector_evaluation(warehouse: Warehouse) -> MaterializeResult:
+def detector_evaluation(warehouse: Warehouse, telemetry_settings: TelemetrySettings) -> MaterializeResult:
     from analysis.telemetry import run as telemetry_run
 
+    s = telemetry_settings
     with warehouse.connect() as con:
+        # ranked here, after attribution, not when trained: a nightly and a fresh run see the same labels
+        priority = telemetry_run.rank_metrics(con, s.config(), Path(warehouse.db_path).resolve().parent / "models",
+                                              s.cadence(warehouse.db_path).scope)
         ev = telemetry_run.evaluate_against_attribution(con)
+    ranked = {} if priority is None else {"metric_priority": ", ".join(priority)}
     if ev is None:
-        return MaterializeResult(metadata={"skipped": "no telemetry job that completed or was blamed on a host"})
-    return MaterializeResult(metadata={f"f1_{r['method']}": round(r["f1"], 3) for r in ev.iter_rows(named=True)})
+        return MaterializeResult(metadata={**ranked,
+                                           "skipped": "no telemetry job that completed or was blamed on a host"})
+    return MaterializeResult(metadata={**ranked, **{f"f1_{r['method']}": round(r["f1"], 3)
+                                                    for r in ev.iter_rows(named=True)}})

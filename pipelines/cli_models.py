@@ -119,7 +119,8 @@ def _telemetry(con, db: Path, retrain: frozenset, alone: bool) -> None:
     fingerprints.forget_steps(con, ["machine_alerts"])  # its tables are this command's now: the next run rebuilds
     click.echo(_state("Telemetry detector", result.model))
     click.echo(f"  saved: {result.model_path}; scored {result.jobs} job(s), {result.machine_hours:,.1f} machine-hours "
-               "of telemetry. Attribution and the blocklist read its alerts at the next `goodput run`.")
+               "of telemetry. Attribution and the blocklist read its alerts, and its metrics are ranked on what "
+               "attribution then blames, at the next `goodput run`.")
 
 
 def _print_models(result, db: Path) -> None:

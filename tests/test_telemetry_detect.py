@@ -1,4 +1,5 @@
 """Faulty machines from telemetry (Minder and the methods beside it) on the simulator's per-job telemetry."""
+import json
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -224,7 +225,30 @@ def test_detection_over_the_warehouse_feeds_attribution(tmp_path):
         assert minder.filter((pl.col("job_id") == j) & (pl.col("host") == host) & (pl.col("confirmed_at") < at)).height
     # attribution takes a completed job as healthy: the slow machines Minder finds there count as false alarms
     assert ev["minder"]["false_alarms"] >= len(slow)
+    # the detector was trained unranked; once attribution is built its metrics are ranked (once), the order
+    # saved with it and its alerts' metric_rank following it
+    assert json.loads(again.model_path.with_suffix(".json").read_text())["ranked"] is False
+    priority = telemetry_run.rank_metrics(con, CFG, tmp_path / "models")
+    meta = json.loads(again.model_path.with_suffix(".json").read_text())
+    assert meta["ranked"] and meta["priority"] == priority and sorted(priority) == sorted(meta["metrics"])
+    ranks = con.sql("SELECT metric, metric_rank FROM machine_alerts WHERE model_version = $v",
+                    params={"v": again.model_version}).fetchall()
+    assert ranks and all(r == (priority.index(m) if m in priority else len(priority)) for m, r in ranks)
+    assert telemetry_run.rank_metrics(con, CFG, tmp_path / "models") is None
     con.close()
+
+
+def test_alert_events_are_numbered_whatever_order_the_alerts_come_in():
+    """A job's Minder alerts become node events numbered by time, host and metric, not by the metric
+    priority they were found in (ranked after them): the same alerts give the same node events."""
+    from analysis.telemetry.run import ALERT_SCHEMA, alert_events
+
+    t = datetime(2024, 3, 3, 6, 30)
+    alerts = pl.DataFrame([{"job_id": "7", "instance": 0, "host": "gpu01", "metric": m, "method": "minder",
+                            "window_start": t, "confirmed_at": t, "score": 9.0, "metric_rank": r}
+                           for r, m in enumerate(["node_cpu_util_percent", "DCGM_FI_DEV_GPU_UTIL"])], schema=ALERT_SCHEMA)
+    events = [alert_events(a, "v1").sort("line_no") for a in (alerts, alerts.reverse())]
+    assert events[0].equals(events[1]) and events[0]["line_no"].to_list() == [1, 2]
 
 
 @pytest.mark.parametrize("fault, expect", [

@@ -118,7 +118,8 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
         stage(con, staged)
         staged = pending.staged_metrics(con, staged)
         judge = pending.among(staged, recent, new) if split is None else pending.among(staged, judge)
-        models, meta = _train(con, cfg, healthy, train_pool, epochs, definition, fp, data_to, cadence)
+        models, meta = _train(con, cfg, healthy, train_pool if split is not None else None, epochs, definition, fp,
+                              data_to, cadence)
         meta["metric_set"] = saved.metric_set(pending.job_metrics(staged), pool_keys)
         version, path = saved.save(models, model_dir, meta) if model_dir else \
             (f"{meta['trained_to']:%Y%m%dT%H%M%S}", None)
@@ -146,14 +147,15 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
                         models.suspects, state, float(hours or 0.0))
 
 
-def _train(con, cfg: DetectConfig, healthy: pl.DataFrame, pool: pl.DataFrame, epochs: int, definition: dict,
+def _train(con, cfg: DetectConfig, healthy: pl.DataFrame, pool: pl.DataFrame | None, epochs: int, definition: dict,
            fp: str, data_to: datetime, cadence: Cadence) -> tuple[Models, dict]:
-    """Train on the healthy jobs' frames (their telemetry staged); the metric ranking's labels come
-    from ``pool``."""
+    """Train on the healthy jobs' frames (their telemetry staged). With ``pool`` (a held-out evaluation)
+    the metrics are ranked now on its jobs' labelled windows; without, in the paper's order until
+    rank_metrics ranks them after this run's attribution (``ranked`` False in the model's JSON)."""
     train_frames = [f for f in (job_frame(con, j, cfg) for j in healthy.iter_rows(named=True)) if f is not None]
-    labelled = labelled_windows(con, pool, train_frames, cfg)
+    labelled = labelled_windows(con, pool, train_frames, cfg) if pool is not None else None
     models = train.train(train_frames, cfg, epochs=epochs, labelled=labelled)
-    meta = {**cadence_mod.common_meta("telemetry", fp, definition, data_to, cadence),
+    meta = {**cadence_mod.common_meta("telemetry", fp, definition, data_to, cadence), "ranked": pool is not None,
             "trained_from": healthy["start_time"].min(), "trained_to": healthy["end_time"].max(),
             "train_jobs": len(train_frames), "window_s": cfg.frame.window_s, "stride_s": cfg.frame.stride_s,
             "interval_s": cfg.frame.interval_s, "continuity_s": cfg.continuity_s, "epochs": epochs,
@@ -183,15 +185,51 @@ def _score(con, models: Models, judge: pl.DataFrame, cfg: DetectConfig, progress
     return table, link_table
 
 
+def rank_metrics(con: duckdb.DuckDBPyConnection, cfg: DetectConfig, model_dir: Path | None,
+                 scope: str | None = None) -> list[str] | None:
+    """Minder's metric priority for this warehouse's latest detector when it was trained unranked (``ranked``
+    false in its JSON), run once attribution is built: a decision tree (train.rank) on the windows of its
+    training jobs (normal) and of the failed jobs of its lookback that attribution blamed on a machine from
+    other evidence (labelled_windows); the paper's order without such a job. The order is saved with the
+    model and its alerts' metric_rank follow it. Ranked at training instead, a nightly would learn from
+    the previous run's attribution, which a fresh run over the same files does not have yet: here both
+    see this run's. None when there is nothing to rank."""
+    last = cadence_mod.latest(model_dir, saved.PREFIX, scope)
+    if last is None or last[0].get("ranked", True) or not all(
+            sql.scalar(con, "table_exists", [t]) for t in ("telemetry_jobs", "failure_attribution")):
+        return None
+    meta, path = last
+    lookback, data_to = meta["definition"]["lookback_days"], datetime.fromisoformat(meta["data_to"])
+    jobs = sql.query(con, "telemetry_training_pool", {"data_to": data_to})  # what training chose from
+    recent = jobs if lookback is None else jobs.filter(pl.col("end_time") >= data_to - timedelta(days=lookback))
+    healthy = jobs.filter(pl.col("state") == "COMPLETED").tail(meta["definition"]["max_train_jobs"])
+    priority, blamed = train.default_priority(meta["metrics"]), _blamed(con, recent)
+    if blamed.height:
+        stage(con, pending.among(jobs, healthy, blamed))
+        normal = [f for f in (job_frame(con, j, cfg) for j in healthy.iter_rows(named=True)) if f is not None]
+        labelled = labelled_windows(con, recent, normal, cfg)
+        if labelled:
+            priority = train.rank(labelled, saved.load_suspects(meta), meta["metrics"], cfg)
+    saved.ranked(path, priority)
+    sql.run(con, "rank_machine_alerts", {"version": meta["version"], "priority": priority})
+    return priority
+
+
+def _blamed(con, jobs: pl.DataFrame) -> pl.DataFrame:
+    """The failed jobs among ``jobs`` attribution blamed on a machine from other evidence, with the host
+    and the event's time."""
+    return jobs.join(sql.query(con, "telemetry_blamed_hosts"), on=["job_id", "instance"]).filter(
+        pl.col("state") != "COMPLETED")
+
+
 def labelled_windows(con, jobs: pl.DataFrame, healthy: list[frames.JobFrame], cfg: DetectConfig,
                      lead_s: int = 600) -> tuple[list, list] | None:
     """Windows to rank the metrics on (Minder's decision tree): the completed jobs' windows are normal;
-    in a failed job that attribution blamed on a machine from other evidence (the last run's), the
-    windows of the lead_s before the blamed event are abnormal. None before any such job exists."""
+    in a failed job that attribution blamed on a machine from other evidence, the windows of the lead_s
+    before the blamed event are abnormal (their telemetry staged). None before any such job exists."""
     if not sql.scalar(con, "table_exists", ["failure_attribution"]):
         return None
-    blamed = jobs.join(sql.query(con, "telemetry_blamed_hosts"), on=["job_id", "instance"]).filter(
-        pl.col("state") != "COMPLETED")
+    blamed = _blamed(con, jobs)
     faulty, labels = [], []
     for job in blamed.iter_rows(named=True):
         frame = job_frame(con, job, cfg)
@@ -210,7 +248,8 @@ def labelled_windows(con, jobs: pl.DataFrame, healthy: list[frames.JobFrame], cf
 
 def alert_events(alerts: pl.DataFrame, version: str) -> pl.DataFrame:
     """Confirmed Minder alerts as node_events rows (source telemetry, kind machine_outlier, code = family)."""
-    minder = alerts.filter(pl.col("method") == "minder").sort("confirmed_at", "job_id", "host")
+    # line numbers follow the alerts, not the metric priority they were found in (it is ranked after them)
+    minder = alerts.filter(pl.col("method") == "minder").sort("confirmed_at", "job_id", "host", "metric")
     return minder.select(
         event_time=pl.col("confirmed_at"), host=pl.col("host"), source=pl.lit("telemetry"),
         kind=pl.lit("machine_outlier"), code=pl.col("metric").map_elements(family, return_dtype=pl.Utf8),

@@ -74,9 +74,21 @@ def load(meta: dict, json_path: Path) -> Models:
         integrated.load_state_dict(state["integrated"])
         integrated.eval()
     thresholds = {tuple(k.split(":", 1)): float(v) for k, v in meta["thresholds"].items()}
-    suspects = [tuple(s.split(":", 1)) for s in meta["suspects"]]
     return Models(list(meta["metrics"]), per_metric, integrated, thresholds, list(meta["priority"]),
-                  int(meta.get("window", 0)), suspects)
+                  int(meta.get("window", 0)), load_suspects(meta))
+
+
+def load_suspects(meta: dict) -> list[tuple[str, str]]:
+    return [tuple(s.split(":", 1)) for s in meta["suspects"]]
+
+
+def ranked(json_path: Path, priority: list[str]) -> None:
+    """The metric priority ranked after training (run.rank_metrics) into the model's JSON, marked ranked.
+    The version does not change: it names what was trained, and the order follows from it and the data."""
+    meta = json.loads(json_path.read_text())
+    tmp = json_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({**meta, "priority": priority, "ranked": True}, indent=2, default=str) + "\n")
+    tmp.replace(json_path)
 
 
 def metric_set(per_job: dict, keys: list[str]) -> list[str] | None:

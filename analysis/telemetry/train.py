@@ -90,11 +90,17 @@ def train(frames: list[JobFrame], cfg: DetectConfig = DetectConfig(), epochs: in
             suspects |= {(frames[j].job_id, frames[j].hosts[h]) for j, h in tops}
     models.suspects = sorted(suspects)
     if labelled:
-        flagged = {job for job, _ in suspects}
-        keep = [i for i, (f, lab) in enumerate(zip(*labelled)) if lab.any() or f.job_id not in flagged]
-        models.priority = priority_from_labels([labelled[0][i] for i in keep], [labelled[1][i] for i in keep],
-                                               metrics, cfg)
+        models.priority = rank(labelled, models.suspects, metrics, cfg)
     return models
+
+
+def rank(labelled: tuple[list[JobFrame], list[np.ndarray]], suspects: list, metrics: list[str],
+         cfg: DetectConfig) -> list[str]:
+    """The metric priority from labelled windows, leaving out the unlabelled windows of the jobs whose
+    machine a threshold left out as a suspect (they may not be normal)."""
+    flagged = {str(job) for job, _ in suspects}
+    keep = [i for i, (f, lab) in enumerate(zip(*labelled)) if lab.any() or str(f.job_id) not in flagged]
+    return priority_from_labels([labelled[0][i] for i in keep], [labelled[1][i] for i in keep], metrics, cfg)
 
 
 def sustained(scores: np.ndarray, k: int) -> np.ndarray:
