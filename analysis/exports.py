@@ -111,16 +111,19 @@ def slurm_out_of_service(con: duckdb.DuckDBPyConnection, as_of: datetime) -> pl.
     return sql.query(con, "export_slurm_out_of_service", {"as_of": as_of})
 
 
-def _with_slurm(actions: pl.DataFrame, slurm: pl.DataFrame | None) -> pl.DataFrame:
-    """actions with slurm_state and slurm_reason: set when Slurm already has the node drained or down."""
+def with_slurm(actions: pl.DataFrame, slurm: pl.DataFrame | None) -> pl.DataFrame:
+    """actions with slurm_state and slurm_reason (set when Slurm already has the node drained or down) and
+    left_alone: a drain that drain.sh leaves to Slurm, so the reason Slurm has stays. The one rule drain.sh,
+    blocklist.json and the report's node-action table read."""
     slurm = slurm if slurm is not None else pl.DataFrame(schema={"host": pl.Utf8, "state": pl.Utf8, "reason": pl.Utf8})
-    return actions.join(slurm.select("host", slurm_state="state", slurm_reason="reason"), on="host", how="left")
+    return (actions.join(slurm.select("host", slurm_state="state", slurm_reason="reason"), on="host", how="left")
+            .with_columns(left_alone=pl.col("action").is_in(DRAIN_ACTIONS) & pl.col("slurm_state").is_not_null()))
 
 
 def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: LadderConfig,
                    slurm: pl.DataFrame | None = None) -> dict:
     entries = []
-    for r in _with_slurm(_safe(actions), slurm).iter_rows(named=True):
+    for r in with_slurm(_safe(actions), slurm).iter_rows(named=True):
         entries.append({
             "host": r["host"], "action": r["action"], "reason": r["reason"] or "", "cause": r["cause"] or "",
             "score": float(min(max(r["score"] or 0.0, 0.0), 1.0)), "since": _iso(r["since"]), "expires": _iso(r["expires"]),
@@ -142,19 +145,19 @@ def drain_reason(action: str, cause: str, score: float) -> str:
 def drain_script(actions: pl.DataFrame, header: str, slurm: pl.DataFrame | None = None) -> str:
     """scontrol lines, one per action and reason with the hosts as a hostlist, drain_now first; a
     comment line per node Slurm already has drained or down, which the script leaves alone."""
-    drains = _with_slurm(_safe_drains(actions), slurm)
+    drains = with_slurm(_safe_drains(actions), slurm)
     lines = ["#!/usr/bin/env bash", *[f"# {h}" for h in header.splitlines()],
              "# goodput never runs this file: review it, then run it as a Slurm operator.",
              "# drain_after_job: State=DRAIN: no new job starts on these nodes; the running ones run to completion.",
              "# drain_now: State=DOWN: Slurm also stops the jobs running on them now (scontrol(1): \"Stop all running",
              "# and suspended jobs\"); write State=DRAIN instead to let those jobs finish.",
              "set -euo pipefail", ""]
-    left = drains.filter(pl.col("slurm_state").is_not_null()).sort("host")
+    left = drains.filter(pl.col("left_alone")).sort("host")
     for r in left.iter_rows(named=True):
         said = _CONTROL.sub(" ", r["slurm_reason"] or "")[:200]
         lines.append(f"# left alone: {r['host']} is already {_CONTROL.sub(' ', r['slurm_state'])} in Slurm"
                      f"{f' (reason: {said})' if said else ''}; goodput would {r['action']} it ({r['cause'] or 'unknown'})")
-    grouped = (drains.filter(pl.col("slurm_state").is_null())
+    grouped = (drains.filter(~pl.col("left_alone"))
                .with_columns(reason=pl.struct("action", "cause", "score").map_elements(
                    lambda s: drain_reason(s["action"], s["cause"] or "unknown", s["score"] or 0.0), return_dtype=pl.Utf8))
                .group_by("action", "reason").agg(pl.col("host"))
@@ -180,7 +183,7 @@ def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by
              "blocklist.json": out_dir / "blocklist.json"}
     hostlist = compress_hostlist(drains["host"].to_list())
     paths["blocklist.txt"].write_text(hostlist + "\n" if hostlist else "")
-    already = 0 if slurm is None else drains.join(slurm, on="host", how="semi").height
+    already = int(with_slurm(drains, slurm)["left_alone"].sum())
     header = (f"Made by {made_by}\nas of {_iso(as_of)}: {drains.height} node(s) to drain"
               + (f", {already} of them already drained or down in Slurm (left alone)" if already else ""))
     paths["drain.sh"].write_text(drain_script(actions, header, slurm))

@@ -18,7 +18,7 @@ from analysis import ettr, sql
 from analysis.metrics import PROJECTION_GPUS, fleet_gpus_per_node
 from analysis.taxonomy import cause_label, load as load_taxonomy
 from analysis.criteria.learn import CriteriaConfig
-from analysis.exports import DRAIN_ACTIONS
+from analysis.exports import DRAIN_ACTIONS, slurm_out_of_service, with_slurm
 from analysis.hosts import compress_hostlist
 from reports import charts
 
@@ -180,13 +180,15 @@ def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:
         return None
     q = lambda name: sql.query(con, f"report_{name}")  # noqa: E731
     actions, lemons = q("node_actions"), q("lemons")
+    # the nodes Slurm already has drained: the table says what drain.sh does with them, by the exports' rule
+    actions = with_slurm(actions, slurm_out_of_service(con, actions["as_of"][0]) if actions.height else None)
     drains = actions.filter(pl.col("action").is_in(DRAIN_ACTIONS))["host"].to_list()
     risk = q("risk") if "node_risk" in present else pl.DataFrame()
     return {
         "as_of": lemons["as_of"][0] if lemons.height else None,
         "method": lemons["method"][0] if lemons.height else None,
         "lemons": lemons.to_dicts(), "evaluation": q("model_evaluation").to_dicts(), "min_held_out": MIN_HELD_OUT,
-        "counts": dict(actions.group_by("action").len().iter_rows()),
+        "counts": dict(actions.group_by("action").len().iter_rows()), "left_alone": int(actions["left_alone"].sum()),
         "actions": actions.head(20).to_dicts(), "more_actions": max(actions.height - 20, 0),
         "drain_hostlist": compress_hostlist(drains),
         "plan": q("validation_plan").row(0, named=True) if "validation_plan" in present else None,

@@ -32,7 +32,7 @@ WITH crit AS (
     WHERE source = 'health' AND lower(severity) IN ('ok', 'pass', 'passed', 'info', 'success')
       AND event_time >= $as_of - to_days($expiry_days) AND event_time < $as_of AND host IN (SELECT host FROM crit)
 ), out_of_service AS (
-    SELECT host, time_start, time_end, state FROM node_state_periods
+    SELECT host, time_start, time_end, state FROM node_states
     WHERE (state LIKE '%DRAIN%' OR state LIKE 'DOWN%' OR state LIKE '%FAIL%') AND host IN (SELECT host FROM crit)
 ), restarts AS (
     SELECT host, event_time AS t, 'rebooted' AS how FROM node_events

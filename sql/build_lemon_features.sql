@@ -30,7 +30,7 @@ WITH hosts AS (
     -- periods overlapping the window: a node down since before it is out for all of it
     SELECT g.host, g.as_of, count(*) FILTER (WHERE p.time_start >= g.w_start) AS n,
            sum(date_diff('second', greatest(p.time_start, g.w_start), least(coalesce(p.time_end, g.as_of), g.as_of))) / 3600.0 AS hours
-    FROM grid g JOIN node_state_periods p ON p.host = g.host AND p.time_start < g.as_of
+    FROM grid g JOIN node_states p ON p.host = g.host AND p.time_start < g.as_of
                                            AND coalesce(p.time_end, g.as_of) > g.w_start
     WHERE (p.state LIKE '%DRAIN%' OR p.state LIKE 'DOWN%' OR p.state LIKE '%FAIL%') AND coalesce(p.reason, '') NOT ILIKE 'maintenance%'
     GROUP BY ALL

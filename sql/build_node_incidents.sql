@@ -25,7 +25,7 @@ WITH ev AS (
            bool_and(transient) AS transient, list(DISTINCT cause ORDER BY cause) AS causes
     FROM numbered GROUP BY host, n
 ), drains AS (
-    SELECT host, time_start, time_end, state, reason FROM node_state_periods
+    SELECT host, time_start, time_end, state, reason FROM node_states
     WHERE (state LIKE '%DRAIN%' OR state LIKE 'DOWN%' OR state LIKE '%FAIL%') AND coalesce(reason, '') NOT ILIKE 'maintenance%'
     -- the ASOF joins take one row per start: of two starting together, always the same one
     QUALIFY row_number() OVER (PARTITION BY host, time_start ORDER BY file, line_no) = 1

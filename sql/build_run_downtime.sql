@@ -24,7 +24,7 @@ WITH inst AS (
 ), blamed AS (
     SELECT job_id, instance, host FROM failure_attribution WHERE is_primary AND host IS NOT NULL
 ), drains AS (
-    SELECT host, time_start FROM node_state_periods WHERE state LIKE '%DRAIN%' OR state LIKE 'DOWN%'
+    SELECT host, time_start FROM node_states WHERE state LIKE '%DRAIN%' OR state LIKE 'DOWN%'
 ), progress AS (
     SELECT i.job_id, i.instance, max(l.log_time) AS last_progress
     FROM interrupted i JOIN job_log_lines l ON l.job_id = i.job_id AND l.kind = 'progress'

@@ -6,9 +6,11 @@ WITH days AS (
 ), prev7 AS (
     SELECT avg(goodput) AS g FROM days
     WHERE day <= $day::TIMESTAMP - INTERVAL 7 DAY AND day > $day::TIMESTAMP - INTERVAL 14 DAY
+), ended AS (  -- runs as the report's day knows them: ended by its end (as the ETTR chart has them)
+    SELECT * FROM job_run_ettr WHERE last_end < $day::TIMESTAMP + INTERVAL 1 DAY
 ), largest AS (
-    SELECT median(ettr) AS ettr, count(*) AS runs, min(n_gpus) AS min_gpus FROM job_run_ettr
-    WHERE n_gpus >= (SELECT greatest(64, quantile_disc(n_gpus, 0.99)) FROM job_run_ettr) AND scheduled_s >= 6 * 3600
+    SELECT median(ettr) AS ettr, count(*) AS runs, min(n_gpus) AS min_gpus FROM ended
+    WHERE n_gpus >= (SELECT greatest(64, quantile_disc(n_gpus, 0.99)) FROM ended) AND scheduled_s >= 6 * 3600
 ), infra AS (
     SELECT count(*) AS jobs, coalesce(sum(lost_gpu_hours), 0) AS lost FROM goodput_losses l
     WHERE l.infra AND l.end_time < $day::TIMESTAMP + INTERVAL 1 DAY

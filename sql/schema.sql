@@ -98,10 +98,18 @@ ALTER TABLE node_events ADD COLUMN IF NOT EXISTS peer VARCHAR;
 -- The report's one job-size bucket (Meta §III, Fig. 7: MTTF by job size, GPUs rounded up to the next multiple
 -- of 8): every chart and table by size (goodput_losses, mttf_by_job_size, the runs' ETTR) uses it.
 CREATE OR REPLACE MACRO size_bucket(n_gpus) AS (8 * ceil(greatest(n_gpus, 1) / 8.0))::BIGINT;
+-- node_state_periods keeps every dump's rows (file, line_no: every line accounted for), but sacctmgr lists every
+-- event overlapping the window asked for, so an event open across midnight is in two daily dumps. node_states:
+-- each event once (same host, start, state and reason), from the record that knows its end, else the newest
+-- dump. Whatever counts or times node states reads this view, never the raw table.
+CREATE OR REPLACE VIEW node_states AS
+SELECT p.* FROM node_state_periods p LEFT JOIN ingested_files f ON f.path = p.file
+QUALIFY row_number() OVER (PARTITION BY p.host, p.time_start, p.state, p.reason
+                           ORDER BY p.time_end IS NULL, f.mtime_ns DESC NULLS LAST, p.file DESC, p.line_no) = 1;
 -- Nodes drained or down at the end of a day, with the state and reason Slurm recorded last: the one rule the
 -- report's card, its top-nodes table and ad-hoc SQL share (SELECT * FROM nodes_out_of_service(DATE '2024-03-01')).
 CREATE OR REPLACE MACRO nodes_out_of_service(day) AS TABLE
-    SELECT host, arg_max(state, time_start) AS state, arg_max(reason, time_start) AS reason FROM node_state_periods
+    SELECT host, arg_max(state, time_start) AS state, arg_max(reason, time_start) AS reason FROM node_states
     WHERE time_start <= day::TIMESTAMP + INTERVAL 1 DAY
       AND (time_end IS NULL OR time_end > day::TIMESTAMP + INTERVAL 1 DAY)
       AND (state LIKE '%DRAIN%' OR state LIKE 'DOWN%')

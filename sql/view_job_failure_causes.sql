@@ -14,7 +14,7 @@
 CREATE OR REPLACE VIEW maintenance_requeues AS
 SELECT DISTINCT r.job_id, r.instance
 FROM (SELECT job_id, instance, end_time, unnest(nodes) AS host FROM jobs WHERE state = 'REQUEUED') r
-JOIN node_state_periods p
+JOIN node_states p
   ON p.host = r.host AND (p.state ILIKE '%MAINT%' OR coalesce(p.reason, '') ILIKE 'maint%')
  AND p.time_start <= r.end_time + INTERVAL 1 MINUTE AND coalesce(p.time_end, r.end_time) >= r.end_time;
 CREATE OR REPLACE VIEW job_failure_causes AS

@@ -579,3 +579,21 @@ def test_the_report_agrees_with_goodput_why_and_ettr(which, request):
     assert float(re.search(r'data-r="([^"]+)"', html).group(1)) == pytest.approx(measured, rel=1e-12)
     assert f"{measured:.2f} per 1,000 node-days" in _text(html, "cap-ettr")
     assert specs["sweep"]["datasets"]["here"][0]["r"] == pytest.approx(measured, rel=1e-3)
+
+
+def test_largest_runs_card_counts_only_runs_up_to_the_day_and_one_node_reads_singular(demo_warehouse, tmp_path):
+    """A report for an older day does not count runs that ended after it (the ETTR chart's rule), and criteria
+    learned from one node say so in the singular."""
+    db = tmp_path / "w.duckdb"
+    shutil.copy(demo_warehouse, db)
+    con = duckdb.connect(str(db))
+    for run_id, gpus, ettr, end in (("big-then", 128, 0.5, "2024-03-01 12:00"), ("bigger-later", 256, 0.9, "2024-03-05 12:00")):
+        con.execute("INSERT INTO job_run_ettr (run_id, n_gpus, scheduled_s, ettr, last_end) VALUES (?, ?, ?, ?, ?)",
+                    [run_id, gpus, 8 * 3600, ettr, end])
+    con.execute("UPDATE benchmark_criteria SET n_hosts = 1")
+    html = render_report(con, date(2024, 3, 2), tmp_path / "out").read_text()
+    con.close()
+    card = html[html.index('<div class="k">median ETTR of the largest runs'):]
+    assert "(1 run of 128+ GPUs)" in re.sub(r"\s+", " ", card[:card.index("</div>")])  # not the one ending later
+    assert '<div class="v">0.500</div><div class="k">median ETTR of the largest runs' in html
+    assert "were learned from 1 node's validation runs" in html and "1 nodes" not in html

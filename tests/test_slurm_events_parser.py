@@ -68,3 +68,51 @@ def test_headerless_default_order_and_trailing_pipe(tmp_path):
 def test_not_sacctmgr_output(tmp_path):
     with pytest.raises(UnrecognisedFormat):
         parse_file(slurm_events.parse, _write(tmp_path, "JobID|State\n1|FAILED\n"), "slurm")
+
+
+# Two daily dumps (sacctmgr show event Start=<day> End=<next day> Event=Node): sacctmgr lists every event that
+# overlaps the window, so gpu001's drain across midnight is in both (open in the first, ended in the second) and
+# gpu004's DOWN, still open, is in both unchanged.
+DAY1 = """\
+NodeName|TimeStart|TimeEnd|State|Reason|User
+gpu001|2024-03-01T22:00:00|Unknown|DRAIN|healthcheck: gpu_count: expected 8 GPUs, found 7|root(0)
+gpu002|2024-03-01T08:00:00|2024-03-01T09:00:00|DOWN|Not responding|slurm(64030)
+gpu004|2024-03-01T23:00:00|Unknown|DOWN|Not responding|slurm(64030)
+"""
+DAY2 = """\
+NodeName|TimeStart|TimeEnd|State|Reason|User
+gpu001|2024-03-01T22:00:00|2024-03-02T06:00:00|DRAIN|healthcheck: gpu_count: expected 8 GPUs, found 7|root(0)
+gpu003|2024-03-02T10:00:00|Unknown|DRAIN|bad dimm|alice(1001)
+gpu004|2024-03-01T23:00:00|Unknown|DOWN|Not responding|slurm(64030)
+"""
+
+
+def test_an_event_in_two_daily_dumps_counts_once(tmp_path):
+    from analysis import lemons, warehouse
+    from analysis.chain import build_all
+    from analysis.ingest import ingest_directory
+    from analysis.taxonomy import load
+
+    folder = tmp_path / "src" / "slurm_events"
+    folder.mkdir(parents=True)
+    (folder / "events-2024-03-01.txt").write_text(DAY1)
+    (folder / "events-2024-03-02.txt").write_text(DAY2)
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    ingest_directory(con, tmp_path / "src")
+    # every line is kept as read, with its file and line: nothing lost, nothing rejected
+    assert con.execute("SELECT count(*) FROM node_state_periods").fetchall()[0][0] == 6
+    assert con.execute("SELECT count(*) FROM rejects").fetchall()[0][0] == 0
+    # the derived view has each event once; the one that knows its end wins
+    states = con.sql("SELECT host, time_end, file FROM node_states ORDER BY host").pl()
+    assert states["host"].to_list() == ["gpu001", "gpu002", "gpu003", "gpu004"]
+    first = states.row(0, named=True)
+    assert first["time_end"] == datetime(2024, 3, 2, 6) and first["file"].endswith("events-2024-03-02.txt")
+    assert states.filter(states["host"] == "gpu004")["file"][0].endswith("events-2024-03-02.txt")  # the newer dump
+    out = con.sql("SELECT host FROM nodes_out_of_service(DATE '2024-03-02') ORDER BY host").pl()["host"].to_list()
+    assert out == ["gpu003", "gpu004"]
+    # the lemon signals count gpu004's DOWN once, and its hours once
+    build_all(con, load())
+    feats = lemons.build_features(con, [datetime(2024, 3, 3)])
+    gpu004 = feats.filter(feats["host"] == "gpu004").row(0, named=True)
+    assert (gpu004["out_of_service"], gpu004["hours_out_of_service"]) == (1, 25.0)
+    con.close()
