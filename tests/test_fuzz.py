@@ -21,8 +21,9 @@ from analysis.accounting import account
 from analysis.ingest import ingest_directory, parser_for
 from analysis.lines import read_lines
 from analysis.model import IngestOptions, ParseContext, UnrecognisedFormat
+from analysis.resources import demo_source
 
-DEMO = Path(__file__).resolve().parent / "fixtures" / "demo_source"
+DEMO = demo_source()
 LINES_PER_FILE = 3000
 
 CASES = {  # source folder -> demo file whose lines seed the mutations, file name to write

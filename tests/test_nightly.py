@@ -7,6 +7,7 @@ import duckdb
 import pytest
 from dagster import DagsterInstance, RunRequest, SkipReason, build_sensor_context, materialize
 
+from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
@@ -124,16 +125,14 @@ def test_daily_partitions_start_at_the_warehouses_first_day(tmp_path):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     from analysis import metrics, warehouse
     from analysis.chain import build_all
     from analysis.ingest import ingest_directory
     from analysis.taxonomy import load
-    repo = Path(__file__).resolve().parents[1]
     db = tmp_path / "w.duckdb"
     con = warehouse.connect(db)
-    ingest_directory(con, repo / "tests" / "fixtures" / "demo_source")
+    ingest_directory(con, demo_source())
     build_all(con, load(), metrics.MetricsConfig())
     first = con.execute("SELECT min(end_time)::DATE FROM jobs").fetchone()[0]
     con.close()
