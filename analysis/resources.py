@@ -1,7 +1,7 @@
 """Where the files goodput ships live: the only module that knows.
 
-The data folders are packages of their own (``sql``, ``taxonomy``, ``catalog``, ``schemas``, ``samples``) found
-with importlib.resources, so a checkout and an installed wheel read the same way, and no code climbs from its own
+The data folders are packages of their own (``sql``, ``taxonomy``, ``catalog``, ``schemas``, ``samples``; the
+report's template is in ``reports/templates``), found with importlib.resources, so a checkout and an installed wheel read the same way, and no code climbs from its own
 file to a repository root (an installed wheel has none).
 """
 from __future__ import annotations
