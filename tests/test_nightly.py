@@ -14,6 +14,7 @@ from pipelines.definitions import all_assets, all_checks, daily_assets, daily_ch
 from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
                                  TaxonomyConfig, TelemetrySettings, Warehouse)
 from pipelines.schedules import new_files_sensor
+from tests.conftest import REPO
 
 
 def resources(src, db, out):
@@ -138,7 +139,7 @@ def test_daily_partitions_start_at_the_warehouses_first_day(tmp_path):
     con.close()
     probe = "from assets.nightly import daily_partitions as p; print(p.start.date())"
     env = {k: v for k, v in os.environ.items() if k != "GOODPUT_START_DATE"}
-    start = lambda **extra: subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True,  # noqa: E731
+    start = lambda **extra: subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True,  # noqa: E731
                                            env={**env, **extra}, timeout=120, check=True).stdout.strip()
     assert start(GOODPUT_DB=str(db)) == str(first)
     assert start(GOODPUT_DB=str(db), GOODPUT_START_DATE="2023-06-01") == "2023-06-01"  # an explicit start wins
