@@ -38,7 +38,7 @@ dev: $(STAMP)
 	@mkdir -p $(DAGSTER_HOME)
 	DAGSTER_HOME=$(DAGSTER_HOME) \
 	  GOODPUT_DB=$${GOODPUT_DB:-$$(test -f data/demo.duckdb && echo data/demo.duckdb || echo data/warehouse.duckdb)} \
-	  GOODPUT_SOURCE=$${GOODPUT_SOURCE:-$$(test -d out/demo/source && echo out/demo/source || echo tests/fixtures/demo_source)} \
+	  GOODPUT_SOURCE=$${GOODPUT_SOURCE:-$$(test -d out/demo/source && echo out/demo/source || echo samples/demo_source)} \
 	  $(BIN)/dagster dev
 
 bench: $(STAMP)

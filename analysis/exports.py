@@ -18,10 +18,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analysis import sql
+from analysis import resources, sql
 from analysis.hosts import compress_hostlist
 
-SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "blocklist.schema.json"
+SCHEMA = resources.schema("blocklist.schema.json")
 DRAIN_ACTIONS = ("drain_now", "drain_after_job")
 # what drain.sh sets for each (scontrol update NodeName=... State=...)
 SLURM_STATE = {"drain_now": "DOWN", "drain_after_job": "DRAIN"}

@@ -18,11 +18,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analysis import sql
+from analysis import resources, sql
 
-REPO = Path(__file__).resolve().parents[1]
-# goodput's code and the data files that ship with it (taxonomy rules, benchmark catalog, report template)
-CODE_DIRS = ("analysis", "assets", "pipelines", "reports", "sql", "taxonomy", "catalog", "schemas")
 CODE_SUFFIXES = {".py", ".sql", ".yaml", ".yml", ".j2", ".html", ".json"}
 # libraries whose upgrade can change a result (query engine, models, charts)
 LIBRARIES = ("duckdb", "polars", "numpy", "scikit-learn", "torch", "pycox", "altair", "jinja2")
@@ -41,10 +38,12 @@ def code_version() -> str:
     """One hash of goodput's code and shipped data files and of the libraries' versions, computed once per
     process: any change to the code rebuilds everything."""
     h = hashlib.sha256()
-    for folder in CODE_DIRS:
-        for path in sorted((REPO / folder).rglob("*")):
+    for package in resources.CODE_PACKAGES:  # where they are installed: a checkout or a wheel hash alike
+        root = resources.path(package)
+        for path in sorted(root.rglob("*")):
             if path.suffix in CODE_SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
-                h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+                name = f"{package}/{path.relative_to(root).as_posix()}"
+                h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     for name in LIBRARIES:
         try:
             h.update(f"{name}={version(name)}".encode())

@@ -1,12 +1,13 @@
-"""Load and run the statements in sql/ (one statement or script per file)."""
+"""Load and run the statements in sql/ (one statement or script per file, shipped as package data)."""
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 import duckdb
 
-SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
+from analysis import resources
+
+SQL_DIR = resources.sql_dir()
 
 
 @lru_cache(maxsize=None)

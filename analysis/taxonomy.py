@@ -17,7 +17,9 @@ import duckdb
 import polars as pl
 import yaml
 
-TAXONOMY_DIR = Path(__file__).resolve().parents[1] / "taxonomy"
+from analysis import resources
+
+TAXONOMY_DIR = resources.taxonomy_dir()
 SEVERITIES = ("critical", "warning", "info")
 DOMAINS = ("user", "system_software", "hardware", "infrastructure", "network")
 TOP_KEYS = {"rules", "xid_overrides", "windows", "causes", "version"}

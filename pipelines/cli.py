@@ -9,13 +9,12 @@ from pathlib import Path
 
 import click
 
-from analysis import sql, warehouse
+from analysis import resources, sql, warehouse
 from analysis.display import printable
 from analysis.folders import IGNORED_FOLDERS, SOURCES
 from pipelines import values
 
-REPO = Path(__file__).resolve().parents[1]
-DEMO_SOURCE = REPO / "tests" / "fixtures" / "demo_source"
+DEMO_SOURCE = resources.demo_source()
 
 
 def _db_option(f):

@@ -8,6 +8,7 @@ from dagster import ConfigurableResource
 
 from analysis import data_health, warehouse
 from analysis.options import load_options
+from analysis.resources import demo_source
 from analysis.model import IngestOptions
 
 
@@ -48,7 +49,7 @@ class Warehouse(ConfigurableResource):
 
 class LogSources(ConfigurableResource):
     """The source directory (one folder per source) and how to read it."""
-    source_dir: str = os.environ.get("GOODPUT_SOURCE", "tests/fixtures/demo_source")
+    source_dir: str = os.environ.get("GOODPUT_SOURCE", str(demo_source()))
     tz: str | None = None  # overrides goodput.yaml in the source directory
     sacct_delimiter: str | None = None
     boot_times: dict[str, str] = {}  # host -> ISO time, for raw dmesg; merged over goodput.yaml's

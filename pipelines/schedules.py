@@ -8,6 +8,7 @@ from dagster import (AssetSelection, RunRequest, SensorEvaluationContext, SkipRe
 
 from analysis import sql, warehouse
 from analysis.ingest import discover
+from analysis.resources import demo_source
 from assets.ingest import INGEST_ASSETS
 
 NIGHTLY_HOUR = int(os.environ.get("GOODPUT_NIGHTLY_HOUR", "3"))
@@ -26,7 +27,7 @@ FOLDER_TO_ASSET = {folder: name for name, folder in INGEST_ASSETS.items()}
 
 @sensor(job=refresh, minimum_interval_seconds=300, description="Runs only what new or changed source files affect.")
 def new_files_sensor(context: SensorEvaluationContext):
-    source = Path(os.environ.get("GOODPUT_SOURCE", "tests/fixtures/demo_source"))
+    source = Path(os.environ.get("GOODPUT_SOURCE", demo_source()))
     db = warehouse.default_db_path()
     if not source.is_dir():
         return SkipReason(f"source directory {source} does not exist")

@@ -14,7 +14,7 @@ import vl_convert
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from analysis import ettr, sql
+from analysis import ettr, resources, sql
 from analysis.metrics import PROJECTION_GPUS, fleet_gpus_per_node
 from analysis.taxonomy import cause_label, load as load_taxonomy
 from analysis.criteria.learn import CriteriaConfig
@@ -22,7 +22,7 @@ from analysis.exports import DRAIN_ACTIONS, slurm_out_of_service, with_slurm
 from analysis.hosts import compress_hostlist
 from reports import charts
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATES = resources.path("reports", "templates")
 
 
 @lru_cache(maxsize=1)

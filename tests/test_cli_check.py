@@ -10,10 +10,11 @@ from click.testing import CliRunner
 from analysis import warehouse
 from analysis.chain import build_all
 from analysis.ingest import ingest_directory
+from analysis.resources import demo_source
 from analysis.taxonomy import load
 from pipelines.cli import main
 
-DEMO = Path(__file__).parent / "fixtures" / "demo_source"
+DEMO = demo_source()
 # one broken file per source, each broken the way such files break
 BROKEN = {
     "topology": ("cabling-old.csv", "switch,port,host\nleaf01,swp1,\n,swp2,gpu002\n"),

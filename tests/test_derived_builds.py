@@ -10,10 +10,10 @@ import pytest
 from analysis import attribution, metrics, sql, warehouse
 from analysis.chain import build_all, steps
 from analysis.ingest import ingest_directory
+from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
-from tests.conftest import FIXTURES
 from tests.test_taxonomy import _events
 
 # The statements replaced for speed, kept as the definition the new ones must meet:
@@ -96,7 +96,7 @@ def test_classified_events_and_second_order_match_their_pairwise_definitions(tmp
     rules = tmp_path / "rules.yaml"
     rules.write_text(EXTRA_RULES)
     con = warehouse.connect(tmp_path / "w.duckdb")
-    ingest_directory(con, FIXTURES / "demo_source" if source == "demo" else simulated)
+    ingest_directory(con, demo_source() if source == "demo" else simulated)
     for taxonomy in (load(), load(rules)):
         build_all(con, taxonomy, metrics.MetricsConfig())
         con.execute(PAIRWISE_CLASSIFY)
@@ -185,7 +185,7 @@ def _with_ties(tmp_path):
     node (a tie for the primary cause) and a continuation of alice's run under
     another account (a tie for the run's account)."""
     src = tmp_path / "src"
-    shutil.copytree(FIXTURES / "demo_source", src)
+    shutil.copytree(demo_source(), src)
     (src / "kernel" / "gpu005.log").write_text("".join(
         f"2024-03-01T03:29:50+0000 gpu005 kernel: NVRM: Xid (PCI:0000:{bus}:00): 79, pid=1, name=python,"
         " GPU has fallen off the bus.\n" for bus in ("18", "2a")))

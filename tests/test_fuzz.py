@@ -21,8 +21,10 @@ from analysis.accounting import account
 from analysis.ingest import ingest_directory, parser_for
 from analysis.lines import read_lines
 from analysis.model import IngestOptions, ParseContext, UnrecognisedFormat
+from analysis.resources import demo_source
+from tests.conftest import FIXTURES
 
-DEMO = Path(__file__).resolve().parent / "fixtures" / "demo_source"
+DEMO = demo_source()
 LINES_PER_FILE = 3000
 
 CASES = {  # source folder -> demo file whose lines seed the mutations, file name to write
@@ -38,7 +40,7 @@ CASES = {  # source folder -> demo file whose lines seed the mutations, file nam
     "telemetry": ("telemetry/dcgm-2024-03-01.csv", "dcgm.csv"),
     "tickets": ("tickets/tickets.csv", "tickets.csv"),
     "topology": ("topology/cabling.csv", "cabling.csv"),
-    "joblogs": ("../joblogs/slurm-7001.out", "slurm-7001.out"),  # tests/fixtures/joblogs
+    "joblogs": (FIXTURES / "joblogs" / "slurm-7001.out", "slurm-7001.out"),  # not in the demo (DEMO / an absolute path is that path)
 }
 HEADERED = {"slurm", "slurm_events", "telemetry", "tickets", "topology"}
 NOISE = ['"', "'", "|", ",", "\t", "\\", "{", "}", "[", "]", ":", "\r", "\x00", "\x1f", "\ufffd", "é", " ", "=", "#"]

@@ -12,6 +12,7 @@ import pytest
 from analysis import ingest, ingest_batch, warehouse
 from analysis.ingest import SOURCES, discover, ingest_directory
 from analysis.parsers import kernel
+from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from tests.test_sacct_parser import HEADER, row
@@ -26,7 +27,7 @@ def _source(root: Path) -> Path:
     src = root / "src"
     simulate(preset("rsc1", nodes=16, days=3, seed=2, telemetry_jobs=0), src)
     shutil.rmtree(src / "truth")
-    demo = FIXTURES / "demo_source"
+    demo = demo_source()
     for name in ("gpu001.dmesg", "gpu003.log", "gpu007.log"):
         shutil.copy(demo / "kernel" / name, src / "kernel" / name)
     for path in (FIXTURES / "switch").glob("*.log"):

@@ -18,10 +18,11 @@ from analysis.lines import LineStream, read_lines
 from analysis.model import IngestOptions, ParseContext
 from analysis.parsers import health, kernel, sacct, slurm_events, switch, telemetry
 from analysis.parts import combine
-from tests.conftest import FIXTURES, REPO
+from analysis.resources import demo_source
+from tests.conftest import REPO
 from tests.test_sacct_parser import HEADER, row
 
-DEMO = FIXTURES / "demo_source"
+DEMO = demo_source()
 # Runs in a child process so that its peak RSS is its own: ingest every file under argv[1].
 CHILD = """
 import json, resource, sys

@@ -5,6 +5,7 @@ import pytest
 from analysis import metrics, warehouse
 from analysis.chain import build_all
 from analysis.ingest import ingest_directory
+from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.taxonomy import load
 from tests.shared import private_warehouse
@@ -121,9 +122,8 @@ def test_capacity_counts_each_nodes_gpus_from_the_allocations(tmp_path):
     sample; a node some job was given more GPUs on has at least those."""
     import re
     import shutil
-    from pathlib import Path
     src = tmp_path / "src"
-    shutil.copytree(Path(__file__).parent / "fixtures" / "demo_source", src)
+    shutil.copytree(demo_source(), src)
     sacct = src / "slurm" / "sacct-2024-03-01.txt"
 
     def halve(m):  # gres/gpu=32 -> 16: every allocation at 4 GPUs per node instead of 8

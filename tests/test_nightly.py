@@ -7,12 +7,14 @@ import duckdb
 import pytest
 from dagster import DagsterInstance, RunRequest, SkipReason, build_sensor_context, materialize
 
+from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
 from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
                                  TaxonomyConfig, TelemetrySettings, Warehouse)
 from pipelines.schedules import new_files_sensor
+from tests.conftest import REPO
 
 
 def resources(src, db, out):
@@ -124,22 +126,20 @@ def test_daily_partitions_start_at_the_warehouses_first_day(tmp_path):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     from analysis import metrics, warehouse
     from analysis.chain import build_all
     from analysis.ingest import ingest_directory
     from analysis.taxonomy import load
-    repo = Path(__file__).resolve().parents[1]
     db = tmp_path / "w.duckdb"
     con = warehouse.connect(db)
-    ingest_directory(con, repo / "tests" / "fixtures" / "demo_source")
+    ingest_directory(con, demo_source())
     build_all(con, load(), metrics.MetricsConfig())
     first = con.execute("SELECT min(end_time)::DATE FROM jobs").fetchone()[0]
     con.close()
     probe = "from assets.nightly import daily_partitions as p; print(p.start.date())"
     env = {k: v for k, v in os.environ.items() if k != "GOODPUT_START_DATE"}
-    start = lambda **extra: subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True,  # noqa: E731
+    start = lambda **extra: subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True,  # noqa: E731
                                            env={**env, **extra}, timeout=120, check=True).stdout.strip()
     assert start(GOODPUT_DB=str(db)) == str(first)
     assert start(GOODPUT_DB=str(db), GOODPUT_START_DATE="2023-06-01") == "2023-06-01"  # an explicit start wins

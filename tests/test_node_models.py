@@ -21,6 +21,7 @@ from analysis.ingest import ingest_directory
 from analysis.lemons import LabelsError
 from analysis.metrics import MetricsConfig
 from analysis.node_models import ModelsConfig, run_models
+from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
@@ -362,7 +363,7 @@ def test_goodput_run_writes_the_exports(tmp_path):
     from pipelines.runner import run_pipeline
 
     out = tmp_path / "out"
-    result = run_pipeline(Path(__file__).parent / "fixtures" / "demo_source", tmp_path / "w.duckdb", out)
+    result = run_pipeline(demo_source(), tmp_path / "w.duckdb", out)
     assert result.success, result.report()
     names = {p.name for p in (out / "exports").iterdir()}
     assert {"blocklist.txt", "drain.sh", "blocklist.json", "validation_plan.json"} <= names

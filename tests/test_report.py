@@ -13,6 +13,7 @@ import pytest
 
 from click.testing import CliRunner
 
+from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.cli import main
@@ -22,7 +23,6 @@ from reports import charts
 from reports.render import render_report
 from tests.shared import quick_telemetry
 
-REPO = Path(__file__).resolve().parents[1]
 CHARTS = ("capacity", "goodput", "status", "failure_rate", "mttf", "ettr", "sweep", "loss", "cooccurrence", "risk")
 DEMO_CHARTS = set(CHARTS) - {"failure_rate"}  # 14 days: the 30-day rolling rate is said in words, not drawn
 EVIL = "<script>alert(1)</script>"
@@ -75,7 +75,7 @@ def report(tmp_path_factory):
 def sample_report(tmp_path_factory):
     """The hand-made sample through the whole pipeline, as `goodput demo --sample` runs it."""
     root = tmp_path_factory.mktemp("sample")
-    result = run_pipeline(REPO / "tests" / "fixtures" / "demo_source", root / "w.duckdb", root / "out")
+    result = run_pipeline(demo_source(), root / "w.duckdb", root / "out")
     assert result.success, result.report()
     return result.report_path
 
@@ -459,7 +459,7 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
     from analysis.ingest import ingest_directory
     from analysis.taxonomy import load
     con = warehouse.connect(tmp_path / "w.duckdb")
-    ingest_directory(con, REPO / "tests" / "fixtures" / "demo_source")
+    ingest_directory(con, demo_source())
     build_all(con, load(), metrics.MetricsConfig())
     from reports.render import render_with_headline
     path, numbers = render_with_headline(con, date(2024, 3, 1), tmp_path / "out")  # numbers: the report asset's metadata

@@ -13,8 +13,9 @@ from click.testing import CliRunner
 from dagster import asset, materialize
 
 from analysis import snapshot, warehouse
-from pipelines.cli import DEMO_SOURCE, REPO, main
+from pipelines.cli import DEMO_SOURCE, main
 from pipelines.resources import Warehouse
+from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")

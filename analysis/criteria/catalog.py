@@ -9,7 +9,9 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-CATALOG = Path(__file__).resolve().parents[2] / "catalog" / "benchmark_metrics.yaml"
+from analysis import resources
+
+CATALOG = resources.catalog("benchmark_metrics.yaml")
 KINDS = ("measure", "flag", "info")
 DIRECTIONS = ("higher", "lower")
 # The documented rule for metrics no entry names: a name that reads as a time

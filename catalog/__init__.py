@@ -1,0 +1,1 @@
+"""The benchmark catalogs (metrics, validation benchmarks): package data, read through analysis.resources."""

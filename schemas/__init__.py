@@ -1,0 +1,1 @@
+"""JSON schemas of the exports: package data, read through analysis.resources."""

@@ -1,0 +1,1 @@
+"""The failure taxonomy (rules.yaml, xids.yaml): package data, read through analysis.resources."""
