@@ -77,7 +77,7 @@ def hand_made():
                {"host": "future", "time_start": AS_OF - H, "time_end": AS_OF + H, "state": "DRAIN", "reason": "x"}]
     con = duckdb.connect()
     for name, rows in (("incidents_as_of", incidents), ("node_events", events), ("jobs", jobs),
-                       ("node_state_periods", periods)):
+                       ("node_states", periods)):  # the deduplicated view the rule reads; no files here
         frame = pl.DataFrame(rows, infer_schema_length=None)
         con.register("staged", frame)
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM staged")
