@@ -57,37 +57,82 @@ class IngestSummary:
 
 
 def discover(source_dir: Path, sources: list[str] | None = None) -> list[tuple[Path, str | None]]:
+    """discover_files without the links."""
+    return discover_files(source_dir, sources)[0]
+
+
+def discover_files(source_dir: Path, sources: list[str] | None = None
+                   ) -> tuple[list[tuple[Path, str | None]], set[Path]]:
     """Every data file below ``source_dir`` with its source (None: unknown folder), and every symbolic
     link that is not followed (link_refusal): those are recorded, never read. ``sources``: only the
     files of those source folders, and only those folders are walked (one source of a tree of
-    thousands of job logs need not list them all), unless a symbolic link makes the whole tree matter."""
+    thousands of job logs need not list them all), unless a symbolic link makes the whole tree matter.
+    Also the set of those paths that are symbolic links, known from the walk (no lstat per file later)."""
     # (None among sources: the files of no source folder, anywhere in the tree)
     folders = None if sources is None or not set(sources) <= set(SOURCES) else [source_dir / s for s in sources]
     if folders is not None and any(f.is_symlink() for f in folders):
         folders = None
     found = []
     tops = [source_dir] if folders is None else [f for f in folders if f.is_dir()]
-    for path in sorted(p for top in tops for p in top.rglob("*") if p.is_file() or link_refusal(p, source_dir)):
-        rel = path.relative_to(source_dir)
-        if any(part.startswith(".") for part in rel.parts) or path.name.endswith(SIDECAR_SUFFIXES):
-            continue
-        if len(rel.parts) == 1 and path.name in CONFIG_NAMES or rel.parts[0] in IGNORED_FOLDERS:
-            continue
-        source = rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in SOURCES else None
-        found.append((path, source))
-    if folders is not None and any(p.is_symlink() for p, _ in found):  # its target may be in another folder
-        return [(p, s) for p, s in discover(source_dir) if s in sources]
+    for top in tops:
+        for rel, is_link in _walk(str(top), str(source_dir)):
+            parts = rel.split(os.sep)
+            if rel.endswith(SIDECAR_SUFFIXES) or len(parts) == 1 and parts[0] in CONFIG_NAMES:
+                continue
+            found.append((rel, parts[0] if len(parts) > 1 and parts[0] in SOURCES else None, is_link))
+    # sorted as text, made paths once: pathlib costs microseconds a file, and a tree has tens of thousands
+    order = {s: i for i, s in enumerate(SOURCES)}
+    found.sort(key=lambda item: (order.get(item[1], len(order)), item[0]))
+    found = [(source_dir / rel, source, is_link) for rel, source, is_link in found]
+    links = {p for p, _, is_link in found if is_link}
+    found = [(p, source) for p, source, _ in found]
+    if folders is not None and links:  # a link's target may be in another folder
+        everything, links = discover_files(source_dir)
+        return [(p, s) for p, s in everything if s in sources], links
     if sources is not None:
         found = [(p, s) for p, s in found if s in sources]
     # a link inside the tree to a file also listed would read that file twice
-    links = {p for p, _ in found if p.is_symlink()}
     if links:
         root = source_dir.resolve()
         listed = {root / p.relative_to(source_dir) for p, _ in found if p not in links}
         found = [(p, s) for p, s in found
                  if not (p in links and not link_refusal(p, source_dir) and p.resolve() in listed)]
-    order = {s: i for i, s in enumerate(SOURCES)}
-    return sorted(found, key=lambda item: (order.get(item[1], len(order)), str(item[0])))
+    return found, links
+
+
+def _walk(top: str, source_dir: str) -> Iterator[tuple[str, bool]]:
+    """Paths relative to ``source_dir`` (and whether each is a symbolic link) of the files below ``top``
+    and of the symbolic links refused (link_refusal), with os.scandir: its entries know their type
+    without a stat per file, which a nightly rerun over tens of thousands of unchanged job logs would
+    otherwise pay several times.
+    Hidden files and folders, and the ignored top-level folders, are skipped without being walked."""
+    root = Path(source_dir)
+    cut = len(os.path.join(source_dir, ""))  # entry.path is folder + name: the relative path is a slice
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:  # unreadable or gone: like rglob, nothing listed below it
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") or folder == source_dir and entry.name in IGNORED_FOLDERS:
+                continue
+            rel = entry.path[cut:]
+            if entry.is_symlink():  # a link (to a file, a folder, or nothing) is never walked through
+                if _is_file(entry) or link_refusal(Path(entry.path), root):
+                    yield rel, True
+            elif entry.is_dir():
+                stack.append(entry.path)
+            elif _is_file(entry):
+                yield rel, False
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:  # like Path.is_file: a link loop or a vanished target is no file, not an error
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def link_refusal(path: Path, source_dir: Path) -> str | None:
@@ -457,30 +502,35 @@ PIECE_BYTES = 32 * 1024 * 1024
 CHECK_FILES = 10_000
 
 
-def _keys(files: list[tuple[Path, str | None]], source_dir: Path) -> list[str]:
+def _keys(files: list[tuple[Path, str | None]], source_dir: Path, links: set[Path]) -> list[str]:
     """file_key of each file, resolving the source directory once: the folders below it are real folders
     (discover does not walk into a linked folder), so only a link itself needs resolving."""
-    root = source_dir.resolve()
-    return [file_key(p, source_dir) if p.is_symlink() else utf8_path(str(root / p.relative_to(source_dir)))
-            for p, _ in files]
+    root, prefix = source_dir.resolve(), os.path.join(str(source_dir), "")
+
+    def under_root(path: Path) -> str:  # root / path.relative_to(source_dir), without pathlib's cost per file
+        text = str(path)
+        return os.path.join(root, text[len(prefix):]) if text.startswith(prefix) else str(root / path.relative_to(source_dir))
+
+    return [file_key(p, source_dir) if p in links else utf8_path(under_root(p)) for p, _ in files]
 
 
 def _known_files(con: duckdb.DuckDBPyConnection, files: list[tuple[Path, str | None]], keys: list[str],
-                 source_dir: Path, options: IngestOptions) -> dict[str, dict | None]:
+                 source_dir: Path, options: IngestOptions, links: set[Path]) -> dict[str, dict | None]:
     """The ingested_files row of each file (None: it has none), its 'unchanged' saying it need not be read
     (sql/files_by_paths.sql: one query for them all). A link, a file of no source or one that cannot be
     stat'ed is left out: prepare_file looks it up and says why."""
     rows = []
     for (path, source), key in zip(files, keys):
-        if source is None or path.is_symlink():
+        if source is None or path in links:
             continue
         try:
             stat = path.stat()
         except OSError:
             continue
-        hint = host_from_path(path.relative_to(source_dir))
+        rel = path.relative_to(source_dir)
+        hint = host_from_path(rel)
         hint = utf8_path(hint) if hint else None
-        run_time = _run_time(options, source, path.relative_to(source_dir))
+        run_time = _run_time(options, source, rel)
         rows.append((key, stat.st_size, stat.st_mtime_ns, _fingerprint(options, path, hint, run_time)))
     if not rows:
         return {}
@@ -500,15 +550,16 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
     if not source_dir.is_dir():
         raise FileNotFoundError(f"source directory {source_dir} does not exist")
     options = options or load_options(source_dir)
-    files = [(p, s) for p, s in discover(source_dir, sources) if sources is None or s in sources]
-    keys = _keys(files, source_dir)
+    found, links = discover_files(source_dir, sources)
+    files = [(p, s) for p, s in found if sources is None or s in sources]
+    keys = _keys(files, source_dir, links)
     summary = IngestSummary()
     batch: list[Prepared] = []
     shas: dict = {}
     done = 0
     for start in range(0, len(files), CHECK_FILES):  # the warehouse is asked once per CHECK_FILES files
         chunk = list(zip(files[start:start + CHECK_FILES], keys[start:start + CHECK_FILES]))
-        known = _known_files(con, [f for f, _ in chunk], [k for _, k in chunk], source_dir, options)
+        known = _known_files(con, [f for f, _ in chunk], [k for _, k in chunk], source_dir, options, links)
         todo = []
         for (path, source), key in chunk:
             previous = known.get(key, ...)

@@ -32,7 +32,9 @@ def _ingest(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSo
         line = f"{folder or 'other'}: [{i}/{n}] {outcome.status:12} {outcome.rows:>9} rows {outcome.rejects:>6} rejects  {printable(outcome.path)}"
         if outcome.status != "unchanged":  # a file not read again: counted, not logged (Dagster's log costs ms a line)
             context.log.debug(line)
-        progress_log.info(line)
+            progress_log.info(line)
+        elif i % 1000 == 0 or i == n:  # tens of thousands of unchanged job logs: a line per thousand says it moves
+            progress_log.info(line)
 
     started = datetime.now(timezone.utc).replace(tzinfo=None)  # ingested_at of this run's files is at or after it
     with warehouse.connect() as con:
