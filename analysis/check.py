@@ -18,11 +18,6 @@ from analysis.ingest import SOURCES, ingest_directory
 from analysis.jobs import build_jobs
 from analysis.model import IngestOptions
 
-# the table each source's rows land in (sample rows come from it)
-TABLE = {"topology": "topology", "slurm": "sacct_records", "slurm_events": "node_state_periods", "kernel": "node_events",
-         "switch": "node_events", "health": "node_events", "benchmarks": "benchmark_results", "telemetry": "telemetry",
-         "network": "telemetry", "tickets": "tickets", "joblogs": "job_log_lines"}
-HOST_SOURCES = ("kernel", "switch", "health", "benchmarks", "telemetry", "network", "tickets", "topology", "slurm_events")
 MAX_REJECT_SHARE = 0.01  # a folder rejecting more than 1% of its lines is a warning
 
 
@@ -78,14 +73,15 @@ def _folders(con, outcomes, source_dir: Path, sample_rows: int) -> list[FolderCh
         prefix = str(source_dir.resolve()) + "/"
         reasons = [{**r, "example": r["example"].replace(prefix, "")}
                    for r in sql.query(con, "check_reject_reasons", {"source": source}).iter_rows(named=True)]
-        events = TABLE[source] == "node_events"
-        where = {"kind_source": source} if events else {"table": TABLE[source]}
+        declared = SOURCES[source]  # its first table holds the rows shown (node_events: those of its events)
+        events = declared.tables[0] == "node_events"
+        where = {"kind_source": declared.events} if events else {"table": declared.tables[0]}
         unmatched = []
-        if slurm_hosts and source in HOST_SOURCES:
+        if slurm_hosts and declared.names_hosts:
             hosts = sql.query(con, "check_event_hosts" if events else "check_hosts", where)["host"].to_list()
             unmatched = sorted(set(hosts) - slurm_hosts)[:20]
-        sample = sql.query(con, "check_sample_events" if events else "check_sample_counters" if source == "network"
-                           else "check_sample_rows", {**where, "n": sample_rows} if source != "network" else {"n": sample_rows})
+        sample = (sql.query(con, declared.sample, {"n": sample_rows}) if declared.sample else
+                  sql.query(con, "check_sample_events" if events else "check_sample_rows", {**where, "n": sample_rows}))
         verdict = ("failed" if problems or rows == 0 else
                    "warning" if rejects > MAX_REJECT_SHARE * max(lines, 1) or unmatched else "ok")
         out.append(FolderCheck(source, verdict, mine.height, lines, rows, rejects,

@@ -7,6 +7,7 @@ import duckdb
 import polars as pl
 
 from analysis import sql
+from analysis.sources import SOURCES
 
 
 def store_daily_volume(con: duckdb.DuckDBPyConnection, day: date, history_days: int = 7) -> pl.DataFrame:
@@ -18,8 +19,18 @@ def store_daily_volume(con: duckdb.DuckDBPyConnection, day: date, history_days: 
     return _store(con, day)
 
 
+def source_volume(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
+    """Rows per daily-feed source whose own time falls on ``day`` (each source's ``volume`` statement, in the
+    registry: job ends, events, benchmark runs, samples). Slurm's jobs and its node-state events both count as
+    slurm. Events found by goodput itself (job logs, port counters, telemetry) are findings, not feeds: a day
+    without failures has none."""
+    parts = [sql.query(con, s.volume, {"day": day, "source": s.events or s.folder})
+             for s in SOURCES.values() if s.volume]
+    return pl.concat(parts, how="vertical_relaxed").group_by("source").agg(pl.col("rows").sum())
+
+
 def _store(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
-    volume = sql.query(con, "daily_source_volume", {"day": day}).group_by("source").agg(pl.col("rows").sum())
+    volume = source_volume(con, day)
     con.register("staged_volume", volume)
     try:
         sql.run_steps(con, [("store_daily_source_volume", {"day": day})])

@@ -13,22 +13,8 @@ from datetime import date, datetime, timedelta, timezone
 import duckdb
 import polars as pl
 
-from analysis import daily, sql
+from analysis import daily, sources, sql
 
-# What a report reader is missing when a source folder could not be used (one entry per source).
-MISSING_WITHOUT_SOURCE: dict[str, str] = {
-    "topology": "switch and port-counter events are not mapped to hosts, so link faults are not attributed",
-    "slurm": "jobs are missing: failure rates, attribution, ETTR and goodput lack them",
-    "slurm_events": "drain and down periods are missing: availability and out-of-service counts are too low",
-    "kernel": "GPU and kernel faults (XID, ECC, ...) are not attributed",
-    "switch": "link faults seen only in switch logs are not attributed",
-    "health": "failed health checks are not attributed and drain no node",
-    "benchmarks": "benchmark verdicts and learned criteria lack these runs",
-    "telemetry": "machines that slow their jobs, seen only in telemetry, are not flagged",
-    "network": "link faults seen only in port counters are not attributed",
-    "tickets": "repairs are unknown: nodes repaired since their last fault may still be listed for draining",
-    "joblogs": "failures seen only in the jobs' own logs (NCCL, CUDA, PyTorch errors) are not attributed",
-}
 # What is missing when a step is withheld (it crashed, or a blocking check stopped it).
 MISSING_WITHOUT_STEP: dict[str, str] = {
     "machine_alerts": "machines that slow their jobs, seen only in telemetry, are not flagged",
@@ -110,7 +96,7 @@ def _source_rows(con) -> list[tuple]:
     rows = []
     for r in sql.query(con, "data_health_files").iter_rows(named=True):
         folder = r["source"]
-        rows.append((f"{folder}/", DEGRADED, r["reason"], MISSING_WITHOUT_SOURCE.get(folder, "")))
+        rows.append((f"{folder}/", DEGRADED, r["reason"], sources.missing(folder)))
     return rows
 
 
@@ -123,7 +109,7 @@ def _missing_today(con, day: date) -> list[tuple]:
     missing = daily.missing_sources(con, day)
     return [(f"{r['source']}/", DEGRADED,
              f"no rows on {r['judged_day']} (rows on {r['days_with_rows']} of the 7 days before): files missing or late",
-             MISSING_WITHOUT_SOURCE.get(r["source"], "")) for r in missing.iter_rows(named=True)]
+             sources.missing(r["source"])) for r in missing.iter_rows(named=True)]
 
 
 def rejecting(con: duckdb.DuckDBPyConnection, since: datetime, limit: float) -> pl.DataFrame:
@@ -138,5 +124,5 @@ def rejecting(con: duckdb.DuckDBPyConnection, since: datetime, limit: float) -> 
 
 
 def _rejecting(con, since: datetime, limit: float) -> list[tuple]:
-    return [(f"{r['source']}/", DEGRADED, r["reason"], MISSING_WITHOUT_SOURCE.get(r["source"], ""))
+    return [(f"{r['source']}/", DEGRADED, r["reason"], sources.missing(r["source"]))
             for r in rejecting(con, since, limit).iter_rows(named=True)]

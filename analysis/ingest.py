@@ -26,7 +26,6 @@ import pyarrow.parquet as pq
 from analysis import ingest_batch, sql, warehouse
 from analysis.accounting import AccountingError, Tally
 from analysis.display import printable, utf8_path
-from analysis.folders import IGNORED_FOLDERS, SOURCES  # noqa: F401 - SOURCES re-exported
 from analysis.hosts import MAX_HOSTS, benchmark_run, host_from_path
 from analysis.lines import (GZIP_MAGIC, MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge, LineFile,
                             LineStream, RawFile, empty_rejects, first_line, hash_only, head_bytes, make_rejects,
@@ -34,6 +33,7 @@ from analysis.lines import (GZIP_MAGIC, MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStr
 from analysis.model import IngestOptions, ParseContext, ParseResult, UnrecognisedFormat
 from analysis.options import CONFIG_NAMES, load_options  # noqa: F401 - re-exported
 from analysis.parts import combine
+from analysis.sources import IGNORED_FOLDERS, SOURCES  # noqa: F401 - SOURCES re-exported
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,8 @@ def file_key(path: Path, source_dir: Path) -> str:
 
 
 def parser_for(source: str):
-    return importlib.import_module(f"analysis.parsers.{SOURCES[source]}")
+    """The parser module the source registry (analysis/sources.py) declares for a folder."""
+    return importlib.import_module(SOURCES[source].parser)
 
 
 class _Reading:
@@ -213,7 +214,8 @@ class _Reading:
         """Read from the file a batch of rows at a time (a gzipped one from its bytes, decompressed)."""
         path, raw = self.path, self.raw
         if not hasattr(module, "parquet_parts"):
-            raise UnrecognisedFormat(f"Parquet is read only under telemetry/ and network/, not {self.source}/")
+            readers = [f"{s}/" for s in SOURCES if hasattr(parser_for(s), "parquet_parts")]
+            raise UnrecognisedFormat(f"Parquet is read only under {' and '.join(readers)}, not {self.source}/")
         source = raw.data or path
         before = _stat_key(path)
         try:

@@ -1,24 +1,68 @@
-"""Load and run the statements in sql/ (one statement or script per file, shipped as package data)."""
+"""Load and run the statements in sql/ (one statement or script per file, shipped as package data).
+
+Values are always parameters ($name). A table name cannot be one: the raw tables a statement covers come from
+the source registry (analysis/sources.py), never from input. In a file, a line naming {raw_table} is written
+once per raw table, the first copy without a leading UNION ALL (the delete before a file is read again, the
+line accounting); ``raw_table=`` writes that one table instead (its insert)."""
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import duckdb
 
-from analysis import resources
+from analysis import resources, sources
 
 SQL_DIR = resources.sql_dir()
+RAW_TABLE = "{raw_table}"
 
 
 @lru_cache(maxsize=None)
-def load(name: str) -> str:
+def _text(name: str) -> str:
     return (SQL_DIR / f"{name}.sql").read_text()
 
 
-def statements(name: str) -> list[str]:
+def load(name: str, raw_table: str | None = None) -> str:
+    """The text of sql/<name>.sql, its {raw_table} lines written out (module docstring)."""
+    text = _text(name)
+    if RAW_TABLE not in text:
+        return text
+    tables = sources.raw_tables()
+    if raw_table is not None:
+        if raw_table not in tables:
+            raise ValueError(f"{raw_table} is no raw table of the source registry")
+        return text.replace(RAW_TABLE, f'"{raw_table}"')
+    return _each_raw_table(text, tables)
+
+
+@lru_cache(maxsize=64)
+def _each_raw_table(text: str, tables: tuple[str, ...]) -> str:
+    out = []
+    for line in text.splitlines():
+        if RAW_TABLE not in line:
+            out.append(line)
+            continue
+        indent, body = line[:len(line) - len(line.lstrip())], line.lstrip()
+        copies = [body.replace(RAW_TABLE, f'"{t}"') for t in tables]
+        copies[0] = copies[0].removeprefix("UNION ALL ")
+        out += [indent + c for c in copies]
+    return "\n".join(out) + "\n"
+
+
+def _split(text: str) -> list[str]:
     """Split a script on ';' at line ends (our .sql files keep ';' out of strings)."""
-    text = "\n".join(line for line in load(name).splitlines() if not line.strip().startswith("--"))
+    text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("--"))
     return [s.strip() for s in text.split(";\n") if s.strip().strip(";")]
+
+
+def statements(name: str, raw_table: str | None = None) -> list[str]:
+    return _split(load(name, raw_table))
+
+
+def run_file(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Run a script from outside sql/: the DDL of a source added to the registry at run time."""
+    for stmt in _split(Path(path).read_text()):
+        con.execute(stmt)
 
 
 def run(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None) -> None:
@@ -50,12 +94,12 @@ def run_staged(con: duckdb.DuckDBPyConnection, frames: dict, steps: list[tuple[s
             con.unregister(name)
 
 
-def run_on(con: duckdb.DuckDBPyConnection, name: str, table: str, frame) -> None:
+def run_on(con: duckdb.DuckDBPyConnection, name: str, table: str, frame, raw_table: str | None = None) -> None:
     """Run sql/<name>.sql with the polars ``frame`` visible to it as ``table``. Not registered: a frame
     registered inside an open transaction stays alive until the transaction ends (DuckDB keeps the dropped
     view for it), so a large file written part by part in one transaction would hold every part."""
     rel = con.from_arrow(frame.to_arrow())
-    for stmt in statements(name):
+    for stmt in statements(name, raw_table):
         rel.query(table, stmt)
 
 

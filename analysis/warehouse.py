@@ -9,13 +9,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analysis import snapshot, sql
+from analysis import snapshot, sources, sql
 
 DEFAULT_DB = Path("data/warehouse.duckdb")
 DEMO_DB = Path("data/demo.duckdb")  # `goodput demo`'s (`make demo`'s), recreated at each demo
-# Tables that hold rows read from files; each has (file, line_no).
-RAW_TABLES = ("sacct_records", "node_state_periods", "node_events", "benchmark_results",
-              "telemetry", "tickets", "topology", "job_log_lines", "host_addresses")
 
 
 # DuckDB's default memory limit is 80% of the machine: on a shared box the
@@ -69,16 +66,19 @@ def connect(path: Path | str | None = None, read_only: bool = False) -> duckdb.D
 
 
 def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create or migrate the schema only when sql/schema.sql changed since it last ran on this file: its
-    CREATE OR REPLACE statements rewrite the catalog, and a file left untouched is how publishing the
-    snapshot knows a no-change run wrote nothing."""
-    digest = hashlib.sha256(sql.load("schema").encode()).hexdigest()
+    """Create or migrate the schema only when sql/schema.sql (or the DDL of a source added to the registry)
+    changed since it last ran on this file: its CREATE OR REPLACE statements rewrite the catalog, and a file
+    left untouched is how publishing the snapshot knows a no-change run wrote nothing."""
+    extra = sources.ddl_files()
+    digest = hashlib.sha256("".join([sql.load("schema"), *(p.read_text() for p in extra)]).encode()).hexdigest()
     try:
         current = con.execute(sql.load("schema_digest")).fetchall()
     except duckdb.CatalogException:
         current = []
     if current != [(digest,)]:
         sql.run(con, "schema")
+        for path in extra:
+            sql.run_file(con, path)
         sql.run(con, "record_schema_digest", {"digest": digest})
 
 
@@ -234,14 +234,16 @@ def _delete_rows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
 
 def _insert(con: duckdb.DuckDBPyConnection, files: list[tuple[dict, dict[str, pl.DataFrame], pl.DataFrame]]) -> None:
     """``files``: (ingested_files record, table -> rows, rejects) of each file."""
-    unknown = {t for _, tables, _ in files for t in tables} - set(RAW_TABLES)
+    raw = sources.raw_tables()  # tables that hold rows read from files, each with (file, line_no)
+    unknown = {t for _, tables, _ in files for t in tables} - set(raw)
     if unknown:
         raise ValueError(f"parser produced rows for unknown table(s) {sorted(unknown)}")
-    for table in RAW_TABLES:
+    for table in raw:
         frames = [_with_file(tables[table], record["path"])
                   for record, tables, _ in files if tables.get(table) is not None and tables[table].height]
         if frames:
-            sql.run_on(con, f"insert_{table}", "staged_rows", pl.concat(frames, how="diagonal_relaxed"))
+            sql.run_on(con, "insert_raw_rows", "staged_rows", pl.concat(frames, how="diagonal_relaxed"),
+                       raw_table=table)
     rejects = [_with_file(r, record["path"]).with_columns(source=pl.lit(record["source"]))
                for record, _, r in files if r.height]
     if rejects:

@@ -4,6 +4,7 @@ from dagster import AssetCheckResult, AssetCheckSeverity, MaterializeResult, ass
 
 from analysis import sql
 from analysis.jobs import build_jobs, map_switch_ports
+from analysis.sources import SOURCES
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from pipelines.resources import Warehouse
 
@@ -26,7 +27,8 @@ def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
                             metadata={"overlapping_instances": overlaps})
 
 
-@asset(deps=["kernel_events", "switch_events", "health_results", "node_state_periods", "topology", "machine_alerts",
+# every source whose rows land in node_events, topology (switch ports mapped to hosts) and the events goodput finds
+@asset(deps=[*(s.asset for s in SOURCES.values() if "node_events" in s.tables), "topology", "machine_alerts",
              "port_counter_events", "job_log_events"],
        group_name="events", description="Kernel, switch, health, Slurm and job-log node events; switch ports mapped "
                                         "to hosts.")

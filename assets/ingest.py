@@ -1,4 +1,5 @@
-"""Ingest assets: one per source folder, each loading new or changed files."""
+"""Ingest assets: one per source of the registry (analysis/sources.py), each loading its folder's new or changed
+files."""
 
 import logging
 from datetime import datetime, timezone
@@ -7,9 +8,10 @@ from pathlib import Path
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, AssetKey, MaterializeResult,
                      asset, asset_check)
 
-from analysis import data_health, sql
+from analysis import sql
 from analysis.display import printable
 from analysis.ingest import ingest_directory
+from analysis.sources import SOURCES, Source
 from assets.degrade import withheld_on_error
 from assets.unchanged import UNCHANGED_FILES, replayed_while_unchanged, versioned_ingest
 from pipelines import diagnose
@@ -17,14 +19,6 @@ from pipelines.resources import LogSources, Warehouse
 
 progress_log = logging.getLogger("goodput.ingest")
 STARTED = "ingest_started"  # materialization metadata: naive UTC start of the ingest
-
-# asset name -> source folder
-INGEST_ASSETS = {
-    "topology": "topology", "sacct_records": "slurm", "node_state_periods": "slurm_events",
-    "kernel_events": "kernel", "switch_events": "switch", "health_results": "health",
-    "benchmark_results": "benchmarks", "telemetry": "telemetry", "network_counters": "network", "tickets": "tickets",
-    "job_logs": "joblogs",
-}
 
 
 def _ingest(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources, folder: str | None):
@@ -52,10 +46,13 @@ def _ingest(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSo
     })
 
 
-def _make_ingest_asset(name: str, folder: str):
+def ingest_asset(source: Source):
+    """A source's ingest asset and its two checks."""
+    name, folder = source.asset, source.folder
+
     # A crash here (not a bad file: those are rejects or error rows) withholds this source only.
     @asset(name=name, group_name="ingest", description=f"Files under `{folder}/` ingested into the warehouse.")
-    @withheld_on_error(step=name, missing=data_health.MISSING_WITHOUT_SOURCE[folder])
+    @withheld_on_error(step=name, missing=source.missing)
     @versioned_ingest(folder)
     def _asset(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources) -> MaterializeResult:
         return _ingest(context, warehouse, sources, folder)
@@ -107,9 +104,10 @@ def unrecognised_files(context: AssetExecutionContext, warehouse: Warehouse, sou
     return _ingest(context, warehouse, sources, None)
 
 
+# the sources declared when the definitions load
 ingest_assets = []
 ingest_checks = []
-for _name, _folder in INGEST_ASSETS.items():
-    _a, *_checks = _make_ingest_asset(_name, _folder)
+for _source in SOURCES.values():
+    _a, *_checks = ingest_asset(_source)
     ingest_assets.append(_a)
     ingest_checks.extend(_checks)

@@ -8,6 +8,7 @@ from dagster import (AssetCheckResult, AssetCheckSeverity, AssetExecutionContext
                      MaterializeResult, MetadataValue, asset, asset_check)
 
 from analysis import daily, data_health, warehouse
+from analysis.sources import SOURCES
 from assets.unchanged import unless_unchanged
 from pipelines import diagnose
 from pipelines.resources import MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
@@ -19,8 +20,7 @@ from pipelines.resources import MetricsSettings, ReportSettings, TaxonomyConfig,
 # load), else 2020-01-01: the catalog should not offer years of empty days before the data.
 daily_partitions = DailyPartitionsDefinition(start_date=os.environ.get("GOODPUT_START_DATE")
                                              or str(warehouse.first_data_day() or "2020-01-01"))
-INGESTED = ["sacct_records", "kernel_events", "switch_events", "health_results", "benchmark_results", "telemetry",
-            "network_counters", "node_state_periods", "tickets", "topology", "job_logs", "jobs", "node_events"]
+INGESTED = [*(s.asset for s in SOURCES.values()), "jobs", "node_events"]  # every ingest, and the tables it counts
 
 
 def _day(context) -> date:

@@ -11,7 +11,7 @@ import click
 
 from analysis import resources, sql, warehouse
 from analysis.display import printable
-from analysis.folders import IGNORED_FOLDERS, SOURCES
+from analysis.sources import IGNORED_FOLDERS, SOURCES
 from pipelines import values
 
 DEMO_SOURCE = resources.demo_source()

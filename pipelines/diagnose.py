@@ -15,13 +15,10 @@ import polars as pl
 from analysis import sql
 from analysis.display import printable
 from analysis.ingest import SOURCES, discover, link_refusal
+from analysis.sources import alias
 
 SHOWN = 5  # files listed per problem; the rest are counted
 FORGET_HINT = "`goodput forget PATH` removes the rows of a file you deleted"
-# Folder names people use for a source, beyond what difflib finds close.
-ALIASES = {"sacct": "slurm", "accounting": "slurm", "jobs": "slurm", "dmesg": "kernel", "kern": "kernel",
-           "syslog": "kernel", "messages": "kernel", "dcgm": "telemetry", "metrics": "telemetry", "nccl": "benchmarks",
-           "superbench": "benchmarks", "nhc": "health", "cabling": "topology", "events": "slurm_events"}
 
 
 def _more(n: int) -> list[str]:
@@ -122,7 +119,8 @@ def unknown_folders(source_dir: Path) -> list[str]:
                        f"({', '.join(s + '/' for s in SOURCES)})")
             continue
         name = folder.rstrip("/").lower()
-        guess = ALIASES.get(name) or next(iter(difflib.get_close_matches(name, list(SOURCES), n=1, cutoff=0.6)), None)
+        # the folder names people use for a source (its declared aliases), else one difflib finds close
+        guess = alias(name) or next(iter(difflib.get_close_matches(name, list(SOURCES), n=1, cutoff=0.6)), None)
         hint = f": did you mean {guess}/?" if guess else f": goodput reads {', '.join(s + '/' for s in SOURCES)}"
         out.append(f"{n} file(s) in folder {printable(folder)} were not read, it is not a source folder{hint}")
     return out

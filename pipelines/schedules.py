@@ -9,7 +9,7 @@ from dagster import (AssetSelection, RunRequest, SensorEvaluationContext, SkipRe
 from analysis import sql, warehouse
 from analysis.ingest import discover
 from analysis.resources import demo_source
-from assets.ingest import INGEST_ASSETS
+from analysis.sources import SOURCES
 
 NIGHTLY_HOUR = int(os.environ.get("GOODPUT_NIGHTLY_HOUR", "3"))
 
@@ -22,7 +22,6 @@ nightly_schedule = build_schedule_from_partitioned_job(nightly, hour_of_day=NIGH
 refresh = define_asset_job("refresh_from_new_files",
                            selection=AssetSelection.groups("ingest", "slurm", "events", "attribution", "metrics", "models"),
                            description="Ingest the files the sensor found and rebuild what depends on them.")
-FOLDER_TO_ASSET = {folder: name for name, folder in INGEST_ASSETS.items()}
 
 
 @sensor(job=refresh, minimum_interval_seconds=300, description="Runs only what new or changed source files affect.")
@@ -34,7 +33,7 @@ def new_files_sensor(context: SensorEvaluationContext):
     known = _known_files(db)
     changed = {}
     for path, folder in discover(source):
-        if folder not in FOLDER_TO_ASSET:
+        if folder not in SOURCES:
             continue
         stat, key = path.stat(), str(path.resolve())
         size, ingested_at = known.get(key, (None, None))
@@ -42,7 +41,7 @@ def new_files_sensor(context: SensorEvaluationContext):
             changed[key] = (folder, f"{stat.st_size}:{stat.st_mtime_ns}")
     if not changed:
         return SkipReason("no new or changed files")
-    assets = sorted({FOLDER_TO_ASSET[folder] for folder, _ in changed.values()})
+    assets = sorted({SOURCES[folder].asset for folder, _ in changed.values()})
     selection = (AssetSelection.assets(*assets).downstream() - AssetSelection.groups("nightly"))
     keys = selection.resolve(context.repository_def.asset_graph)
     run_key = hashlib.sha256(repr(sorted((k, s) for k, (_, s) in changed.items())).encode()).hexdigest()[:20]

@@ -1,18 +1,13 @@
--- accounting_check for the files of a source ingested at or after $since (the
--- files of this run): the check costs the run's files, not the whole history.
+-- Files of a source ingested at or after $since (the files of this run; datetime.min: all of them) whose line
+-- accounting does not hold, either in the counts recorded at ingest or against the rows and rejects actually
+-- stored. Each raw table is read for the run's files only (analysis/sql.py writes the line once per table):
+-- the check costs the run's files, not the whole history.
 WITH run_files AS (
     SELECT * FROM ingested_files WHERE source = $source AND status = 'ok' AND ingested_at >= $since
 ), stored AS (
     SELECT file, count(DISTINCT line_no) AS n FROM (
-        SELECT file, line_no FROM sacct_records WHERE file IN (SELECT path FROM run_files)
-        UNION ALL SELECT file, line_no FROM node_state_periods WHERE file IN (SELECT path FROM run_files)
-        UNION ALL SELECT file, line_no FROM node_events WHERE file IN (SELECT path FROM run_files)
-        UNION ALL SELECT file, line_no FROM benchmark_results WHERE file IN (SELECT path FROM run_files)
-        UNION ALL SELECT file, line_no FROM telemetry WHERE file IN (SELECT path FROM run_files)
-        UNION ALL SELECT file, line_no FROM tickets WHERE file IN (SELECT path FROM run_files)
-        UNION ALL SELECT file, line_no FROM topology WHERE file IN (SELECT path FROM run_files)
-        UNION ALL SELECT file, line_no FROM job_log_lines WHERE file IN (SELECT path FROM run_files)
-        UNION ALL SELECT file, line_no FROM host_addresses WHERE file IN (SELECT path FROM run_files))
+        UNION ALL SELECT file, line_no FROM {raw_table} WHERE file IN (SELECT path FROM run_files)
+    )
     GROUP BY file
 ), rejected AS (
     SELECT file, count(DISTINCT line_no) AS n FROM rejects

@@ -6,7 +6,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from analysis import warehouse
+from analysis import sources, warehouse
 from analysis.forget import UnknownPaths, forget
 from pipelines.cli import DEMO_SOURCE, main
 
@@ -21,7 +21,7 @@ def rows_of(db, path) -> dict:
     con = duckdb.connect(str(db), read_only=True)
     try:
         counts = {t: con.execute(f"SELECT count(*) FROM {t} WHERE file = ?", [str(path)]).fetchall()[0][0]
-                  for t in (*warehouse.RAW_TABLES, "rejects")}
+                  for t in (*sources.raw_tables(), "rejects")}
         counts["ingested_files"] = con.execute("SELECT count(*) FROM ingested_files WHERE path = ?",
                                                [str(path)]).fetchall()[0][0]
         counts["classified_events"] = con.execute("SELECT count(*) FROM classified_events WHERE file = ?",

@@ -1,6 +1,7 @@
 """The ingest engine: idempotence, incremental loads, transactions, bad files."""
 import gzip
 import shutil
+from datetime import datetime
 
 import pytest
 
@@ -66,10 +67,10 @@ def test_crash_mid_file_leaves_old_rows(src, con, monkeypatch):
     from analysis import sql as sqlmod
     real_run = sqlmod.run_on  # rows are inserted through run_on
 
-    def failing_run(c, name, table, frame):
-        if name == "insert_sacct_records":
+    def failing_run(c, name, table, frame, raw_table=None):
+        if raw_table == "sacct_records":
             raise RuntimeError("disk full")
-        return real_run(c, name, table, frame)
+        return real_run(c, name, table, frame, raw_table)
 
     monkeypatch.setattr(sqlmod, "run_on", failing_run)
     with pytest.raises(RuntimeError):
@@ -130,7 +131,7 @@ def test_real_datasets_ingest_with_accounting(datasets, tmp_path, con):
     out = ingest_directory(con, tmp_path / "src")
     assert all(o.status in ("ok", "duplicate") for o in out.outcomes)
     from analysis import sql
-    assert sql.query(con, "accounting_check", {"source": "slurm"}).height == 0
+    assert sql.query(con, "accounting_check_run", {"source": "slurm", "since": datetime.min}).height == 0
     files = con.sql("SELECT sum(lines) l, sum(row_lines + rejects + skipped + merged) a FROM ingested_files").pl()
     assert files["l"][0] == files["a"][0] > 6000
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis import ingest, ingest_batch, warehouse
+from analysis import ingest, ingest_batch, sources, warehouse
 from analysis.ingest import SOURCES, discover, ingest_directory
 from analysis.parsers import kernel
 from analysis.resources import demo_source
@@ -65,7 +65,7 @@ def _tables(src: Path, db: Path) -> dict[str, pl.DataFrame]:
     con = warehouse.connect(db)
     ingest_directory(con, src)
     out = {}
-    for table in (*warehouse.RAW_TABLES, "rejects", "ingested_files"):
+    for table in (*sources.raw_tables(), "rejects", "ingested_files"):
         frame = con.sql(f"SELECT * FROM {table}").pl()
         frame = frame.drop([c for c in TIMES if c in frame.columns])
         out[table] = frame.sort(frame.columns, nulls_last=True)

@@ -1,1 +1,0 @@
-INSERT INTO benchmark_results BY NAME SELECT * FROM staged_rows;

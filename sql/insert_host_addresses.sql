@@ -1,1 +1,0 @@
-INSERT INTO host_addresses BY NAME SELECT * FROM staged_rows;

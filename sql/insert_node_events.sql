@@ -1,1 +1,0 @@
-INSERT INTO node_events BY NAME SELECT * FROM staged_rows;

@@ -1,1 +1,0 @@
-INSERT INTO node_state_periods BY NAME SELECT * FROM staged_rows;

@@ -1,1 +1,0 @@
-INSERT INTO sacct_records BY NAME SELECT * FROM staged_rows;

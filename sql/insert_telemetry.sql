@@ -1,1 +1,0 @@
-INSERT INTO telemetry BY NAME SELECT * FROM staged_rows;

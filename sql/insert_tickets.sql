@@ -1,1 +1,0 @@
-INSERT INTO tickets BY NAME SELECT * FROM staged_rows;

@@ -1,1 +1,0 @@
-INSERT INTO topology BY NAME SELECT * FROM staged_rows;

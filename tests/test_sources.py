@@ -1,0 +1,141 @@
+"""The source registry (analysis/sources.py): every declared source has what ingest, the accounting, `goodput
+check` and Dagster need, and a source added at run time (one parser module, one declaration) is read by all
+of them."""
+import importlib
+import json
+import sys
+from datetime import datetime
+
+import pytest
+from click.testing import CliRunner
+from dagster import DagsterInstance, materialize
+
+from analysis import sources, sql, warehouse
+from analysis.check import check_directory
+from analysis.ingest import ingest_directory
+from analysis.sources import SOURCES, Source
+from assets.ingest import ingest_asset
+from pipelines.cli import main
+from pipelines.definitions import all_assets, all_checks
+from pipelines.resources import LogSources, Warehouse
+from tests.test_sacct_parser import HEADER, row
+
+ENTRY_POINTS = ("parse", "parse_stream", "stream_parts", "parse_batch", "json_parts", "parquet_parts")
+
+
+def test_every_declared_source_has_a_parser_tables_an_asset_and_accounting(tmp_path):
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    columns = {}
+    for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall():
+        columns.setdefault(table, set()).add(column)
+    assets = {a.key.to_user_string(): a for a in all_assets}
+    checks = {(spec.asset_key.to_user_string(), spec.name) for defn in all_checks for spec in defn.check_specs}
+    accounting, delete = sql.load("accounting_check_run"), sql.load("delete_files_rows")
+    for s in SOURCES.values():
+        parser = importlib.import_module(s.parser)
+        assert callable(parser.parse), s.folder
+        assert all(callable(getattr(parser, e)) for e in ENTRY_POINTS if hasattr(parser, e)), s.folder
+        for table in s.tables:
+            assert {"file", "line_no"} <= columns.get(table, set()), (s.folder, table)
+            assert f'FROM "{table}" WHERE' in accounting and f'DELETE FROM "{table}" WHERE' in delete, table
+        assert s.asset in assets and assets[s.asset].group_names_by_key[assets[s.asset].key] == "ingest", s.folder
+        assert {(s.asset, "lines_accounted"), (s.asset, "not_all_rejected")} <= checks, s.folder
+        assert s.missing, s.folder
+        if s.names_hosts:  # `goodput check` reads the hosts its rows name
+            assert "host" in columns[s.tables[0]], s.folder
+        if s.tables[0] == "node_events":  # its rows are told apart from other sources' by their source column
+            assert s.events, s.folder
+        for statement in filter(None, (s.volume, s.sample)):
+            sql.load(statement)
+    assert len({s.asset for s in SOURCES.values()}) == len(SOURCES)
+    aliases = [a for s in SOURCES.values() for a in s.aliases]
+    assert len(set(aliases)) == len(aliases) and not set(aliases) & set(SOURCES)
+    con.close()
+
+
+def test_a_registered_source_is_rejected_without_ddl_for_a_new_table():
+    with pytest.raises(ValueError, match="no DDL"):
+        sources.register(Source("toy", "toy_parser", ("toy_rows",), "toy_ingest", "toy readings"))
+    with pytest.raises(ValueError, match="already declared"):
+        sources.register(Source("kernel", "toy_parser", ("node_events",), "toy_ingest", "toy readings"))
+    with pytest.raises(ValueError, match="SQL name"):
+        Source("toy", "toy_parser", ("toy rows; DROP TABLE jobs",), "toy_ingest", "toy readings")
+    assert "toy" not in SOURCES
+
+
+TOY_PARSER = '''
+import polars as pl
+
+from analysis.lines import make_rejects
+from analysis.model import ParseResult
+
+
+def parse(lines, ctx):
+    """`toy <value>` lines are readings of the host the file is named after; blank lines are skipped."""
+    blank = lines["text"].str.strip_chars() == ""
+    good = lines.filter(lines["text"].str.starts_with("toy "))
+    bad = lines.filter(~lines["text"].str.starts_with("toy ") & ~blank)
+    rows = good.select(pl.col("text").str.slice(4).alias("value"), pl.lit(ctx.host_hint).alias("host"), "line_no")
+    return ParseResult(tables={"toy_rows": rows}, rejects=make_rejects(bad["line_no"], bad["text"], "not a toy line"),
+                       skipped=int(blank.sum()), format="toy")
+'''
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """A toy source: a parser module and a DDL file in a temporary folder, and one declaration."""
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "goodput_toy_parser.py").write_text(TOY_PARSER)
+    (plugin / "toy.sql").write_text("CREATE TABLE IF NOT EXISTS toy_rows (value VARCHAR, host VARCHAR, "
+                                    "file VARCHAR, line_no BIGINT);\n")
+    monkeypatch.syspath_prepend(str(plugin))
+    declared = sources.register(Source("toy", "goodput_toy_parser", ("toy_rows",), "toy_readings",
+                                       "toy readings are missing", names_hosts=True, ddl=plugin / "toy.sql"))
+    src = tmp_path / "src"
+    (src / "toy").mkdir(parents=True)
+    (src / "toy" / "gpu001.log").write_text("toy 1\ntoy 2\n\nnot toy\n")
+    (src / "toy" / "gpu099.log").write_text("toy 3\n")  # a host that ran no Slurm job
+    (src / "slurm").mkdir()
+    (src / "slurm" / "sacct.txt").write_text(HEADER + "\n" + row("1", nodes="gpu001") + "\n")
+    yield declared, src
+    sources.unregister("toy")
+    sys.modules.pop("goodput_toy_parser", None)
+
+
+def test_a_toy_source_is_ingested_accounted_checked_and_materialised(toy, tmp_path):
+    declared, src = toy
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    outcomes = {o.path.rsplit("/", 1)[-1]: o for o in ingest_directory(con, src).outcomes if o.source == "toy"}
+    assert {n: (o.status, o.lines, o.rows, o.rejects) for n, o in outcomes.items()} == {
+        "gpu001.log": ("ok", 4, 2, 1), "gpu099.log": ("ok", 1, 1, 0)}
+    assert con.sql("SELECT host, value FROM toy_rows ORDER BY value").fetchall() == [
+        ("gpu001", "1"), ("gpu001", "2"), ("gpu099", "3")]
+    # the accounting reads toy_rows: the lines stored there are found, and a lost one is noticed
+    accounting = {"source": "toy", "since": datetime.min}
+    assert sql.query(con, "accounting_check_run", accounting).height == 0
+    con.execute("DELETE FROM toy_rows WHERE value = '3'")
+    lost = sql.query(con, "accounting_check_run", accounting)
+    assert lost["path"].to_list() == [str(src.resolve() / "toy" / "gpu099.log")]
+
+    toy_check = {c.folder: c for c in check_directory(src)[0]}["toy"]
+    assert (toy_check.verdict, toy_check.files, toy_check.rows, toy_check.rejects) == ("warning", 2, 3, 1)
+    assert toy_check.unmatched_hosts == ["gpu099"] and toy_check.sample[0]["value"] == "1"
+    out = CliRunner().invoke(main, ["check", "--source", str(src), "--json"])
+    assert [f["verdict"] for f in json.loads(out.output)["folders"] if f["folder"] == "toy"] == ["warning"]
+
+    # a changed file's old rows are deleted before its new ones are written
+    (src / "toy" / "gpu001.log").write_text("toy 5\n")
+    ingest_directory(con, src, sources=["toy"])
+    assert con.sql("SELECT host, value FROM toy_rows ORDER BY value").fetchall() == [("gpu001", "5")]
+    con.close()
+
+    db = tmp_path / "dagster.duckdb"
+    asset, *checks = ingest_asset(declared)
+    resources = {"warehouse": Warehouse(db_path=str(db)), "sources": LogSources(source_dir=str(src))}
+    result = materialize([asset, *checks], instance=DagsterInstance.ephemeral(), resources=resources)
+    assert result.success
+    [materialization] = result.asset_materializations_for_node("toy_readings")
+    assert (materialization.metadata["files"].value, materialization.metadata["rows_added"].value) == (2, 2)
+    assert sorted((e.check_name, e.passed) for e in result.get_asset_check_evaluations()) == [
+        ("lines_accounted", True), ("not_all_rejected", True)]
