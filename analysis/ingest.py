@@ -1,6 +1,6 @@
 """Ingest a source directory into the warehouse, one file per transaction.
 
-Source layout (see README): one folder per source below the source directory.
+Source layout (docs/sources.md): one folder per source below the source directory.
 A file already ingested with the same content is skipped; a changed file has
 its old rows replaced; a file whose content was already ingested under another
 name (a rotated or re-compressed log) is recorded as a duplicate and adds

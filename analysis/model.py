@@ -29,7 +29,7 @@ class IngestOptions:
     boot_times: dict[str, datetime] = field(default_factory=dict)  # host -> boot time (UTC) for raw dmesg
     # validation run (its folder under benchmarks/) -> when it ran (UTC), for results that carry no time
     benchmark_run_times: dict[str, datetime] = field(default_factory=dict)
-    # Resource caps against hostile or broken input (README, "Limits"):
+    # Resource caps against hostile or broken input (docs/sources.md#limits):
     max_line_bytes: int = MAX_LINE_BYTES  # longer lines are rejects
     max_file_bytes: int = MAX_FILE_BYTES  # decompressed size above which a file is refused
     max_hostlist_hosts: int = MAX_HOSTS  # a NodeList/--exclude expanding to more is refused

@@ -2,8 +2,8 @@
 
     python bench/ingest.py [--sacct-rows 1000000] [--kernel-lines 5000000] [--workdir /tmp/goodput-bench]
 
-Writes a synthetic sacct dump (allocations + batch/extern/0 steps, all SPEC
-columns) and a journalctl-style kernel log with ~1% XID/AER/ECC lines, then
+Writes a synthetic sacct dump (allocations + batch/extern/0 steps, every
+column of docs/connect.md#slurm-accounting-required) and a journalctl-style kernel log with ~1% XID/AER/ECC lines, then
 times: (1) DuckDB's read_csv scanning the same file into a table, as the floor
 for reading that many bytes, and (2) goodput's full ingest of the file
 (read, parse, validate, write to the warehouse in one transaction).

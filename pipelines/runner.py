@@ -31,7 +31,7 @@ ERRORS_LOG = "goodput-errors.log"
 PROBLEMS_SHOWN = 10
 
 
-# Exit codes a cron job or systemd unit can act on (README "Exit codes"). 2 is the usage error of click.
+# Exit codes a cron job or systemd unit can act on (docs/operations.md#exit-codes). 2 is the usage error of click.
 EXIT_OK, EXIT_FAILED, EXIT_DEGRADED = 0, 1, 3
 HEALTH_SHOWN = 10
 

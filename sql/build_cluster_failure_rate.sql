@@ -1,4 +1,4 @@
--- Meta's r (§III; SPEC §3 "Cluster r"), the one definition the report's cards and charts, MTTF's
+-- Meta's r (§III; docs/methods.md#cluster-failure-rate-r), the one definition the report's cards and charts, MTTF's
 -- projection and `goodput ettr --from-db` use: failures = jobs over 128 GPUs that ended NODE_FAIL
 -- + FAILED jobs with a critical event in their attribution window, by the end of `day`; divided by
 -- the node-days of runtime up to then (allocated nodes x runtime, a job still running counted

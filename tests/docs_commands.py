@@ -1,4 +1,4 @@
-"""The commands README.md and docs/connect.md give, taken apart the way a shell would (for
+"""The commands README.md and the pages of docs/ give, taken apart the way a shell would (for
 tests/test_docs_commands.py): code blocks (sh, cron lines, systemd ExecStart=) and inline `spans` that
 start with a known tool, split into simple commands with their words."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = (REPO / "README.md", REPO / "docs" / "connect.md")
+DOCS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))  # a page without commands adds none
 SHELL_BLOCKS = ("sh", "cron", "ini")  # the other blocks are YAML and CSV examples
 CRON_FIELDS = 5
 ALT = "\x00"  # stands for a `|` between choices while a prose span is split into commands
@@ -17,7 +17,7 @@ ALT = "\x00"  # stands for a `|` between choices while a prose span is split int
 
 @dataclass(frozen=True)
 class Command:
-    doc: str  # README.md or docs/connect.md
+    doc: str  # README.md or docs/<page>.md
     text: str  # the line or span as written
     words: tuple[str, ...]  # one simple command: the tool, then its arguments (quotes removed)
     in_block: bool  # from a code block (a full command) or prose (a fragment or a synopsis)

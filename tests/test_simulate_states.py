@@ -1,6 +1,7 @@
 """Every job state the simulator writes, as a share of the job instances that ended, against Meta's.
 
-Source: papers/meta-rsc-reliability §III, Fig. 3 (RSC-1's scheduler job status breakdown by number of jobs):
+Source: Meta's "Revisiting Reliability in Large-Scale Machine Learning Research Clusters" (docs/methods.md#papers)
+§III, Fig. 3 (RSC-1's scheduler job status breakdown by number of jobs):
 "60% of scheduled jobs completed. 24% and 0.1% of jobs failed because of FAILED and NODE_FAIL, respectively.
 10% of jobs were pre-empted, 2% requeued, 0.1% ran out of memory, and 0.6% timed-out." CANCELLED is the part
 of Fig. 3 the sentence leaves, 100 - 96.9 = ~3%. RUNNING and PENDING (still in the system when the period ends)

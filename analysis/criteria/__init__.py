@@ -1,4 +1,4 @@
-"""Benchmark criteria learned from the fleet (Anubis Validator, SPEC §6).
+"""Benchmark criteria learned from the fleet (Anubis Validator; docs/methods.md#benchmark-criteria).
 
 similarity: the CDF distance and Algorithm 2 on one metric's samples.
 catalog: each metric's direction, unit and kind (measurement or pass/fail flag).

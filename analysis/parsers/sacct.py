@@ -22,7 +22,7 @@ from analysis.parsers.sacct_repair import FREE_TEXT, JOBID_RE, repair_rows
 from analysis.parts import each_piece
 from analysis.timeutil import local_to_utc, parse_duration_s
 
-# The field list SPEC.md asks sites to dump; used when a file has no header.
+# The field list docs/connect.md#slurm-accounting-required asks sites to dump; used when a file has no header.
 DEFAULT_COLUMNS = ("JobID,JobIDRaw,JobName,User,Account,Partition,QOS,Priority,State,ExitCode,Reason,"
                    "Submit,Eligible,Start,End,Elapsed,NNodes,AllocTRES,NodeList,Restarts,SubmitLine").split(",")
 DELIMITERS = ("^|^", "|#", "|", "\t")  # parsable2 default, gcm dumps, --delimiter=$'\t'

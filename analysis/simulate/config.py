@@ -1,7 +1,7 @@
 """Simulator settings and presets.
 
-Rates follow Meta's study of its research clusters (papers/meta-rsc-reliability
-§III): hardware failures ~5-7 per 1,000 node-days of runtime, 1-2% lemon nodes,
+Rates follow Meta's study of its research clusters (Meta §III, docs/methods.md#papers):
+hardware failures ~5-7 per 1,000 node-days of runtime, 1-2% lemon nodes,
 job mix dominated by 1-GPU jobs by count and by 256+ GPU jobs by GPU time.
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ from analysis.simulate.cluster import GPU_BUS
 
 @dataclass(frozen=True)
 class Cause:
-    id: str  # taxonomy id (SPEC.md §2)
+    id: str  # taxonomy id (docs/methods.md#failure-taxonomy-and-attribution)
     weight: float  # share of hardware faults
     node_fail: float  # chance the node stops answering (job ends NODE_FAIL)
     drain: float  # chance a health check catches it and drains the node

@@ -1,4 +1,4 @@
-"""Faulty machines from telemetry (SPEC §7): Minder (per-metric LSTM-VAE, peer
+"""Faulty machines from telemetry (docs/methods.md#faulty-machines-from-telemetry): Minder (per-metric LSTM-VAE, peer
 distance, continuity, metric priority) beside Aegis' outlier rule and the
 baselines the paper compares against.
 
