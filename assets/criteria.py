@@ -8,7 +8,7 @@ from dagster import AssetCheckResult, MaterializeResult, MetadataValue, asset, a
 from assets.degrade import withheld_on_error
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from pipelines.resources import CriteriaSettings, ReportSettings, Warehouse
-from pipelines.version import made_by
+from analysis.version import made_by
 
 
 @asset(deps=["benchmark_results"], group_name="models",

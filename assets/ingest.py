@@ -14,7 +14,7 @@ from analysis.ingest import ingest_directory
 from analysis.sources import SOURCES, Source
 from assets.degrade import withheld_on_error
 from assets.unchanged import UNCHANGED_FILES, replayed_while_unchanged, versioned_ingest
-from pipelines import diagnose
+from analysis import diagnose
 from pipelines.resources import LogSources, Warehouse
 
 progress_log = logging.getLogger("goodput.ingest")

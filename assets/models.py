@@ -8,7 +8,7 @@ from analysis.lemon_scoring import NoHistory
 from assets.degrade import withheld_on_error
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from pipelines.resources import LogSources, ModelSettings, ReportSettings, Warehouse
-from pipelines.version import made_by
+from analysis.version import made_by
 
 
 @asset(deps=["node_incidents", "failure_attribution", "tickets", "node_state_periods", "jobs", "benchmark_criteria"],

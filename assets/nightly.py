@@ -10,7 +10,7 @@ from dagster import (AssetCheckResult, AssetCheckSeverity, AssetExecutionContext
 from analysis import daily, data_health, warehouse
 from analysis.sources import SOURCES
 from assets.unchanged import unless_unchanged
-from pipelines import diagnose
+from analysis import diagnose
 from pipelines.resources import MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
 
 # Event and job time, by day. Ingestion stays file-incremental (a dump or a log

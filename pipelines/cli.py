@@ -12,7 +12,7 @@ import click
 from analysis import resources, sql, warehouse
 from analysis.display import printable
 from analysis.sources import IGNORED_FOLDERS, SOURCES
-from pipelines import values
+from analysis import values
 
 DEMO_SOURCE = resources.demo_source()
 
@@ -67,7 +67,7 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
     the summary say what and why). Exit 1 (failed): no report, or lines lost."""
     import duckdb
 
-    from pipelines.preflight import warehouse_error
+    from analysis.preflight import warehouse_error
     from pipelines.runner import SourceError, run_pipeline
 
     _setup_logging(quiet)
@@ -120,7 +120,7 @@ def _crashed(exc: Exception, out: Path) -> click.ClickException:
 
 
 def _one_line(exc: BaseException) -> str:
-    from pipelines.preflight import one_line
+    from analysis.preflight import one_line
 
     return one_line(exc)
 
@@ -229,7 +229,7 @@ def sql_command(db: Path | None, as_csv: bool, as_json: bool, vertical: bool, ma
     refused, and a query reads the warehouse and no other file."""
     import polars as pl
 
-    from pipelines.readonly import QueryRefused, run_query
+    from analysis.readonly import QueryRefused, run_query
 
     try:
         columns, rows = run_query(db or warehouse.default_db_path(), query, timeout=timeout)
@@ -271,8 +271,8 @@ def why(db: Path | None, rules: Path | None, as_json: bool, job_id: str) -> None
 
     from analysis.attribution import explain_job
     from analysis.taxonomy import TaxonomyError, load
-    from pipelines.explain import render
-    from pipelines.preflight import warehouse_error
+    from analysis.explain import render
+    from analysis.preflight import warehouse_error
 
     db = db or warehouse.default_db_path()
     try:
@@ -298,7 +298,7 @@ def why(db: Path | None, rules: Path | None, as_json: bool, job_id: str) -> None
     if not instances:
         raise click.ClickException(f"no job {job_id} in the warehouse (array tasks are 123_4, het components 123+1)")
     if as_json:
-        from pipelines.explain import as_json as why_json
+        from analysis.explain import as_json as why_json
         click.echo(why_json(instances, taxonomy))
         return
     click.echo(render(instances, taxonomy))
@@ -321,7 +321,7 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
     import duckdb
 
     from analysis.forget import UnknownPaths, forget as forget_files
-    from pipelines.preflight import warehouse_error
+    from analysis.preflight import warehouse_error
 
     db = db or warehouse.default_db_path()
     if not Path(db).is_file():

@@ -22,7 +22,7 @@ def check_command(source: Path, as_json: bool, sample_rows: int) -> None:
 
     from analysis.check import as_text, check_directory
     from analysis.options import OptionsError
-    from pipelines import diagnose
+    from analysis import diagnose
 
     try:
         checks, warnings = check_directory(source, sample_rows=sample_rows,

@@ -36,7 +36,7 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
     from analysis.criteria import catalog
     from analysis.criteria import run as criteria_run
     from analysis.criteria.learn import CriteriaConfig
-    from pipelines.version import made_by
+    from analysis.version import made_by
 
     metrics = metrics or (Path(os.environ["GOODPUT_METRICS"]) if os.environ.get("GOODPUT_METRICS") else None)
     cfg = CriteriaConfig(alpha=alpha, window_days=window_days, repeatability_floor=repeatability_floor)

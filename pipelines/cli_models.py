@@ -22,7 +22,7 @@ def _as_of(value: str | None) -> datetime | None:
 def _open(db: Path | None, read_only: bool):
     import duckdb
 
-    from pipelines.preflight import warehouse_error
+    from analysis.preflight import warehouse_error
 
     db = db or warehouse.default_db_path()
     if not Path(db).is_file():
@@ -176,7 +176,7 @@ def export_command(db: Path | None, out: Path, force: bool) -> None:
     from analysis.exports import (LadderConfig, drain_excess, latest_actions, latest_plan, slurm_out_of_service,
                                   unsafe_hosts, write_exports)
     from analysis.node_models import fleet_size
-    from pipelines.version import made_by
+    from analysis.version import made_by
 
     con, db = _open(db, read_only=True)
     try:

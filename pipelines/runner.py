@@ -16,9 +16,9 @@ from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
 from analysis import data_health, fingerprints, sql, warehouse
 from analysis.display import printable
 from assets.unchanged import UNCHANGED
-from pipelines import diagnose
+from analysis import diagnose
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
-from pipelines.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
+from analysis.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
 from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
                                  TaxonomyConfig, TelemetrySettings, Warehouse)
 

@@ -33,7 +33,7 @@ def test_a_step_interrupted_by_a_signal_degrades_the_demo_with_a_clear_message(t
 
 
 def test_a_crash_outside_the_steps_is_one_line_naming_the_errors_log(tmp_path, monkeypatch):
-    from pipelines import diagnose
+    from analysis import diagnose
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug after the steps")

@@ -20,7 +20,7 @@ import duckdb
 
 from analysis.snapshot import connect_reader
 from analysis.warehouse import missing_warehouse
-from pipelines.preflight import damaged_warehouse, warehouse_error
+from analysis.preflight import damaged_warehouse, warehouse_error
 
 # What the fence lets through: SELECT covers WITH, FROM-first queries, SHOW,
 # DESCRIBE and SUMMARIZE; EXPLAIN shows a plan.

@@ -90,7 +90,7 @@ def check_source(source: Path, tz: str | None = None, sacct_delimiter: str | Non
     if not found:
         raise SourceError(f"source directory {printable(source)} holds no files (expected slurm/, kernel/, switch/, ... folders)")
     if all(folder is None for _, folder in found):
-        from pipelines.diagnose import unknown_folders
+        from analysis.diagnose import unknown_folders
 
         links = [f"{printable(p.relative_to(source))}: {why}" for p, _ in found if (why := link_refusal(p, source))]
         raise SourceError(f"no file of {printable(source)} is in a source folder, so nothing would be read: "
