@@ -3,7 +3,7 @@ from dagster import AssetCheckResult, MaterializeResult, asset, asset_check
 
 from analysis import attribution, sql
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
-from pipelines.resources import TaxonomyConfig, Warehouse
+from assets.resources import TaxonomyConfig, Warehouse
 
 
 @asset(deps=["node_events"], group_name="attribution",

@@ -7,7 +7,7 @@ from dagster import AssetCheckResult, MaterializeResult, MetadataValue, asset, a
 
 from assets.degrade import withheld_on_error
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
-from pipelines.resources import CriteriaSettings, ReportSettings, Warehouse
+from assets.resources import CriteriaSettings, ReportSettings, Warehouse
 from analysis.version import made_by
 
 

@@ -6,7 +6,7 @@ from analysis import sql
 from analysis.jobs import build_jobs, map_switch_ports
 from analysis.sources import SOURCES
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
-from pipelines.resources import Warehouse
+from assets.resources import Warehouse
 
 
 @asset(deps=["sacct_records"], group_name="slurm",

@@ -15,7 +15,7 @@ from analysis.sources import SOURCES, Source
 from assets.degrade import withheld_on_error
 from assets.unchanged import UNCHANGED_FILES, replayed_while_unchanged, versioned_ingest
 from analysis import diagnose
-from pipelines.resources import LogSources, Warehouse
+from assets.resources import LogSources, Warehouse
 
 progress_log = logging.getLogger("goodput.ingest")
 STARTED = "ingest_started"  # materialization metadata: naive UTC start of the ingest

@@ -4,7 +4,7 @@ from dagster import MaterializeResult, asset
 from analysis import joblogs
 from assets.degrade import withheld_on_error
 from assets.unchanged import unless_unchanged
-from pipelines.resources import Warehouse
+from assets.resources import Warehouse
 
 
 @asset(deps=["job_logs", "jobs", "topology"], group_name="events",

@@ -3,7 +3,7 @@ from dagster import MaterializeResult, asset
 
 from analysis import metrics
 from assets.unchanged import unless_unchanged
-from pipelines.resources import MetricsSettings, Warehouse
+from assets.resources import MetricsSettings, Warehouse
 
 
 @asset(deps=["job_runs", "failure_attribution", "node_state_periods"], group_name="metrics",

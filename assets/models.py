@@ -7,7 +7,7 @@ from analysis import data_health, exports, node_models
 from analysis.lemon_scoring import NoHistory
 from assets.degrade import withheld_on_error
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
-from pipelines.resources import LogSources, ModelSettings, ReportSettings, Warehouse
+from assets.resources import LogSources, ModelSettings, ReportSettings, Warehouse
 from analysis.version import made_by
 
 

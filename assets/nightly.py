@@ -11,7 +11,7 @@ from analysis import daily, data_health, warehouse
 from analysis.sources import SOURCES
 from assets.unchanged import unless_unchanged
 from analysis import diagnose
-from pipelines.resources import MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
+from assets.resources import MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
 
 # Event and job time, by day. Ingestion stays file-incremental (a dump or a log
 # rarely maps onto one day); these assets read the rows whose own time falls

@@ -7,7 +7,7 @@ from dagster import MaterializeResult, asset
 
 from assets.degrade import withheld_on_error
 from assets.unchanged import unless_unchanged
-from pipelines.resources import TelemetrySettings, Warehouse
+from assets.resources import TelemetrySettings, Warehouse
 
 
 @asset(deps=["telemetry", "jobs"], group_name="telemetry",

@@ -11,7 +11,6 @@ version (it kept its contents) but loses its fingerprint, so the next run builds
 from __future__ import annotations
 
 import functools
-from functools import lru_cache
 from pathlib import Path
 
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetExecutionContext,
@@ -19,7 +18,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSev
 
 from analysis import fingerprints
 from assets.degrade import WITHHELD
-from pipelines.resources import Warehouse
+from assets.resources import Warehouse
 
 UNCHANGED = "unchanged"  # metadata of a step whose output did not change this run
 UNCHANGED_FILES = "unchanged_files"  # metadata of an ingest: files found as stored, not read again
@@ -167,24 +166,10 @@ def _settings(kwargs) -> tuple[dict, dict]:
 
 
 def _upstream(context: AssetExecutionContext, key: str, how: str) -> tuple[str, ...]:
-    """The steps whose output versions go into ``key``'s fingerprint, from goodput's definitions (the whole graph,
-    whatever part of it this run materializes); from this run's own graph for an asset not in them (tests)."""
-    graph = _graph()
-    if not graph.has(AssetKey.from_user_string(key)):
-        return _steps(context.job_def.asset_layer.asset_graph, key, how)
-    return _steps_in_definitions(key, how)
-
-
-@lru_cache(maxsize=None)
-def _graph():
-    from pipelines.definitions import defs  # here, not at import: the definitions import the assets
-
-    return defs.resolve_asset_graph()
-
-
-@lru_cache(maxsize=None)
-def _steps_in_definitions(key: str, how: str) -> tuple[str, ...]:
-    return _steps(_graph(), key, how)
+    """The steps whose output versions go into ``key``'s fingerprint, from the graph of the run's job: the whole
+    graph of the definitions it was built from, whatever part of it this run materializes (the code location's
+    jobs hold every asset; `goodput run` passes every asset and selects the ones it runs: pipelines/runner.py)."""
+    return _steps(context.job_def.asset_layer.asset_graph, key, how)
 
 
 def _steps(graph, key: str, how: str) -> tuple[str, ...]:

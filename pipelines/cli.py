@@ -174,7 +174,7 @@ def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
         summary = run_simulation(make_preset("small"), source)
         click.echo(f"simulated {summary['job_instances']:,} job instances on 48 nodes over 14 days in {summary['wall_s']} s")
     click.echo(f"goodput demo: source {source}, warehouse {db}")
-    from pipelines.resources import ModelSettings
+    from assets.resources import ModelSettings
 
     # The simulated demo cluster fails ~7x as often as a real fleet (to show
     # every failure kind in two weeks), so more of it needs draining at once.

@@ -90,7 +90,7 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
 
 def _cadence(db: Path, retrain: frozenset):
     from analysis.cadence import Cadence
-    from pipelines.resources import retrain_after_days_default
+    from assets.resources import retrain_after_days_default
 
     return Cadence(retrain_after_days_default(), retrain, Path(db).name)
 
@@ -104,7 +104,7 @@ def _state(name: str, state) -> str:
 def _telemetry(con, db: Path, retrain: frozenset, alone: bool) -> None:
     """Retrain the telemetry detector and rescore what it judges (analysis.telemetry.run)."""
     from analysis.telemetry import run as telemetry_run
-    from pipelines.resources import TelemetrySettings
+    from assets.resources import TelemetrySettings
 
     s = TelemetrySettings()
     try:

@@ -16,8 +16,7 @@ from assets.models import drain_share_sane, node_actions, node_exports
 from assets.ingest import ingest_assets, ingest_checks, unrecognised_files
 from assets.nightly import (daily_source_volume, reject_rate_below_threshold, reliability_report, sources_present,
                             volume_steady)
-from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
-                                 TaxonomyConfig, TelemetrySettings, Warehouse)
+from assets.resources import build_resources
 from pipelines.schedules import new_files_sensor, nightly, nightly_schedule, refresh
 
 all_assets = [*ingest_assets, unrecognised_files, jobs, node_events, classified_events, failure_attribution, job_runs,
@@ -37,10 +36,7 @@ defs = Definitions(
     jobs=[nightly, refresh],
     schedules=[nightly_schedule],
     sensors=[new_files_sensor],
-    resources={"warehouse": Warehouse(), "sources": LogSources(), "taxonomy": TaxonomyConfig(),
-               "settings": MetricsSettings(), "report_settings": ReportSettings(),
-               "models": ModelSettings(), "criteria": CriteriaSettings(),
-               "telemetry_settings": TelemetrySettings()},
+    resources=build_resources(),
     # DuckDB allows one writing process per file: assets run one after another
     # in one process rather than in parallel subprocesses fighting for the lock.
     executor=in_process_executor,

@@ -19,8 +19,7 @@ from assets.unchanged import UNCHANGED
 from analysis import diagnose
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
 from analysis.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
-from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
-                                 TaxonomyConfig, TelemetrySettings, Warehouse)
+from assets.resources import ModelSettings, build_resources
 
 # Dagster's own console log would print stack traces for every failed or
 # skipped step; the run summary says what failed instead, and the traces of
@@ -136,13 +135,8 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
 def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, sacct_delimiter, boot_times,
            rules_file, models) -> RunResult:
     since = datetime.now(timezone.utc).replace(tzinfo=None)  # ingested_at is naive UTC
-    resources = {"warehouse": Warehouse(db_path=str(db)), "models": models or ModelSettings(),
-                 "criteria": CriteriaSettings(), "telemetry_settings": TelemetrySettings(),
-                 "settings": MetricsSettings(), "report_settings": ReportSettings(out_dir=str(out)),
-                 "taxonomy": TaxonomyConfig(rules_file=str(rules_file) if rules_file else TaxonomyConfig().rules_file),
-                 "sources": LogSources(source_dir=str(source.resolve()), tz=tz, sacct_delimiter=sacct_delimiter,
-                                       boot_times=boot_times or {})}
-    run = _materialize([*all_assets, *all_checks], resources)
+    resources = build_resources(db, source, out, tz, sacct_delimiter, boot_times, rules_file, models)
+    run = _materialize(all_assets, resources)
     failed, traces = _step_failures(run)
     evaluations = list(run.get_asset_check_evaluations())
     materialized = list(run.get_asset_materialization_events())
@@ -163,7 +157,7 @@ def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, s
     unbuilt_inputs = REPORT_INPUTS & set(not_built)
     day = _last_day(db) if not fatal and not unbuilt_inputs and not _blocking(evaluations) else None
     if day is not None:  # the day partition for the last day with data: its checks, then its report
-        daily_run = _materialize([*daily_assets, *daily_checks], resources, partition_key=day.isoformat())
+        daily_run = _materialize(daily_assets, resources, partition_key=day.isoformat())
         evaluations += list(daily_run.get_asset_check_evaluations())
         more, more_traces = _step_failures(daily_run)
         failed, traces = failed + more, traces + more_traces
@@ -216,10 +210,14 @@ def _meta(event, name: str):
     return getattr(value, "value", value)
 
 
-def _materialize(assets: list, resources: dict, partition_key: str | None = None):
+def _materialize(selection: list, resources: dict, partition_key: str | None = None):
+    """Run the ``selection`` of assets, with their checks. The run's job holds every asset of the definitions,
+    whatever it selects: a step's fingerprint names its upstream steps from that graph (assets/unchanged.py), the
+    graph a Dagster deployment's jobs hold."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # dagster beta/deprecation notices are not the user's concern
-        return materialize(assets, resources=resources, partition_key=partition_key, raise_on_error=False,
+        return materialize([*all_assets, *all_checks, *daily_assets, *daily_checks], selection=selection,
+                           resources=resources, partition_key=partition_key, raise_on_error=False,
                            instance=_instance(), run_config=QUIET_DAGSTER)
 
 

@@ -69,9 +69,9 @@ def quick_telemetry(epochs: int = 2):
     """`goodput run` / run_pipeline with few telemetry training epochs, for tests that do not judge the
     detectors (test_telemetry_detect does, with its own settings): the LSTM-VAEs' 30 epochs are most of
     a run on a simulated cluster."""
-    import pipelines.runner
-    from pipelines.resources import TelemetrySettings
+    import assets.resources
+    from assets.resources import TelemetrySettings
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pipelines.runner, "TelemetrySettings", lambda: TelemetrySettings(epochs=epochs))
+    with pytest.MonkeyPatch.context() as mp:  # what build_resources() builds
+        mp.setattr(assets.resources, "TelemetrySettings", lambda: TelemetrySettings(epochs=epochs))
         yield

@@ -13,7 +13,7 @@ from analysis.simulate.config import preset
 from analysis.simulate.increment import add_held_out, hold_out_last_day
 from analysis.simulate.run import simulate
 from analysis.telemetry import train
-from pipelines.resources import ModelSettings
+from assets.resources import ModelSettings
 from pipelines.runner import run_pipeline
 from tests.shared import quick_telemetry, shared_build
 

@@ -196,7 +196,7 @@ def test_the_asset_says_whether_it_trained_or_loaded_the_detector(scored, tmp_pa
     from dagster import DagsterInstance, materialize
 
     from assets.telemetry import machine_alerts
-    from pipelines.resources import TelemetrySettings, Warehouse
+    from assets.resources import TelemetrySettings, Warehouse
 
     con, db = _copy(scored, tmp_path)
     add(con, later_jobs(day=4.0, n=1, first=40))
@@ -239,7 +239,7 @@ def test_cadence_decisions():
 
 
 def test_retrain_after_days_from_the_environment(monkeypatch):
-    from pipelines.resources import ModelSettings, TelemetrySettings, retrain_after_days_default
+    from assets.resources import ModelSettings, TelemetrySettings, retrain_after_days_default
 
     monkeypatch.setenv("GOODPUT_RETRAIN_AFTER_DAYS", "0")
     assert TelemetrySettings().cadence("/x/w.duckdb") == Cadence(0.0, frozenset(), "w.duckdb")

@@ -11,7 +11,7 @@ from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
-from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
+from assets.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
                                  TaxonomyConfig, TelemetrySettings, Warehouse)
 from pipelines.schedules import new_files_sensor
 from tests.conftest import REPO

@@ -9,7 +9,7 @@ from dagster import DagsterInstance, Definitions, materialize
 
 from pipelines.cli import DEMO_SOURCE, main
 from pipelines.definitions import all_assets, all_checks, defs
-from pipelines.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
+from assets.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
                                  TaxonomyConfig, TelemetrySettings, Warehouse)
 from tests.shared import quick_telemetry
 

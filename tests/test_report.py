@@ -17,7 +17,7 @@ from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.cli import main
-from pipelines.resources import ModelSettings
+from assets.resources import ModelSettings
 from pipelines.runner import run_pipeline
 from reports import charts
 from reports.render import render_report

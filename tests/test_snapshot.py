@@ -14,7 +14,7 @@ from dagster import asset, materialize
 
 from analysis import snapshot, warehouse
 from pipelines.cli import DEMO_SOURCE, main
-from pipelines.resources import Warehouse
+from assets.resources import Warehouse
 from tests.conftest import REPO
 
 

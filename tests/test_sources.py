@@ -17,7 +17,7 @@ from analysis.sources import SOURCES, Source
 from assets.ingest import ingest_asset
 from pipelines.cli import main
 from pipelines.definitions import all_assets, all_checks
-from pipelines.resources import LogSources, Warehouse
+from assets.resources import LogSources, Warehouse
 from tests.test_sacct_parser import HEADER, row
 
 ENTRY_POINTS = ("parse", "parse_stream", "stream_parts", "parse_batch", "json_parts", "parquet_parts")

@@ -11,7 +11,7 @@ from dagster import (AssetCheckResult, DagsterInstance, MaterializeResult, Metad
 from assets.degrade import withheld_on_error
 from assets.unchanged import UNCHANGED, replayed_while_unchanged, unless_unchanged
 from pipelines.cli import DEMO_SOURCE, main
-from pipelines.resources import TaxonomyConfig, Warehouse
+from assets.resources import TaxonomyConfig, Warehouse
 
 RULES = "windows: {{before_minutes: {before}, after_minutes: 5}}\n"  # a taxonomy override: the attribution window
 

@@ -1,10 +1,13 @@
-"""Dagster resources: where the warehouse lives and where the logs come from."""
+"""Dagster resources: where the warehouse lives and where the logs come from. Part of the Dagster door: the assets
+take them as arguments, pipelines/definitions.py and pipelines/runner.py both get them from build_resources(). A
+default from the environment is read when a resource is built (Field(default_factory=...)), not at import."""
 
 import os
 from contextlib import contextmanager
 from pathlib import Path
 
 from dagster import ConfigurableResource
+from pydantic import Field
 
 from analysis import data_health, warehouse
 from analysis.options import load_options
@@ -29,7 +32,7 @@ class Warehouse(ConfigurableResource):
     """The DuckDB file. Default ./data/warehouse.duckdb, or $GOODPUT_DB. A run holds it open for writing
     from its first step to its last (no reader can take it in between), then publishes the snapshot that
     readers open while the next run writes (analysis.snapshot)."""
-    db_path: str = os.environ.get("GOODPUT_DB", str(warehouse.DEFAULT_DB))
+    db_path: str = Field(default_factory=lambda: os.environ.get("GOODPUT_DB", str(warehouse.DEFAULT_DB)))
 
     def setup_for_execution(self, context) -> None:
         warehouse.hold(Path(self.db_path))
@@ -49,7 +52,7 @@ class Warehouse(ConfigurableResource):
 
 class LogSources(ConfigurableResource):
     """The source directory (one folder per source) and how to read it."""
-    source_dir: str = os.environ.get("GOODPUT_SOURCE", str(demo_source()))
+    source_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_SOURCE", str(demo_source())))
     tz: str | None = None  # overrides goodput.yaml in the source directory
     sacct_delimiter: str | None = None
     boot_times: dict[str, str] = {}  # host -> ISO time, for raw dmesg; merged over goodput.yaml's
@@ -63,7 +66,7 @@ class LogSources(ConfigurableResource):
 class TaxonomyConfig(ConfigurableResource):
     """Failure taxonomy and attribution settings. rules_file: an operator's
     override file merged over taxonomy/rules.yaml (default $GOODPUT_RULES)."""
-    rules_file: str | None = os.environ.get("GOODPUT_RULES") or None
+    rules_file: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_RULES") or None)
     run_gap_minutes: int = 60  # a resubmission within this gap continues a job run
     crash_loop_min: int = 5  # restarts after failures that make a crash loop
     incident_gap_minutes: int = 30  # events closer than this are one node incident
@@ -81,7 +84,7 @@ class MetricsSettings(ConfigurableResource):
     restart_min: float = 5.0
     checkpoint_min: float = 60.0
     second_order_window_min: float = 10.0
-    overrides_file: str | None = os.environ.get("GOODPUT_ETTR_PARAMS") or None
+    overrides_file: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_ETTR_PARAMS") or None)
 
     def config(self):
         from analysis.metrics import MetricsConfig
@@ -93,7 +96,7 @@ class MetricsSettings(ConfigurableResource):
 
 class ReportSettings(ConfigurableResource):
     """Where reports go, and the reject rate over which a source degrades them."""
-    out_dir: str = os.environ.get("GOODPUT_OUT", "out")
+    out_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_OUT", "out"))
     max_reject_rate: float = data_health.MAX_REJECT_RATE
 
 
@@ -104,7 +107,7 @@ class ModelSettings(ConfigurableResource):
     classifier, the incident models) are saved in models/ beside the warehouse
     and retrained when retrain_after_days of new data have passed, or their
     input definition changed (analysis.cadence); runs in between only score."""
-    labels_file: str | None = os.environ.get("GOODPUT_LABELS") or None
+    labels_file: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_LABELS") or None)
     retrain_after_days: float | None = None  # None: $GOODPUT_RETRAIN_AFTER_DAYS, else 7
     window_days: int = 28
     min_signals: int = 2
@@ -150,7 +153,7 @@ class CriteriaSettings(ConfigurableResource):
     window_days: int = 56
     repeatability_floor: float = 0.95
     skip_noisy: bool = False
-    metrics_file: str | None = os.environ.get("GOODPUT_METRICS") or None
+    metrics_file: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_METRICS") or None)
 
     def config(self):
         from analysis.criteria.learn import CriteriaConfig
@@ -184,3 +187,17 @@ class TelemetrySettings(ConfigurableResource):
 
         return DetectConfig(frame=FrameConfig(window_s=self.window_s, stride_s=self.stride_s),
                             continuity_s=self.continuity_s)
+
+
+def build_resources(db: Path | None = None, source: Path | None = None, out: Path | None = None, tz: str | None = None,
+                    sacct_delimiter: str | None = None, boot_times: dict[str, str] | None = None,
+                    rules_file: Path | None = None, models: ModelSettings | None = None) -> dict:
+    """The resources every asset runs with, by the keys the assets name them: the code location's (no argument:
+    every setting's default, its environment variable read now) and `goodput run`'s (its options)."""
+    return {"warehouse": Warehouse(db_path=str(db)) if db else Warehouse(),
+            "models": models or ModelSettings(), "criteria": CriteriaSettings(),
+            "telemetry_settings": TelemetrySettings(), "settings": MetricsSettings(),
+            "report_settings": ReportSettings(out_dir=str(out)) if out else ReportSettings(),
+            "taxonomy": TaxonomyConfig(rules_file=str(rules_file)) if rules_file else TaxonomyConfig(),
+            "sources": LogSources(source_dir=str(Path(source).resolve()), tz=tz, sacct_delimiter=sacct_delimiter,
+                                  boot_times=boot_times or {}) if source else LogSources()}
