@@ -1,3 +1,3 @@
-from pipelines.cli import main
+from pipelines.cli.app import main
 
 main(prog_name="goodput")

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import click
 
+# Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
+# (Dagster, DuckDB, polars, torch take seconds).
+
 
 @click.command("check")
 @click.option("--source", "source", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),

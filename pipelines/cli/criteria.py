@@ -6,7 +6,10 @@ from pathlib import Path
 import click
 
 from analysis import warehouse
-from pipelines.cli_models import _open
+from pipelines.cli.models import _open
+
+# Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
+# (Dagster, DuckDB, polars, torch take seconds).
 
 
 @click.command("criteria")

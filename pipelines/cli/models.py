@@ -9,6 +9,9 @@ import click
 from analysis import data_health, fingerprints, warehouse
 from analysis.cadence import KINDS
 
+# Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
+# (Dagster, DuckDB, polars, torch take seconds).
+
 
 def _as_of(value: str | None) -> datetime | None:
     if value is None:
@@ -58,7 +61,7 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
 
     from analysis.lemons import LabelsError, LemonConfig
     from analysis.node_models import ModelsConfig, run_models
-    from pipelines.cli import _setup_logging
+    from pipelines.cli.common import _setup_logging
 
     _setup_logging(quiet=False)  # training takes minutes: its progress on stderr (analysis.survival, ...)
 

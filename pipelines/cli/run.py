@@ -1,0 +1,136 @@
+"""`goodput run` and `goodput demo`: every asset in-process (pipelines/runner.py)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from analysis import resources, sql, warehouse
+from analysis.sources import IGNORED_FOLDERS, SOURCES
+from pipelines.cli.common import _crashed, _db_option, _me, _one_line, _setup_logging
+
+# Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
+# (Dagster, DuckDB, polars, torch take seconds).
+
+DEMO_SOURCE = resources.demo_source()
+
+
+@click.command()
+@click.option("--source", "source", required=True, type=click.Path(path_type=Path),
+              help=f"Source directory, a folder per source: {', '.join(s + '/' for s in SOURCES)} (only slurm/ is "
+                   f"required; {' and '.join(s + '/' for s in IGNORED_FOLDERS)} are not ingested).")
+@_db_option
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out"), show_default=True,
+              help="Directory for reports/ (the reliability report), exports/ (blocklist, drain.sh, criteria/), "
+                   "ingest_summary.csv and goodput-errors.log (the tracebacks of steps that failed).")
+@click.option("--tz", default=None, help="Time zone of naive timestamps in the logs (e.g. Europe/Paris) [default: UTC].")
+@click.option("--sacct-delimiter", default=None,
+              help="sacct field delimiter [default: detected from the header: '^|^', '|#', '|' or a tab; give a tab "
+                   "as '\\t'].")
+@click.option("--boot-time", "boot_times", multiple=True, metavar="HOST=TIME",
+              help="Boot time (ISO 8601) of HOST, for raw dmesg/kmsg logs stamped in seconds since boot. Repeatable.")
+@click.option("--rules", "rules", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Your taxonomy override file, merged over taxonomy/rules.yaml [default: $GOODPUT_RULES].")
+@click.option("--rebuild", is_flag=True,
+              help="Rebuild every table, model and report, even those whose inputs did not change since the last run.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the summary, no per-file progress.")
+def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimiter: str | None,
+        boot_times: tuple[str, ...], rules: Path | None, rebuild: bool, quiet: bool) -> None:
+    """Ingest everything under SOURCE and materialize every asset.
+
+    Checked before any file is read: the source directory, its goodput.yaml and
+    the options, the rules file, that --out is writable and that no other
+    process holds the warehouse. Warns on folders goodput does not read,
+    sacct dumps without job lines and hosts Slurm does not know.
+
+    A step whose inputs (new files, settings, rules, code) did not change
+    since the last run is not rebuilt: a rerun with no new file takes seconds.
+
+    Exit 0: everything built, every check passed. Exit 3 (degraded): the report
+    is built, but a source, a step or an export was withheld (its banner and
+    the summary say what and why). Exit 1 (failed): no report, or lines lost."""
+    import duckdb
+
+    from analysis.preflight import warehouse_error
+    from pipelines.runner import SourceError, run_pipeline
+
+    _setup_logging(quiet)
+    boots = {}
+    for item in boot_times:
+        host, sep, when = item.partition("=")
+        if not sep or not host or not when:
+            raise click.BadParameter(f"expected HOST=TIME, got '{item}'", param_hint="--boot-time")
+        boots[host] = when
+    db = db or warehouse.default_db_path()
+    try:
+        result = run_pipeline(source, db, out, tz=tz,
+                              sacct_delimiter=sacct_delimiter, boot_times=boots, rules_file=rules, rebuild=rebuild)
+    except SourceError as exc:
+        raise click.ClickException(_one_line(exc)) from None
+    except duckdb.Error as exc:  # another process took the warehouse between the steps of the run
+        raise click.ClickException(warehouse_error(exc, db)) from None
+    except Exception as exc:  # noqa: BLE001 - a goodput bug outside the steps: one line, the trace in the log
+        raise _crashed(exc, out) from None
+    click.echo(result.report())
+    sys.exit(result.exit_code)
+
+
+@click.command()
+@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="DuckDB warehouse file, recreated on every demo [default: data/demo.duckdb].")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/demo"), show_default=True)
+@click.option("--sample", is_flag=True, help="Use the small hand-made source directory instead of a simulated cluster.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
+def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
+    """Simulate a small cluster (preset small) and run the whole pipeline on it."""
+    import shutil
+
+    from analysis.simulate.config import preset as make_preset
+    from analysis.simulate.run import simulate as run_simulation
+    from pipelines.runner import SourceError, run_pipeline
+
+    _setup_logging(quiet)
+    db = db or warehouse.DEMO_DB
+    source = DEMO_SOURCE
+    db.unlink(missing_ok=True)  # every demo starts from an empty warehouse: the two sources never mix
+    if not sample:
+        source = out / "source"
+        shutil.rmtree(source, ignore_errors=True)
+        summary = run_simulation(make_preset("small"), source)
+        click.echo(f"simulated {summary['job_instances']:,} job instances on 48 nodes over 14 days in {summary['wall_s']} s")
+    click.echo(f"goodput demo: source {source}, warehouse {db}")
+    from assets.resources import ModelSettings
+
+    # The simulated demo cluster fails ~7x as often as a real fleet (to show
+    # every failure kind in two weeks), so more of it needs draining at once.
+    models = ModelSettings(max_drain_share=0.25) if not sample else None
+    try:
+        result = run_pipeline(source, db, out, models=models)
+    except SourceError as exc:
+        raise click.ClickException(_one_line(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - as `run`
+        raise _crashed(exc, out) from None
+    click.echo(_demo_hints(db))
+    click.echo(result.report())  # ends with the report's path and the run's status
+    sys.exit(result.exit_code)
+
+
+def _demo_hints(db: Path) -> str:
+    """Commands to try on the demo's warehouse; none when the run did not build what they read (a step
+    failed or was interrupted: the summary below says which)."""
+    import duckdb
+
+    me = _me()
+    try:
+        con = warehouse.connect(db, read_only=True)
+        try:
+            example = con.execute(sql.load("demo_example_failure")).fetchall()
+        finally:
+            con.close()
+    except duckdb.Error:
+        return "\nNo commands to try: the run did not build the failure causes they read (see below)."
+    lines = [f"\nTry: {me} sql --db {db} \"SELECT cause, count(*) FROM job_failure_causes GROUP BY ALL\""]
+    if example:
+        lines.append(f"     {me} why --db {db} {example[0][0]}    # a job a {example[0][1]} failure killed")
+    return "\n".join(lines)
