@@ -8,12 +8,12 @@ from datetime import datetime, timedelta
 import pytest
 
 from analysis import attribution, metrics, sql, warehouse
-from analysis.chain import build_all, steps
 from analysis.ingest import ingest_directory
 from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
+from assets.derive import build_all, steps
 from tests.test_taxonomy import _events
 
 # The statements replaced for speed, kept as the definition the new ones must meet:
