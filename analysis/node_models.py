@@ -46,11 +46,11 @@ def load_labels(con: duckdb.DuckDBPyConnection, path: Path | None) -> pl.DataFra
     """The operator's labels, checked against the warehouse's hosts; None when there is no file."""
     if path is None or not Path(path).exists():
         return None
-    return lemons.read_labels(Path(path), set(sql.query(con, "model_hosts")["host"].to_list()))
+    return lemons.read_labels(Path(path), set(sql.query(con, "models/model_hosts")["host"].to_list()))
 
 
 def fleet_size(con: duckdb.DuckDBPyConnection) -> int:
-    return sql.query(con, "model_hosts").height
+    return sql.query(con, "models/model_hosts").height
 
 
 def run_models(con: duckdb.DuckDBPyConnection, cfg: ModelsConfig = ModelsConfig(),

@@ -21,7 +21,7 @@ def jobs(warehouse: Warehouse) -> MaterializeResult:
 @replayed_while_unchanged
 def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
     with warehouse.connect() as con:
-        overlaps = sql.scalar(con, "jobs_overlapping_instances")
+        overlaps = sql.scalar(con, "derive/jobs_overlapping_instances")
     return AssetCheckResult(passed=overlaps == 0, severity=AssetCheckSeverity.WARN,
                             metadata={"overlapping_instances": overlaps})
 

@@ -79,7 +79,7 @@ def _make_ingest_asset(name: str, folder: str):
     @replayed_while_unchanged
     def not_all_rejected(warehouse: Warehouse) -> AssetCheckResult:
         with warehouse.connect() as con:
-            bad = sql.query(con, "source_all_rejected", {"source": folder})
+            bad = sql.query(con, "ingest/source_all_rejected", {"source": folder})
         return _result(bad, diagnose.all_rejected(bad, folder) if bad.height else None)
 
     return _asset, lines_accounted, not_all_rejected

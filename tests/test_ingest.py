@@ -67,7 +67,7 @@ def test_crash_mid_file_leaves_old_rows(src, con, monkeypatch):
     real_run = sqlmod.run_on  # rows are inserted through run_on
 
     def failing_run(c, name, table, frame):
-        if name == "insert_sacct_records":
+        if name == "ingest/insert_sacct_records":
             raise RuntimeError("disk full")
         return real_run(c, name, table, frame)
 

@@ -12,7 +12,7 @@
 -- for a job failure: a critical line nobody acted on and no job felt is watched, not drained.
 -- A repair ticket closed after an incident repairs it, and one still open holds the node;
 -- with no ticket either way, the clean evidence after it (clean_evidence,
--- sql/build_clean_evidence.sql: passing health checks, completed multi-hour jobs, a
+-- sql/models/build_clean_evidence.sql: passing health checks, completed multi-hour jobs, a
 -- reboot or a return from DRAIN) returns the node to service. The reason states the
 -- evidence either way.
 -- A node that returned to service after its last incident and stayed clean for

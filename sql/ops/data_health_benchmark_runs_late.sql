@@ -1,6 +1,6 @@
 -- Validation runs the latest node actions cannot see: their results carry no time, so their files'
--- modification time dates them (benchmark_runs(), sql/schema.sql), and that falls on or after the as-of
--- of the node actions, which read only runs before it (sql/build_node_actions.sql). A copy that did not
+-- modification time dates them (benchmark_runs(), sql/schema/warehouse.sql), and that falls on or after the as-of
+-- of the node actions, which read only runs before it (sql/models/build_node_actions.sql). A copy that did not
 -- keep modification times dates such runs on the day of the copy: every verdict of theirs is ignored.
 WITH as_of AS (
     SELECT coalesce((SELECT max(as_of) FROM node_actions), (SELECT max(as_of) FROM lemon_scores)) AS t

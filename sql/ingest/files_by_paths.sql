@@ -1,5 +1,5 @@
 -- The ingested_files rows of the files in staged_stats(path, size_bytes, mtime_ns, fingerprint), one query for a
--- run's files rather than one per file (sql/file_by_path.sql). unchanged: the file has the size, modification
+-- run's files rather than one per file (sql/ingest/file_by_path.sql). unchanged: the file has the size, modification
 -- time and read options it had when last read, and was last read more than a second after that modification
 -- time (as in git's "racy clean" rule, a file modified within a second of its reading may have been rewritten in
 -- the same clock tick): it is not read again.

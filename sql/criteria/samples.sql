@@ -1,5 +1,5 @@
 -- Samples of the validation runs in the criteria window: one row per (run, host, benchmark, metric, rank).
--- A run and its time: the benchmark_runs() macro (sql/schema.sql). The window is the $window_days before
+-- A run and its time: the benchmark_runs() macro (sql/schema/warehouse.sql). The window is the $window_days before
 -- the latest run, that run included.
 -- A metric with per-step values (sample_idx set) gives each sample as the quantiles $grid of its steps
 -- (width = their number); any other gives its value (the mean, should a key repeat within a run).

@@ -1,5 +1,5 @@
 -- Classified events on the instance's nodes within its attribution window; its own job-log
--- lines from the instance's start (as sql/build_failure_attribution.sql counts them).
+-- lines from the instance's start (as sql/derive/build_failure_attribution.sql counts them).
 SELECT c.host, c.event_time, c.source, c.kind, c.code, c.device, c.rule, c.cause, c.severity, c.message,
        c.file, c.line_no
 FROM jobs j, classified_events c

@@ -18,7 +18,7 @@ WITH days AS (
     SELECT l.cause, sum(l.lost_gpu_hours) AS lost FROM goodput_losses l
     WHERE l.infra AND l.end_time < $day::TIMESTAMP + INTERVAL 1 DAY GROUP BY l.cause ORDER BY lost DESC LIMIT 1
 ), rate AS (
-    -- Meta's r as of the report's day: the one definition (sql/build_cluster_failure_rate.sql), which
+    -- Meta's r as of the report's day: the one definition (sql/metrics/build_cluster_failure_rate.sql), which
     -- cluster_failure_rate and `goodput ettr --from-db` hold as of the last day
     SELECT r_per_1000_node_days AS r_per_1000 FROM failure_rate_as_of($day)
 ), out_of_service AS (

@@ -114,7 +114,7 @@ CREATE OR REPLACE MACRO nodes_out_of_service(day) AS TABLE
       AND (time_end IS NULL OR time_end > day::TIMESTAMP + INTERVAL 1 DAY)
       AND (state LIKE '%DRAIN%' OR state LIKE 'DOWN%')
     GROUP BY host;
--- Validation runs, as the benchmark criteria read them (sql/criteria_samples.sql): a run is the folder a results
+-- Validation runs, as the benchmark criteria read them (sql/criteria/samples.sql): a run is the folder a results
 -- file sits in under benchmarks/ (SuperBench writes one results-summary.jsonl per run; the simulator one folder per
 -- weekly run), or the file itself when it sits directly in benchmarks/. Its time is the earliest timestamp its
 -- results carry (or the benchmark_run_times option gave), else its files' modification time (dated_by_mtime: a

@@ -1,6 +1,6 @@
 -- Job-log lines as node events (source app): each line placed on a host, a time
 -- and one of its job's instances. Replaces the job-log events of the last run: all of them ($all), else
--- those of the jobs in job_log_scope (sql/stage_job_log_scope.sql); job_log_jobs keeps the instances
+-- those of the jobs in job_log_scope (sql/derive/stage_job_log_scope.sql); job_log_jobs keeps the instances
 -- the events were placed with, for the next run's scope.
 --   time: the line's own (when within a day of the job's life); else the last stamped line above it in the file, else
 --         the next one below; else the end of the job's last instance.

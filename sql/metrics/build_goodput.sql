@@ -2,7 +2,7 @@
 -- and lost: a failed or preempted instance loses min(runtime, Δt/2) x GPUs
 -- (work since the last checkpoint, on average), counted on the day it ended. Failures are
 -- job_failure_causes.is_failure (a requeue for maintenance is not one); bucket_gpus is the
--- report's one job-size bucket (size_bucket, sql/schema.sql).
+-- report's one job-size bucket (size_bucket, sql/schema/warehouse.sql).
 -- goodput = productive GPU-hours / capacity. goodput_loss splits the losses by
 -- cause (preemptions as `preempted` / `preempted_second_order`) and job size.
 CREATE OR REPLACE TABLE goodput_losses AS

@@ -1,5 +1,5 @@
--- staged_jobs: one row per job instance of the jobs in changed_jobs (sql/changed_jobs.sql), from every sacct
--- dump ingested; sql/store_jobs.sql puts them in jobs.
+-- staged_jobs: one row per job instance of the jobs in changed_jobs (sql/derive/changed_jobs.sql), from every sacct
+-- dump ingested; sql/derive/store_jobs.sql puts them in jobs.
 -- Nightly dumps overlap (a job running at midnight appears in two), so the
 -- same instance is kept once, preferring the record that knows the most: an
 -- end time, a final state, the newest file. An instance is a job id plus its

@@ -12,7 +12,7 @@
 --       period ended, the node IDLE again) -- and since the latest restart at least
 --       $clean_checks health checks passed or one such job completed.
 -- A health check passes with the severities health_check_first_seen calls passing.
--- Tickets, when there are any, decide first (sql/build_node_actions.sql).
+-- Tickets, when there are any, decide first (sql/models/build_node_actions.sql).
 CREATE OR REPLACE TEMP TABLE clean_evidence AS
 WITH crit AS (
     SELECT incident_id, host, cause, last_event AS event_time FROM incidents_as_of
