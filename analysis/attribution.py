@@ -28,7 +28,7 @@ def classify_events(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> int:
                             ("derive/build_classified_events", None)])
     finally:
         con.unregister("staged_rules")
-    return sql.scalar(con, "count_classified_events")
+    return sql.count(con, "classified_events")
 
 
 def attribute_failures(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> dict[str, int]:
@@ -37,19 +37,19 @@ def attribute_failures(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> di
               "bucket_s": max(3600, taxonomy.before_s + taxonomy.after_s)}
     sql.run_steps(con, [("derive/build_failure_attribution", window), ("derive/view_job_failure_causes", None),
                         ("derive/view_job_status_breakdown", None), ("derive/view_failure_rates_by_cause", None)])
-    return {"rows": sql.scalar(con, "count_failure_attribution"),
+    return {"rows": sql.count(con, "failure_attribution"),
             "failures": sql.scalar(con, "derive/count_primary_attributions")}
 
 
 def build_job_runs(con: duckdb.DuckDBPyConnection, gap_s: int = 3600, crash_loop_min: int = 5) -> int:
     sql.run_steps(con, [("derive/build_job_runs", {"gap_s": gap_s, "crash_loop_min": crash_loop_min})])
-    return sql.scalar(con, "count_job_runs")
+    return sql.count(con, "job_runs")
 
 
 def build_node_incidents(con: duckdb.DuckDBPyConnection, gap_s: int = 1800) -> int:
     sql.run_steps(con, [("derive/build_node_incidents", {"gap_s": gap_s}), ("derive/view_cause_cooccurrence", None),
                        ("derive/view_top_offending_nodes", None)])
-    return sql.scalar(con, "count_node_incidents")
+    return sql.count(con, "node_incidents")
 
 
 @dataclass

@@ -22,7 +22,7 @@ def _store(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     volume = sql.query(con, "daily_source_volume", {"day": day}).group_by("source").agg(pl.col("rows").sum())
     con.register("staged_volume", volume)
     try:
-        sql.run_steps(con, [("ops/store_daily_source_volume", {"day": day})])
+        sql.run_steps(con, [("schema/daily_source_volume", None), ("ops/store_daily_source_volume", {"day": day})])
     finally:
         con.unregister("staged_volume")
     return volume

@@ -94,7 +94,7 @@ def benchmark_runs_late(con: duckdb.DuckDBPyConnection) -> str | None:
     """What is wrong when validation runs without a time in their results are dated by their files'
     modification time on or after the as-of day of the node actions (sql/ops/data_health_benchmark_runs_late.sql),
     so that every verdict of theirs is ignored; None when there are none (or no node actions yet)."""
-    if not (sql.scalar(con, "table_exists", ["node_actions"]) and sql.scalar(con, "table_exists", ["benchmark_verdicts"])):
+    if not (sql.table_exists(con, "node_actions") and sql.table_exists(con, "benchmark_verdicts")):
         return None
     r = sql.query(con, "ops/data_health_benchmark_runs_late").row(0, named=True)
     if not r["runs"] or r["as_of"] is None:

@@ -93,7 +93,9 @@ def clean_evidence(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LadderC
 
 def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LadderConfig = LadderConfig()) -> pl.DataFrame:
     clean = _clean_params(as_of, cfg)
+    # the models' and the criteria's tables, empty when those steps never ran: the ladder reads them either way
     sql.run_steps(con, [("models/build_incidents_as_of", {"as_of": as_of}), ("models/build_clean_evidence", clean),
+                        ("schema/node_risk", None), ("schema/lemon_scores", None), ("schema/benchmark_verdicts", None),
                         ("models/build_node_actions", {**clean, "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
                                                 "risk_p7": cfg.risk_p7, "after_s": cfg.attribution_after_s,
                                                 "bench_days": cfg.benchmark_window_days,

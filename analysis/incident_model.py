@@ -157,7 +157,7 @@ def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: I
     last = cadence.latest(model_dir, PREFIX, cad.scope)
     state = cadence.decide("incident", last, fp, as_of, cad, model_dir)
     t0 = time.process_time()
-    steps = [("models/store_node_risk", {"as_of": as_of})]
+    steps = [("schema/node_risk", None), ("models/store_node_risk", {"as_of": as_of})]
     evaluation = _frame([])
     if state.trained:
         trained_at = datetime.now(timezone.utc).replace(tzinfo=None)
@@ -175,14 +175,15 @@ def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: I
         state = cadence.trained("incident", state.reason, version, path, meta)
         state.cpu_s["train"] = time.process_time() - t0
         cadence.save_evaluation(path, evaluation)
-        steps.append(("models/store_model_evaluation", {"as_of": as_of, "family": "incident"}))
+        steps += [("schema/model_evaluation", None), ("models/store_model_evaluation", {"as_of": as_of, "family": "incident"})]
         t0 = time.process_time()
     else:
         fitted = pickle.loads(last[1].with_suffix(".pkl").read_bytes())
         saved = _evaluation_to_restore(con, last[1].with_suffix(".pkl"))
         if saved is not None:
             evaluation = saved
-            steps.append(("models/store_model_evaluation", {"as_of": saved["as_of"][0], "family": "incident"}))
+            steps += [("schema/model_evaluation", None),
+                      ("models/store_model_evaluation", {"as_of": saved["as_of"][0], "family": "incident"})]
     risk = score_risk(fitted, samples, start, as_of)
     sql.run_staged(con, {"staged_node_risk": risk, "staged_model_evaluation": evaluation}, steps)
     state.cpu_s["score"] = time.process_time() - t0
@@ -194,7 +195,7 @@ def _evaluation_to_restore(con: duckdb.DuckDBPyConnection, model_path: Path) -> 
     saved = cadence.saved_evaluation(model_path)
     if saved is None or not saved.height:
         return None
-    if sql.scalar(con, "table_exists", ["model_evaluation"]) and sql.query(
+    if sql.table_exists(con, "model_evaluation") and sql.query(
             con, "models/model_evaluation_at", {"family": "incident", "as_of": saved["as_of"][0]}).height:
         return None
     return saved

@@ -20,7 +20,8 @@ STEP = "job_log_events"
 def build_events(con: duckdb.DuckDBPyConnection) -> dict:
     last = _extendable(con)
     scope = {"all": last is None, "through": last.through if last else None}
-    sql.run_steps(con, [("derive/stage_job_log_scope", scope), ("derive/build_job_log_events", {"all": scope["all"]}),
+    stage = ("derive/stage_job_log_scope_all", None) if scope["all"] else ("derive/stage_job_log_scope", scope)
+    sql.run_steps(con, [stage, ("derive/build_job_log_events", {"all": scope["all"]}),
                         marks.record(STEP, marks.now(con, SOURCES))])
     events, unplaced, jobs = con.execute(sql.load("derive/count_job_log_events")).fetchall()[0]
     orphans = sql.scalar(con, "derive/count_job_logs_without_job")

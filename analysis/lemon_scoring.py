@@ -110,14 +110,15 @@ def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, 
               .join(components, on="host", how="left", maintain_order="left")
               .select("host", "as_of", "score", "is_lemon", "top_signals", "suggested_component", "method",
                       "meta_is_lemon", "meta_signals"))
-    steps = [("models/store_lemon_scores", {"as_of": as_of})]
+    steps = [("schema/lemon_scores", None), ("models/store_lemon_scores", {"as_of": as_of})]
     if evaluation is None:  # no saved classifier: the evaluation is this run's (rebuilt when it is trained)
         evaluation = evaluate(features, known, as_of, cfg, trained_at)
-        steps.append(("models/store_model_evaluation", {"as_of": as_of, "family": "lemon"}))
+        steps += [("schema/model_evaluation", None), ("models/store_model_evaluation", {"as_of": as_of, "family": "lemon"})]
         cadence.save_evaluation(model_path, evaluation)
     elif not evaluation.height and (restored := cadence.saved_evaluation(model_path)) is not None:
         evaluation = restored  # a new warehouse reusing the saved classifier: the figures it was judged by
-        steps.append(("models/store_model_evaluation", {"as_of": restored["as_of"][0], "family": "lemon"}))
+        steps += [("schema/model_evaluation", None),
+                  ("models/store_model_evaluation", {"as_of": restored["as_of"][0], "family": "lemon"})]
     sql.run_staged(con, {"staged_lemon_scores": scores, "staged_model_evaluation": evaluation}, steps)
     if state is not None:
         state.cpu_s["train" if state.trained else "score"] = time.process_time() - t0
@@ -136,7 +137,7 @@ def definition(cfg: LemonConfig, labels: pl.DataFrame | None) -> dict:
 def saved_evaluation(con: duckdb.DuckDBPyConnection, meta: dict) -> pl.DataFrame:
     """The lemon rows of model_evaluation stored when the saved classifier was trained (empty in a
     warehouse that did not train it: run() restores them from beside the model)."""
-    if not sql.scalar(con, "table_exists", ["model_evaluation"]):
+    if not sql.table_exists(con, "model_evaluation"):
         return _eval_frame([])
     return sql.query(con, "models/model_evaluation_at", {"family": "lemon", "as_of": datetime.fromisoformat(meta["as_of"])})
 

@@ -71,7 +71,7 @@ def build_features(con: duckdb.DuckDBPyConnection, as_ofs: list[datetime], windo
     sql.run_staged(con, {"staged_excludes": excludes(con),
                          "staged_as_of": pl.DataFrame({"as_of": as_ofs}, schema={"as_of": pl.Datetime("us")})},
                    [("models/view_node_population", None), ("models/build_incidents_as_of", {"as_of": max(as_ofs)}),
-                    ("models/build_lemon_features", {"window_days": window_days})])
+                    ("schema/benchmark_verdicts", None), ("models/build_lemon_features", {"window_days": window_days})])
     return con.sql("SELECT * FROM lemon_features ORDER BY as_of, host").pl()  # fixed order: training repeats
 
 

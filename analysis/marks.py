@@ -24,7 +24,7 @@ class Mark:
 def extendable(con: duckdb.DuckDBPyConnection, step: str, sources: list[str], table: str) -> Mark | None:
     """The last build's mark when ``table`` may be extended from it, else None (rebuild)."""
     got = sql.query(con, "ops/derived_mark_get", {"step": step})
-    if not got.height or not sql.scalar(con, "table_exists", [table]):
+    if not got.height or not sql.table_exists(con, table):
         return None
     last = Mark(*got.row(0))
     still = sql.query(con, "ops/source_files_through", {"sources": sources, "through": last.through})["files"][0]

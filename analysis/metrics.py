@@ -50,7 +50,7 @@ def build_run_ettr(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> int:
                    ("metrics/build_run_downtime", None)])
     finally:
         con.unregister("staged_ettr_parameters")
-    return sql.scalar(con, "count_job_run_ettr")
+    return sql.count(con, "job_run_ettr")
 
 
 def build_node_gpus(con: duckdb.DuckDBPyConnection) -> int:
@@ -102,4 +102,4 @@ def build_goodput(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> dict:
 
 def build_iteration_degradation(con: duckdb.DuckDBPyConnection, slack: float = 1.2) -> int:
     sql.run_steps(con, [("metrics/build_iteration_degradation", {"slack": slack})])
-    return sql.scalar(con, "count_iteration_degradation")
+    return sql.count(con, "iteration_degradation")

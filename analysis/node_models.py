@@ -57,7 +57,7 @@ def run_models(con: duckdb.DuckDBPyConnection, cfg: ModelsConfig = ModelsConfig(
                as_of: datetime | None = None) -> ModelsResult:
     """Labels are read and checked before anything is written: a bad file
     changes nothing in the warehouse."""
-    missing = [t for t in NEEDED if not con.execute(sql.load("table_exists"), [t]).fetchall()[0][0]]
+    missing = [t for t in NEEDED if not sql.table_exists(con, t)]
     if missing:
         raise ValueError(f"the warehouse has no {', '.join(missing)} yet: run `goodput run --source DIR` first")
     labels = load_labels(con, cfg.labels_path)

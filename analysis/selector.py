@@ -103,5 +103,6 @@ def plan(con: duckdb.DuckDBPyConnection, as_of: datetime, catalog: list[Benchmar
     schema = {"host": pl.Utf8, "as_of": pl.Datetime("us"), "step": pl.Int32, "benchmark": pl.Utf8,
               "duration_min": pl.Float64, "p_before": pl.Float64, "p_after": pl.Float64, "reduction": pl.Float64}
     frame = pl.DataFrame(rows, schema=schema)
-    sql.run_staged(con, {"staged_validation_plan": frame}, [("models/store_validation_plan", {"as_of": as_of})])
+    sql.run_staged(con, {"staged_validation_plan": frame},
+                   [("schema/validation_plan", None), ("models/store_validation_plan", {"as_of": as_of})])
     return frame

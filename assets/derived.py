@@ -34,5 +34,5 @@ def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
 def node_events(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         unmapped = map_switch_ports(con)
-        total = sql.scalar(con, "count_node_events")
+        total = sql.count(con, "node_events")
     return MaterializeResult(metadata={"events": total, "switch_events_unmapped": unmapped})

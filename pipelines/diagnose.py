@@ -158,6 +158,6 @@ def coverage(con: duckdb.DuckDBPyConnection, source_dir: Path, since: datetime) 
 
 def _jobs(con: duckdb.DuckDBPyConnection) -> int | None:
     try:
-        return sql.scalar(con, "count_jobs")
+        return sql.count(con, "jobs")
     except duckdb.CatalogException:  # the jobs asset never ran on this warehouse
         return None

@@ -75,7 +75,7 @@ def load_samples(con: duckdb.DuckDBPyConnection, cfg: CriteriaConfig, batch_rows
 def host_groups(con: duckdb.DuckDBPyConnection, smp: pl.DataFrame, cfg: CriteriaConfig) -> pl.DataFrame | None:
     """Per-partition criteria where the data says partitions split the fleet (sql/criteria/host_groups.sql)
     and every such group has at least min_hosts benchmarked nodes; else None (one fleet-wide criterion)."""
-    if not sql.scalar(con, "table_exists", ["jobs"]):
+    if not sql.table_exists(con, "jobs"):
         return None
     groups = sql.query(con, "criteria/host_groups")
     benched = groups.join(smp.select(pl.col("host").cast(pl.Utf8)).unique(), on="host")
@@ -91,7 +91,8 @@ def run(con: duckdb.DuckDBPyConnection, cfg: CriteriaConfig = CriteriaConfig(), 
     result = compute(smp, cfg, metrics_file, groups=host_groups(con, smp, cfg), progress=progress)
     sql.run_staged(con, {"staged_criteria": result.criteria, "staged_verdicts": result.verdicts,
                          "staged_nodes": result.nodes, "staged_evaluation": result.per_benchmark},
-                   [("criteria/store_benchmark_criteria", {"version": result.version})])
+                   [("schema/benchmark_criteria", None), ("schema/benchmark_verdicts", None),
+                    ("schema/criteria_evaluation", None), ("criteria/store_benchmark_criteria", {"version": result.version})])
     return result
 
 

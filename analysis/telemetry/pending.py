@@ -11,7 +11,7 @@ from analysis.telemetry import saved
 
 def scored_jobs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     """telemetry_jobs as stored (None before the first run)."""
-    if not sql.scalar(con, "table_exists", ["telemetry_jobs"]):
+    if not sql.table_exists(con, "telemetry_jobs"):
         return None
     return con.sql("SELECT * FROM telemetry_jobs").pl()
 

@@ -79,7 +79,7 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
     besides the unscored ones; older verdicts stay with the model that gave them (model_version).
     With ``split`` (a held-out evaluation), train only on the jobs that ended before it and judge only
     those that started at or after it, always training."""
-    if not sql.scalar(con, "table_exists", ["jobs"]):
+    if not sql.table_exists(con, "jobs"):
         raise NoTelemetry("no jobs in the warehouse: telemetry is judged per job (run `goodput run` with sacct dumps)")
     min_samples = 2 * max(1, int(cfg.frame.window_s // (cfg.frame.interval_s or 10)))
     jobs = sql.query(con, "telemetry/jobs", {"min_samples": min_samples})
@@ -139,7 +139,8 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
         sql.run_staged(con, {"staged_alerts": table, "staged_alert_events": alert_events(table, version),
                              "staged_jobs": judge.with_columns(model_version=pl.lit(version)), "staged_links": link_table,
                              "staged_job_metrics": staged.select("job_id", "instance", "metrics")},
-                       [("telemetry/store_machine_alerts", None)])
+                       [("schema/machine_alerts", None), ("schema/telemetry_jobs", None), ("schema/link_suspects", None),
+                        ("schema/detector_evaluation", None), ("telemetry/store_machine_alerts", None)])
     state.cpu_s["score"] = time.process_time() - t0
     hours = judge.select(((pl.col("telemetry_to") - pl.col("telemetry_from")).dt.total_seconds() / 3600
                           * pl.col("hosts").list.len()).sum()).item() if judge.height else 0.0
@@ -196,7 +197,7 @@ def rank_metrics(con: duckdb.DuckDBPyConnection, cfg: DetectConfig, model_dir: P
     see this run's. None when there is nothing to rank."""
     last = cadence_mod.latest(model_dir, saved.PREFIX, scope)
     if last is None or last[0].get("ranked", True) or not all(
-            sql.scalar(con, "table_exists", [t]) for t in ("telemetry_jobs", "failure_attribution")):
+            sql.table_exists(con, t) for t in ("telemetry_jobs", "failure_attribution")):
         return None
     meta, path = last
     lookback, data_to = meta["definition"]["lookback_days"], datetime.fromisoformat(meta["data_to"])
@@ -227,7 +228,7 @@ def labelled_windows(con, jobs: pl.DataFrame, healthy: list[frames.JobFrame], cf
     """Windows to rank the metrics on (Minder's decision tree): the completed jobs' windows are normal;
     in a failed job that attribution blamed on a machine from other evidence, the windows of the lead_s
     before the blamed event are abnormal (their telemetry staged). None before any such job exists."""
-    if not sql.scalar(con, "table_exists", ["failure_attribution"]):
+    if not sql.table_exists(con, "failure_attribution"):
         return None
     blamed = _blamed(con, jobs)
     faulty, labels = [], []
@@ -267,7 +268,7 @@ def evaluate_against_attribution(con: duckdb.DuckDBPyConnection) -> pl.DataFrame
     evidence: a failed job whose primary cause names a host is faulty on that host (the delay runs
     from that event: negative = confirmed before it); a completed job is healthy; the rest are not
     judged. None when there is nothing to judge."""
-    if not all(sql.scalar(con, "table_exists", [t]) for t in ("telemetry_jobs", "failure_attribution")):
+    if not all(sql.table_exists(con, t) for t in ("telemetry_jobs", "failure_attribution")):
         return None
     jobs = con.sql("SELECT * FROM telemetry_jobs").pl()
     blamed = sql.query(con, "telemetry/blamed_hosts")

@@ -1,7 +1,5 @@
 -- jobs and job_steps from staged_jobs and staged_job_steps: $all replaces the tables, else the rows of
--- changed_jobs are swapped for the staged ones.
-CREATE TABLE IF NOT EXISTS jobs AS SELECT * FROM staged_jobs LIMIT 0;
-CREATE TABLE IF NOT EXISTS job_steps AS SELECT * FROM staged_job_steps LIMIT 0;
+-- changed_jobs are swapped for the staged ones (the tables: sql/schema/jobs.sql, job_steps.sql).
 DELETE FROM jobs WHERE $all OR job_id IN (SELECT job_id FROM changed_jobs);
 INSERT INTO jobs BY NAME SELECT * FROM staged_jobs ORDER BY job_id, instance;
 DELETE FROM job_steps WHERE $all OR job_id IN (SELECT job_id FROM changed_jobs);

@@ -3,10 +3,6 @@
 -- every as_of in staged_as_of, for every host of node_population that had
 -- appeared by then.
 -- Inputs staged by analysis.lemons: staged_as_of(as_of), staged_excludes(job_id, submit_time, host).
-CREATE TABLE IF NOT EXISTS benchmark_verdicts (
-    run_id VARCHAR, run_time TIMESTAMP, host VARCHAR, "group" VARCHAR, benchmark VARCHAR, metric VARCHAR,
-    rank INTEGER, similarity DOUBLE, value DOUBLE, verdict VARCHAR, reason VARCHAR, version VARCHAR
-);
 CREATE OR REPLACE TABLE lemon_features AS
 WITH hosts AS (
     SELECT * FROM node_population

@@ -17,17 +17,6 @@
 -- evidence either way.
 -- A node that returned to service after its last incident and stayed clean for
 -- $clean_days leaves the list; every entry expires $expiry_days after its last evidence.
-CREATE TABLE IF NOT EXISTS node_risk (
-    host VARCHAR, as_of TIMESTAMP, horizon_days INTEGER, p_incident DOUBLE, expected_days_to_incident DOUBLE, model VARCHAR
-);
-CREATE TABLE IF NOT EXISTS lemon_scores (
-    host VARCHAR, as_of TIMESTAMP, score DOUBLE, is_lemon BOOLEAN, top_signals VARCHAR[],
-    suggested_component VARCHAR, method VARCHAR, meta_is_lemon BOOLEAN, meta_signals VARCHAR[]
-);
-CREATE TABLE IF NOT EXISTS benchmark_verdicts (
-    run_id VARCHAR, run_time TIMESTAMP, host VARCHAR, "group" VARCHAR, benchmark VARCHAR, metric VARCHAR,
-    rank INTEGER, similarity DOUBLE, value DOUBLE, verdict VARCHAR, reason VARCHAR, version VARCHAR
-);
 CREATE OR REPLACE TABLE node_actions AS
 -- Only what was known before $as_of counts: a drain, a return to service, a
 -- ticket or a job failure dated later is the future (goodput models --as-of).

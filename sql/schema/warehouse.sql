@@ -1,4 +1,6 @@
--- Warehouse schema. Idempotent: run at every connection open.
+-- The tables every warehouse has from its first open: what ingest writes, and the run's own records
+-- (the tables a step creates when it first writes them: the other files of sql/schema/). Idempotent: run when a
+-- connection opens and this file changed since it last ran on the warehouse (analysis.warehouse).
 -- Every raw table carries (file, line_no): where the row came from.
 CREATE TABLE IF NOT EXISTS ingested_files (
     path VARCHAR PRIMARY KEY,      -- absolute path of the file
@@ -164,3 +166,5 @@ CREATE TABLE IF NOT EXISTS derived_marks (
 );
 -- The newest reading a build covered (port_counter_events: new readings after it extend the build).
 ALTER TABLE derived_marks ADD COLUMN IF NOT EXISTS data_through TIMESTAMP;
+-- The digest of this file when it last ran on this warehouse (analysis.warehouse._ensure_schema).
+CREATE TABLE IF NOT EXISTS goodput_schema (digest VARCHAR);

@@ -2,20 +2,8 @@
 -- metrics their telemetry carries and the model's version), replacing those jobs' earlier results and
 -- keeping the rest; the confirmed Minder alerts also go into
 -- node_events (source telemetry, file goodput:telemetry/<job>/<instance>) so attribution, incidents
--- and the blocklist see them.
-CREATE TABLE IF NOT EXISTS machine_alerts (
-    job_id VARCHAR, instance INTEGER, host VARCHAR, metric VARCHAR, method VARCHAR,
-    window_start TIMESTAMP, confirmed_at TIMESTAMP, score DOUBLE, metric_rank INTEGER, model_version VARCHAR
-);
-CREATE TABLE IF NOT EXISTS telemetry_jobs AS SELECT * FROM staged_jobs LIMIT 0;
--- a warehouse from before the metrics column
-ALTER TABLE telemetry_jobs ADD COLUMN IF NOT EXISTS metrics VARCHAR[];
-CREATE TABLE IF NOT EXISTS link_suspects AS SELECT * FROM staged_links LIMIT 0;
+-- and the blocklist see them. The tables: sql/schema/ (machine_alerts, telemetry_jobs, link_suspects).
 CREATE OR REPLACE TEMP TABLE judged AS SELECT DISTINCT job_id::VARCHAR AS job_id, instance FROM staged_jobs;
-CREATE TABLE IF NOT EXISTS detector_evaluation (
-    method VARCHAR, against VARCHAR, "precision" DOUBLE, recall DOUBLE, f1 DOUBLE, mean_detection_delay_s DOUBLE,
-    n_jobs BIGINT, faulty_jobs BIGINT, false_alarms BIGINT, wrong_host BIGINT, model_version VARCHAR
-);
 DELETE FROM telemetry_jobs WHERE (job_id::VARCHAR, instance) IN (SELECT (job_id, instance) FROM judged);
 INSERT INTO telemetry_jobs BY NAME SELECT * FROM staged_jobs;
 -- every job staged this run (a retrain stages its training jobs too) gets its metrics: the detector's
