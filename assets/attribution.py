@@ -39,7 +39,7 @@ def failure_attribution(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> Mater
 @replayed_while_unchanged
 def one_primary_cause(warehouse: Warehouse) -> AssetCheckResult:
     with warehouse.connect() as con:
-        bad = sql.scalar(con, "attribution_primary_problems")
+        bad = sql.scalar(con, "derive/attribution_primary_problems")
     return AssetCheckResult(passed=bad == 0, metadata={"instances_without_exactly_one_primary": bad})
 
 

@@ -27,7 +27,7 @@ def jobs(warehouse: Warehouse) -> MaterializeResult:
 @replayed_while_unchanged
 def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
     with warehouse.connect() as con:
-        overlaps = sql.scalar(con, "jobs_overlapping_instances")
+        overlaps = sql.scalar(con, "derive/jobs_overlapping_instances")
     return AssetCheckResult(passed=overlaps == 0, severity=AssetCheckSeverity.WARN,
                             metadata={"overlapping_instances": overlaps})
 
@@ -42,5 +42,5 @@ def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
 def node_events(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         unmapped = map_switch_ports(con)
-        total = sql.scalar(con, "count_node_events")
+        total = sql.count(con, "node_events")
     return MaterializeResult(metadata={"events": total, "switch_events_unmapped": unmapped})

@@ -50,7 +50,7 @@ def main() -> None:
             ingest_directory(con, tmp / "src")
             build_all(con, load(), MetricsConfig())
             t1 = time.perf_counter()
-            covered = sql.query(con, "telemetry_jobs", {"min_samples": 12})
+            covered = sql.query(con, "telemetry/jobs", {"min_samples": 12})
             split = covered["end_time"].sort()[covered.height // 2]
             result = telemetry_run.run(con, model_dir=tmp / "models", split=split)
             t2 = time.perf_counter()

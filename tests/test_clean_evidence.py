@@ -1,6 +1,6 @@
 """A long first history with no tickets folder (issue 21): a node whose critical
 incident was followed by clean evidence is back in service, not drained; one
-with no clean evidence since still is. The rule: sql/build_clean_evidence.sql."""
+with no clean evidence since still is. The rule: sql/models/build_clean_evidence.sql."""
 from __future__ import annotations
 
 import re
