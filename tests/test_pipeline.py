@@ -69,7 +69,7 @@ def test_materialize_all_assets_in_process(tmp_path):
     flap = con.execute("SELECT DISTINCT host FROM node_events WHERE source = 'switch' AND kind = 'link_down'").fetchall()
     assert flap == [("gpu005",)]
     con.close()
-    day = warehouse.read_scalar(db, "last_data_day").isoformat()
+    day = warehouse.read_scalar(db, "ops/last_data_day").isoformat()
     # the day's steps that declare tables (the report writes its file only, and test_nightly.py builds it)
     daily = materialize(daily_assets, selection=[a.key for a in daily_assets if tables_of(a)], resources=resources,
                         partition_key=day, instance=instance)
