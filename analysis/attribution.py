@@ -1,6 +1,6 @@
 """Why each job failed: classify node events with the taxonomy, attribute
 failures to causes and hosts, chain job runs, group node incidents. All set
-operations run in DuckDB (sql/build_*.sql); this module wires them up."""
+operations run in DuckDB (sql/derive/); this module wires them up."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,9 +10,6 @@ import polars as pl
 
 from analysis import sql
 from analysis.taxonomy import Taxonomy
-
-VIEWS = ("job_failure_causes", "job_status_breakdown", "failure_rates_by_cause", "cause_cooccurrence",
-         "top_offending_nodes")
 
 
 MESSAGE_RULE = {"rule_id": "rule_id", "m_message": "pattern", "m_kind": "kinds", "m_source": "sources",
@@ -26,33 +23,33 @@ def classify_events(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> int:
     rules = taxonomy.rules.filter(pl.col("m_message").is_not_null()).select(list(MESSAGE_RULE)).rename(MESSAGE_RULE)
     con.register("staged_rules", taxonomy.rules)
     try:
-        sql.run_steps(con, [("store_taxonomy_rules", None), ("stage_classified_events", None),
-                            *[("match_rule_message", rule) for rule in rules.iter_rows(named=True)],
-                            ("build_classified_events", None)])
+        sql.run_steps(con, [("derive/store_taxonomy_rules", None), ("derive/stage_classified_events", None),
+                            *[("derive/match_rule_message", rule) for rule in rules.iter_rows(named=True)],
+                            ("derive/build_classified_events", None)])
     finally:
         con.unregister("staged_rules")
-    return sql.scalar(con, "count_classified_events")
+    return sql.count(con, "classified_events")
 
 
 def attribute_failures(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> dict[str, int]:
     # node events meet the job hosts in time buckets at least as wide as the window: each host in 1-2 buckets
     window = {"before_s": taxonomy.before_s, "after_s": taxonomy.after_s,
               "bucket_s": max(3600, taxonomy.before_s + taxonomy.after_s)}
-    sql.run_steps(con, [("build_failure_attribution", window),
-                       *[(f"view_{v}", None) for v in VIEWS[:3]]])
-    return {"rows": sql.scalar(con, "count_failure_attribution"),
-            "failures": sql.scalar(con, "count_primary_attributions")}
+    sql.run_steps(con, [("derive/build_failure_attribution", window), ("derive/view_job_failure_causes", None),
+                        ("derive/view_job_status_breakdown", None), ("derive/view_failure_rates_by_cause", None)])
+    return {"rows": sql.count(con, "failure_attribution"),
+            "failures": sql.scalar(con, "derive/count_primary_attributions")}
 
 
 def build_job_runs(con: duckdb.DuckDBPyConnection, gap_s: int = 3600, crash_loop_min: int = 5) -> int:
-    sql.run_steps(con, [("build_job_runs", {"gap_s": gap_s, "crash_loop_min": crash_loop_min})])
-    return sql.scalar(con, "count_job_runs")
+    sql.run_steps(con, [("derive/build_job_runs", {"gap_s": gap_s, "crash_loop_min": crash_loop_min})])
+    return sql.count(con, "job_runs")
 
 
 def build_node_incidents(con: duckdb.DuckDBPyConnection, gap_s: int = 1800) -> int:
-    sql.run_steps(con, [("build_node_incidents", {"gap_s": gap_s}), ("view_cause_cooccurrence", None),
-                       ("view_top_offending_nodes", None)])
-    return sql.scalar(con, "count_node_incidents")
+    sql.run_steps(con, [("derive/build_node_incidents", {"gap_s": gap_s}), ("derive/view_cause_cooccurrence", None),
+                       ("derive/view_top_offending_nodes", None)])
+    return sql.count(con, "node_incidents")
 
 
 @dataclass
@@ -71,12 +68,12 @@ class InstanceExplanation:
 
 def explain_job(con: duckdb.DuckDBPyConnection, job_id: str, taxonomy: Taxonomy) -> list[InstanceExplanation]:
     """Everything `goodput why` prints for one job id (all its instances)."""
-    instances = sql.query(con, "why_instances", {"job_id": job_id})
+    instances = sql.query(con, "report/why_instances", {"job_id": job_id})
     out = []
     for row in instances.iter_rows(named=True):
-        events = sql.query(con, "why_events", {"job_id": job_id, "instance": row["instance"],
+        events = sql.query(con, "report/why_events", {"job_id": job_id, "instance": row["instance"],
                                                "before_s": taxonomy.before_s, "after_s": taxonomy.after_s})
-        primary = sql.query(con, "why_primary", {"job_id": job_id, "instance": row["instance"]})
+        primary = sql.query(con, "report/why_primary", {"job_id": job_id, "instance": row["instance"]})
         out.append(InstanceExplanation(row["job_id"], row["instance"], row["state"], row["start_time"],
                                        row["end_time"], list(row["nodes"] or []),
                                        primary.row(0, named=True) if primary.height else None, events,

@@ -53,8 +53,8 @@ def check_directory(source_dir: Path, options: IngestOptions | None = None, samp
 
 
 def _folders(con, outcomes, source_dir: Path, sample_rows: int) -> list[FolderCheck]:
-    files = sql.query(con, "check_files")
-    slurm_hosts = set(sql.query(con, "check_slurm_hosts")["host"].to_list())
+    files = sql.query(con, "ingest/check_files")
+    slurm_hosts = set(sql.query(con, "ingest/check_slurm_hosts")["host"].to_list())
     out = []
     unknown = [o for o in outcomes if o.source is None]
     if unknown:
@@ -68,20 +68,20 @@ def _folders(con, outcomes, source_dir: Path, sample_rows: int) -> list[FolderCh
         problems = [f"{_rel(r['path'], source_dir)}: {r['status']}: {r['message']}" for r in bad.iter_rows(named=True)]
         # every line rejected: `goodput run` stops on such a file (check not_all_rejected), so it fails here too
         problems += [f"{_rel(r['path'], source_dir)}: every line rejected ({r['rejects']:,} of {r['lines']:,}): {r['reason']}"
-                     for r in sql.query(con, "source_all_rejected", {"source": source}).iter_rows(named=True)]
+                     for r in sql.query(con, "ingest/source_all_rejected", {"source": source}).iter_rows(named=True)]
         lines, rows, rejects = (int(mine[c].fill_null(0).sum()) for c in ("lines", "rows", "rejects"))
         prefix = str(source_dir.resolve()) + "/"
         reasons = [{**r, "example": r["example"].replace(prefix, "")}
-                   for r in sql.query(con, "check_reject_reasons", {"source": source}).iter_rows(named=True)]
+                   for r in sql.query(con, "ingest/check_reject_reasons", {"source": source}).iter_rows(named=True)]
         declared = SOURCES[source]  # its first table holds the rows shown (node_events: those of its events)
         events = declared.tables[0] == "node_events"
         where = {"kind_source": declared.events} if events else {"table": declared.tables[0]}
         unmatched = []
         if slurm_hosts and declared.names_hosts:
-            hosts = sql.query(con, "check_event_hosts" if events else "check_hosts", where)["host"].to_list()
+            hosts = sql.query(con, "ingest/check_event_hosts" if events else "ingest/check_hosts", where)["host"].to_list()
             unmatched = sorted(set(hosts) - slurm_hosts)[:20]
         sample = (sql.query(con, declared.sample, {"n": sample_rows}) if declared.sample else
-                  sql.query(con, "check_sample_events" if events else "check_sample_rows", {**where, "n": sample_rows}))
+                  sql.query(con, "ingest/check_sample_events" if events else "ingest/check_sample_rows", {**where, "n": sample_rows}))
         verdict = ("failed" if problems or rows == 0 else
                    "warning" if rejects > MAX_REJECT_SHARE * max(lines, 1) or unmatched else "ok")
         out.append(FolderCheck(source, verdict, mine.height, lines, rows, rejects,

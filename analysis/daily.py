@@ -33,7 +33,7 @@ def _store(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     volume = source_volume(con, day)
     con.register("staged_volume", volume)
     try:
-        sql.run_steps(con, [("store_daily_source_volume", {"day": day})])
+        sql.run_steps(con, [("schema/daily_source_volume", None), ("ops/store_daily_source_volume", {"day": day})])
     finally:
         con.unregister("staged_volume")
     return volume
@@ -43,15 +43,15 @@ def missing_sources(con: duckdb.DuckDBPyConnection, day: date, min_days: int = 6
     """Sources with rows on at least ``min_days`` of the previous 7 days but none on ``day``. A source
     that already skipped two of those days (per-job telemetry snapshots, weekly validation runs)
     skipping another is its rhythm, not missing input."""
-    return sql.query(con, "daily_volume_problems", {"day": day, "min_days": min_days}).filter(pl.col("rows") == 0)
+    return sql.query(con, "ops/daily_volume_problems", {"day": day, "min_days": min_days}).filter(pl.col("rows") == 0)
 
 
 def volume_drops(con: duckdb.DuckDBPyConnection, day: date, ratio: float = 0.3, min_days: int = 4) -> pl.DataFrame:
     """Sources present but far below their 7-day median (a softer signal)."""
-    v = sql.query(con, "daily_volume_problems", {"day": day, "min_days": min_days})
+    v = sql.query(con, "ops/daily_volume_problems", {"day": day, "min_days": min_days})
     return v.filter((pl.col("rows") > 0) & (pl.col("rows") < ratio * pl.col("median_rows")))
 
 
 def reject_rate(con: duckdb.DuckDBPyConnection, since: datetime) -> dict:
     """Rejected share of the lines in files ingested since ``since`` (naive UTC)."""
-    return sql.query(con, "reject_rate", {"since": since}).row(0, named=True)
+    return sql.query(con, "ops/reject_rate", {"since": since}).row(0, named=True)

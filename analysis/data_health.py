@@ -40,12 +40,12 @@ def recent_start() -> datetime:
 
 def withhold(con: duckdb.DuckDBPyConnection, step: str, reason: str, trace: str = "", missing: str | None = None) -> None:
     """Record that ``step`` did not run to the end this time; it keeps its previous contents."""
-    sql.run(con, "withheld_steps_set", {"step": step, "reason": reason, "trace": trace,
+    sql.run(con, "ops/withheld_steps_set", {"step": step, "reason": reason, "trace": trace,
                                         "missing": missing or MISSING_WITHOUT_STEP.get(step, "")})
 
 
 def release(con: duckdb.DuckDBPyConnection, step: str) -> None:
-    sql.run(con, "withheld_steps_clear", {"step": step})
+    sql.run(con, "ops/withheld_steps_clear", {"step": step})
 
 
 def assess(con: duckdb.DuckDBPyConnection, day: date | None = None, recent: datetime | None = None,
@@ -78,11 +78,11 @@ LATE_RUNS_MISSING = "their verdicts: a failed validation drains no node and is n
 
 def benchmark_runs_late(con: duckdb.DuckDBPyConnection) -> str | None:
     """What is wrong when validation runs without a time in their results are dated by their files'
-    modification time on or after the as-of day of the node actions (sql/data_health_benchmark_runs_late.sql),
+    modification time on or after the as-of day of the node actions (sql/ops/data_health_benchmark_runs_late.sql),
     so that every verdict of theirs is ignored; None when there are none (or no node actions yet)."""
-    if not (sql.scalar(con, "table_exists", ["node_actions"]) and sql.scalar(con, "table_exists", ["benchmark_verdicts"])):
+    if not (sql.table_exists(con, "node_actions") and sql.table_exists(con, "benchmark_verdicts")):
         return None
-    r = sql.query(con, "data_health_benchmark_runs_late").row(0, named=True)
+    r = sql.query(con, "ops/data_health_benchmark_runs_late").row(0, named=True)
     if not r["runs"] or r["as_of"] is None:
         return None
     named = ", ".join(r["examples"]) + (", ..." if r["runs"] > len(r["examples"]) else "")
@@ -94,7 +94,7 @@ def benchmark_runs_late(con: duckdb.DuckDBPyConnection) -> str | None:
 
 def _source_rows(con) -> list[tuple]:
     rows = []
-    for r in sql.query(con, "data_health_files").iter_rows(named=True):
+    for r in sql.query(con, "ops/data_health_files").iter_rows(named=True):
         folder = r["source"]
         rows.append((f"{folder}/", DEGRADED, r["reason"], sources.missing(folder)))
     return rows
@@ -102,7 +102,7 @@ def _source_rows(con) -> list[tuple]:
 
 def _withheld_rows(con) -> list[tuple]:
     return [(f"step {r['step']}", DEGRADED, r["reason"], r["missing"])
-            for r in sql.query(con, "withheld_steps_list").iter_rows(named=True)]
+            for r in sql.query(con, "ops/withheld_steps_list").iter_rows(named=True)]
 
 
 def _missing_today(con, day: date) -> list[tuple]:
@@ -116,7 +116,7 @@ def rejecting(con: duckdb.DuckDBPyConnection, since: datetime, limit: float) -> 
     """Sources whose files ingested since ``since`` had more than ``limit`` of their lines rejected (and at
     least MIN_REJECTS lines): source,
     reason (the share, the limit and the most frequent reject reason)."""
-    rates = sql.query(con, "data_health_reject_rates", {"since": since, "limit": limit, "min_rejects": MIN_REJECTS})
+    rates = sql.query(con, "ops/data_health_reject_rates", {"since": since, "limit": limit, "min_rejects": MIN_REJECTS})
     return rates.select("source", reason=pl.format("{} of the {} lines read since {} UTC were rejected (limit {}), mostly: {}",
                                                    (pl.col("rate") * 100).round(1).cast(pl.Utf8) + "%", pl.col("lines"),
                                                    pl.lit(f"{since:%Y-%m-%d %H:%M}"), pl.lit(f"{limit:.1%}"),

@@ -67,7 +67,7 @@ def high_reject_rate(con: duckdb.DuckDBPyConnection, rejecting: pl.DataFrame, si
         return None
     lines = [f"{r['source']}/: {r['reason']}" for r in rejecting.iter_rows(named=True)]
     lines.append("most rejects:")
-    for r in sql.query(con, "reject_rate_top_files", {"since": since, "limit": SHOWN}).iter_rows(named=True):
+    for r in sql.query(con, "ops/reject_rate_top_files", {"since": since, "limit": SHOWN}).iter_rows(named=True):
         lines.append(printable(f"  {r['path']}: {r['rejects']:,} of {r['lines']:,} lines rejected, mostly: {r['reason']}"))
     lines.append("  Fix the files or the options and run again; `goodput sql \"SELECT reason, count(*) FROM rejects "
                  "GROUP BY ALL ORDER BY 2 DESC\"` lists every reason.")
@@ -130,7 +130,7 @@ def coverage(con: duckdb.DuckDBPyConnection, source_dir: Path, since: datetime) 
     """Warnings about input that ingested but yields nothing usable, and the
     reason to fail the run (None: no reason) when no source produced a row."""
     warnings = unknown_folders(source_dir)
-    totals = {r["source"]: r for r in sql.query(con, "run_source_totals").iter_rows(named=True)}
+    totals = {r["source"]: r for r in sql.query(con, "ops/run_source_totals").iter_rows(named=True)}
     if not any(r["rows"] for r in totals.values()):
         seen = sum(r["files"] for r in totals.values())
         return warnings, (f"none of the {seen} file(s) in source folders produced a row: nothing to analyse; see "
@@ -138,14 +138,14 @@ def coverage(con: duckdb.DuckDBPyConnection, source_dir: Path, since: datetime) 
     if not totals.get("slurm", {}).get("rows"):
         warnings.append("no Slurm accounting: put `sacct` dumps in slurm/; without jobs there are no failure rates, "
                         "attribution, ETTR or goodput")
-    steps = sql.query(con, "run_step_only_sacct", {"since": since})
+    steps = sql.query(con, "ops/run_step_only_sacct", {"since": since})
     for r in steps.head(SHOWN).iter_rows(named=True):
         warnings.append(f"{printable(r['path'])}: {r['row_lines']:,} job-step lines and no job allocation line, so no job was "
                         "built from it: dump the allocation lines too (plain `sacct`, or `sacct -X` for allocations only)")
     warnings += _more(steps.height)
     if totals.get("slurm", {}).get("rows") and _jobs(con) == 0:
         warnings.append("the slurm/ dumps hold no job allocation line: 0 jobs, so no failure rates, attribution or goodput")
-    hosts = sql.query(con, "run_unmatched_host_files", {"since": since})
+    hosts = sql.query(con, "ops/run_unmatched_host_files", {"since": since})
     if hosts.height:
         examples = "; ".join(printable(f"{r['path']} -> '{r['host_hint']}'") for r in hosts.head(SHOWN).iter_rows(named=True))
         warnings.append(f"{hosts.height} file(s) took their host from the file name, and no Slurm job or node event names that host "
@@ -156,6 +156,6 @@ def coverage(con: duckdb.DuckDBPyConnection, source_dir: Path, since: datetime) 
 
 def _jobs(con: duckdb.DuckDBPyConnection) -> int | None:
     try:
-        return sql.scalar(con, "count_jobs")
+        return sql.count(con, "jobs")
     except duckdb.CatalogException:  # the jobs asset never ran on this warehouse
         return None

@@ -1,12 +1,12 @@
 """Exports the scheduler and operators act on: node_actions (the escalation
-ladder, sql/build_node_actions.sql) written as a Slurm hostlist, an scontrol
+ladder, sql/models/build_node_actions.sql) written as a Slurm hostlist, an scontrol
 drain script and a JSON blocklist. goodput writes these files and never runs them.
 
 The two drain actions do different things in drain.sh, as scontrol(1) documents
 its node states: drain_after_job sets State=DRAIN (no new job starts on the node,
 the running ones run to completion); drain_now sets State=DOWN (Slurm also stops
 the jobs running on it). A node Slurm already has drained or down is left alone,
-so the reason its operator or health check gave stays (sql/export_slurm_out_of_service.sql)."""
+so the reason its operator or health check gave stays (sql/models/export_slurm_out_of_service.sql)."""
 from __future__ import annotations
 
 import json
@@ -46,7 +46,7 @@ class LadderConfig:
     benchmark_min_failed: int = 3  # ... how many must have failed ...
     benchmark_min_share: float = 1 / 3  # ... and what share of the node's runs
     # With no repair ticket either way, a node is back in service after a critical incident
-    # (sql/build_clean_evidence.sql) when, since its last event and not drained now, at least
+    # (sql/models/build_clean_evidence.sql) when, since its last event and not drained now, at least
     # clean_checks health checks passed and clean_jobs jobs of clean_job_hours or more ran on it
     # and completed; or it rebooted or came back from DRAIN/DOWN and then passed clean_checks
     # checks or completed one such job.
@@ -87,14 +87,16 @@ def _clean_params(as_of: datetime, cfg: LadderConfig) -> dict:
 def clean_evidence(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LadderConfig = LadderConfig()) -> pl.DataFrame:
     """Per critical incident in incidents_as_of (built for ``as_of``): the evidence after it and
     whether it returns the node to service when no ticket decides (TEMP table clean_evidence)."""
-    sql.run(con, "build_clean_evidence", _clean_params(as_of, cfg))
+    sql.run(con, "models/build_clean_evidence", _clean_params(as_of, cfg))
     return con.sql("SELECT * FROM clean_evidence ORDER BY host, event_time").pl()
 
 
 def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LadderConfig = LadderConfig()) -> pl.DataFrame:
     clean = _clean_params(as_of, cfg)
-    sql.run_steps(con, [("build_incidents_as_of", {"as_of": as_of}), ("build_clean_evidence", clean),
-                        ("build_node_actions", {**clean, "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
+    # the models' and the criteria's tables, empty when those steps never ran: the ladder reads them either way
+    sql.run_steps(con, [("models/build_incidents_as_of", {"as_of": as_of}), ("models/build_clean_evidence", clean),
+                        ("schema/node_risk", None), ("schema/lemon_scores", None), ("schema/benchmark_verdicts", None),
+                        ("models/build_node_actions", {**clean, "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
                                                 "risk_p7": cfg.risk_p7, "after_s": cfg.attribution_after_s,
                                                 "bench_days": cfg.benchmark_window_days,
                                                 "bench_min_failed": cfg.benchmark_min_failed,
@@ -108,7 +110,7 @@ def _iso(t) -> str:
 
 def slurm_out_of_service(con: duckdb.DuckDBPyConnection, as_of: datetime) -> pl.DataFrame:
     """host, state, reason of the nodes Slurm has drained or down as far as the warehouse knows."""
-    return sql.query(con, "export_slurm_out_of_service", {"as_of": as_of})
+    return sql.query(con, "models/export_slurm_out_of_service", {"as_of": as_of})
 
 
 def with_slurm(actions: pl.DataFrame, slurm: pl.DataFrame | None) -> pl.DataFrame:

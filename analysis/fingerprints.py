@@ -83,7 +83,7 @@ def new_version() -> str:
 
 def source_version(con: duckdb.DuckDBPyConnection, source: str | None) -> str:
     """The version of one source folder's ingested files (None: files in no known folder)."""
-    return str(sql.scalar(con, "source_version", {"source": source}))
+    return str(sql.scalar(con, "ops/source_version", {"source": source}))
 
 
 def stored_all(con: duckdb.DuckDBPyConnection) -> dict[str, dict]:
@@ -91,7 +91,7 @@ def stored_all(con: duckdb.DuckDBPyConnection) -> dict[str, dict]:
     metadata of that build, or a check's result) and built_at (UTC)."""
     return {asset: {"fingerprint": fp, "output_version": out, "outcome": json.loads(outcome) if outcome else None,
                     "built_at": built_at}
-            for asset, fp, out, outcome, built_at in con.execute(sql.load("asset_inputs_all")).fetchall()}
+            for asset, fp, out, outcome, built_at in con.execute(sql.load("ops/asset_inputs_all")).fetchall()}
 
 
 def record(con: duckdb.DuckDBPyConnection, asset: str, fingerprint_: str | None, output_version: str | None,
@@ -99,7 +99,7 @@ def record(con: duckdb.DuckDBPyConnection, asset: str, fingerprint_: str | None,
     """Record a successful build (or check, or ingest): call only after it succeeded. Returns the record."""
     built_at = datetime.now(timezone.utc).replace(tzinfo=None)
     text = json.dumps(outcome, default=str) if outcome is not None else None
-    sql.run(con, "asset_inputs_set", {"asset": asset, "fingerprint": fingerprint_, "output_version": output_version,
+    sql.run(con, "ops/asset_inputs_set", {"asset": asset, "fingerprint": fingerprint_, "output_version": output_version,
                                       "outcome": text, "built_at": built_at})
     return {"fingerprint": fingerprint_, "output_version": output_version,
             "outcome": json.loads(text) if text else None, "built_at": built_at}
@@ -107,15 +107,15 @@ def record(con: duckdb.DuckDBPyConnection, asset: str, fingerprint_: str | None,
 
 def forget_sources(con: duckdb.DuckDBPyConnection) -> None:
     """Files were taken out of the warehouse: the next run's ingest steps compute their versions again."""
-    sql.run(con, "asset_inputs_forget_sources", {"prefix": SOURCE})
+    sql.run(con, "ops/asset_inputs_forget_sources", {"prefix": SOURCE})
 
 
 def forget_all(con: duckdb.DuckDBPyConnection) -> None:
     """The next run rebuilds every step."""
-    sql.run(con, "asset_inputs_clear")
+    sql.run(con, "ops/asset_inputs_clear")
 
 
 def forget_steps(con: duckdb.DuckDBPyConnection, assets: list[str]) -> None:
     """The next run rebuilds these steps (something else wrote their tables), and so everything after them."""
     sql.run_staged(con, {"staged_assets": pl.DataFrame({"asset": assets}, schema={"asset": pl.Utf8})},
-                   [("asset_inputs_forget", None)])
+                   [("ops/asset_inputs_forget", None)])

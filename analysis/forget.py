@@ -56,13 +56,13 @@ def match(con: duckdb.DuckDBPyConnection, args: list[str]) -> list[str]:
     staged = pl.DataFrame([(a, c) for a in args for c in _candidates(a)], schema=["arg", "candidate"], orient="row")
     con.register("staged_args", staged)
     try:
-        exact = sql.query(con, "forget_match_paths")
+        exact = sql.query(con, "ingest/forget_match_paths")
         rest = staged.filter(~pl.col("arg").is_in(exact["arg"].implode()))
         folders = pl.DataFrame(schema={"arg": pl.Utf8, "path": pl.Utf8})
         if rest.height:
             con.unregister("staged_args")
             con.register("staged_args", rest)
-            folders = sql.query(con, "forget_match_folders")
+            folders = sql.query(con, "ingest/forget_match_folders")
     finally:
         con.unregister("staged_args")
     found = pl.concat([exact, folders], how="vertical_relaxed")
@@ -78,13 +78,13 @@ def forget(con: duckdb.DuckDBPyConnection, args: list[str], dry_run: bool = Fals
     paths = match(con, args)
     con.register("staged_files", pl.DataFrame({"path": paths}, schema={"path": pl.Utf8}))
     try:
-        files = sql.query(con, "forget_files_summary")
-        copies = sql.query(con, "forget_copies")["path"].to_list()
+        files = sql.query(con, "ingest/forget_files_summary")
+        copies = sql.query(con, "ingest/forget_copies")["path"].to_list()
         if not dry_run:
             # the rows and rejects go as they do before a re-ingest; then the file records; and the next run
             # versions every source again, so what was built from these files is rebuilt
-            sql.run_steps(con, [("delete_files_rows", None), ("forget_files", None),
-                                ("asset_inputs_forget_sources", {"prefix": fingerprints.SOURCE})])
+            sql.run_steps(con, [("delete_files_rows", None), ("ingest/forget_files", None),
+                                ("ops/asset_inputs_forget_sources", {"prefix": fingerprints.SOURCE})])
     finally:
         con.unregister("staged_files")
     return Forgotten(files, copies, [p for p in paths if Path(p).exists()])

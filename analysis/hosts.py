@@ -65,13 +65,13 @@ def expand_hostlist(expr: str | None, max_hosts: int = MAX_HOSTS) -> tuple[str, 
 
 
 # Benchmark files are named after the benchmark (nccl_allreduce.log), not the host, and a folder
-# under benchmarks/ is a validation run (benchmarks/<run>/, sql/criteria_samples.sql), not a host:
+# under benchmarks/ is a validation run (benchmarks/<run>/, sql/criteria/samples.sql), not a host:
 # a result names its hosts itself (SuperBench's node key, nccl-tests' '#  Rank N ... on <host>' lines).
 _NO_PATH_HOST = {"benchmarks"}
 
 
 def benchmark_run(relpath: PurePath) -> str:
-    """The validation run a benchmarks/ file belongs to, as sql/schema.sql's benchmark_run_files() names
+    """The validation run a benchmarks/ file belongs to, as sql/schema/warehouse.sql's benchmark_run_files() names
     it: the folder it sits in, or the file itself when it sits directly in benchmarks/."""
     parts = relpath.parts
     return parts[-2] if len(parts) >= 3 else parts[-1]

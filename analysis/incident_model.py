@@ -36,8 +36,8 @@ class IncidentConfig:
 
 
 def build_samples(con: duckdb.DuckDBPyConnection, end: datetime, every_days: int = 7) -> pl.DataFrame:
-    sql.run_steps(con, [("view_node_population", None), ("build_incidents_as_of", {"as_of": end}),
-                        ("build_incident_samples", {"end": end, "every_days": every_days})])
+    sql.run_steps(con, [("models/view_node_population", None), ("models/build_incidents_as_of", {"as_of": end}),
+                        ("models/build_incident_samples", {"end": end, "every_days": every_days})])
     return con.sql("SELECT * FROM incident_samples ORDER BY t, host").pl()  # fixed order: seeded subsets repeat
 
 
@@ -157,7 +157,7 @@ def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: I
     last = cadence.latest(model_dir, PREFIX, cad.scope)
     state = cadence.decide("incident", last, fp, as_of, cad, model_dir)
     t0 = time.process_time()
-    steps = [("store_node_risk", {"as_of": as_of})]
+    steps = [("schema/node_risk", None), ("models/store_node_risk", {"as_of": as_of})]
     evaluation = _frame([])
     if state.trained:
         trained_at = datetime.now(timezone.utc).replace(tzinfo=None)
@@ -175,14 +175,15 @@ def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: I
         state = cadence.trained("incident", state.reason, version, path, meta)
         state.cpu_s["train"] = time.process_time() - t0
         cadence.save_evaluation(path, evaluation)
-        steps.append(("store_model_evaluation", {"as_of": as_of, "family": "incident"}))
+        steps += [("schema/model_evaluation", None), ("models/store_model_evaluation", {"as_of": as_of, "family": "incident"})]
         t0 = time.process_time()
     else:
         fitted = pickle.loads(last[1].with_suffix(".pkl").read_bytes())
         saved = _evaluation_to_restore(con, last[1].with_suffix(".pkl"))
         if saved is not None:
             evaluation = saved
-            steps.append(("store_model_evaluation", {"as_of": saved["as_of"][0], "family": "incident"}))
+            steps += [("schema/model_evaluation", None),
+                      ("models/store_model_evaluation", {"as_of": saved["as_of"][0], "family": "incident"})]
     risk = score_risk(fitted, samples, start, as_of)
     sql.run_staged(con, {"staged_node_risk": risk, "staged_model_evaluation": evaluation}, steps)
     state.cpu_s["score"] = time.process_time() - t0
@@ -194,8 +195,8 @@ def _evaluation_to_restore(con: duckdb.DuckDBPyConnection, model_path: Path) -> 
     saved = cadence.saved_evaluation(model_path)
     if saved is None or not saved.height:
         return None
-    if sql.scalar(con, "table_exists", ["model_evaluation"]) and sql.query(
-            con, "model_evaluation_at", {"family": "incident", "as_of": saved["as_of"][0]}).height:
+    if sql.table_exists(con, "model_evaluation") and sql.query(
+            con, "models/model_evaluation_at", {"family": "incident", "as_of": saved["as_of"][0]}).height:
         return None
     return saved
 
@@ -213,5 +214,5 @@ def _save(fitted: list, model_dir: Path, meta: dict) -> tuple[str, Path]:
 
 
 def first_day(con: duckdb.DuckDBPyConnection) -> datetime | None:
-    start = con.execute(sql.load("model_data_span")).fetchall()[0][0]
+    start = con.execute(sql.load("models/model_data_span")).fetchall()[0][0]
     return datetime(start.year, start.month, start.day) if start else None

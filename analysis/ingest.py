@@ -357,7 +357,7 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
     except OSError as exc:
         return _problem(ident, path, "error", f"cannot read file: {exc.strerror or exc}")
     if previous is ...:
-        found = sql.query(con, "file_by_path", {"path": key})
+        found = sql.query(con, "ingest/file_by_path", {"path": key})
         previous = found.row(0, named=True) if found.height else None
     known = not force and previous is not None and previous["status"] != "error"
     if known and _unchanged_stat(previous, stat, ident.fingerprint):
@@ -379,7 +379,7 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
                        run_time=run_time)
     if defer:
         return Prepared(FileOutcome(key, source, "ok"), pending=Pending(ident, path, ctx, raw, None))
-    twin = sql.query(con, "file_by_sha", {"sha256": ident.sha256, "path": key, "source": source,
+    twin = sql.query(con, "ingest/file_by_sha", {"sha256": ident.sha256, "path": key, "source": source,
                                           "host_hint": host_hint, "fingerprint": ident.fingerprint})
     return finish(con, Pending(ident, path, ctx, raw, twin["path"][0] if twin.height else None), batch_shas)
 
@@ -538,7 +538,7 @@ def _known_files(con: duckdb.DuckDBPyConnection, files: list[tuple[Path, str | N
         return {}
     staged = pl.DataFrame(rows, schema={"path": pl.Utf8, "size_bytes": pl.Int64, "mtime_ns": pl.Int64,
                                         "fingerprint": pl.Utf8}, orient="row")
-    found = sql.query_on(con, "files_by_paths", "staged_stats", staged)
+    found = sql.query_on(con, "ingest/files_by_paths", "staged_stats", staged)
     known: dict[str, dict | None] = dict.fromkeys(staged["path"])
     known.update((row["path"], row) for row in found.iter_rows(named=True))
     return known
@@ -591,7 +591,7 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
     # A copy recorded as a duplicate holds no rows of its own: when the file it
     # duplicated changed since, read the copy for real (log rotation).
     wanted = dict(zip(keys, files))
-    for orphan in sql.query(con, "orphaned_duplicates")["path"].to_list():
+    for orphan in sql.query(con, "ingest/orphaned_duplicates")["path"].to_list():
         if orphan in wanted:
             path, source = wanted[orphan]
             summary.outcomes.append(ingest_file(con, path, source, source_dir, options, force=True))

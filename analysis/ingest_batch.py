@@ -111,7 +111,7 @@ def _look_up_twins(con: duckdb.DuckDBPyConnection, pendings: list[ingest.Pending
     staged = pl.DataFrame([(p.ident.key, p.ident.sha256, p.ident.source, p.ident.host_hint, p.ident.fingerprint)
                            for p in pendings], orient="row",
                           schema={c: pl.Utf8 for c in ("path", "sha256", "source", "host_hint", "fingerprint")})
-    twins = sql.query_on(con, "twins_of_files", "staged_twins", staged)
+    twins = sql.query_on(con, "ingest/twins_of_files", "staged_twins", staged)
     found = dict(zip(twins["path"].to_list(), twins["twin"].to_list()))
     for p in pendings:
         p.twin = found.get(p.ident.key)

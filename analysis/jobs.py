@@ -15,14 +15,15 @@ SOURCES = ["slurm"]
 def build_jobs(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     last = marks.extendable(con, "jobs", SOURCES, "jobs")
     scope = {"all": last is None, "through": last.through if last else None}
-    sql.run_steps(con, [("changed_jobs", scope), ("stage_jobs", None), ("stage_job_steps", None),
-                        *([("drop_jobs", None)] if scope["all"] else []), ("store_jobs", {"all": scope["all"]}),
+    sql.run_steps(con, [("derive/changed_jobs", scope), ("derive/stage_jobs", None), ("derive/stage_job_steps", None),
+                        *([("derive/drop_jobs", None)] if scope["all"] else []), ("schema/jobs", None),
+                        ("schema/job_steps", None), ("derive/store_jobs", {"all": scope["all"]}),
                         marks.record("jobs", marks.now(con, SOURCES))])
     return {"changed": "all" if scope["all"] else "new dumps",
-            **{t: sql.scalar(con, f"count_{t}") for t in ("jobs", "job_steps")}}
+            **{t: sql.count(con, t) for t in ("jobs", "job_steps")}}
 
 
 def map_switch_ports(con: duckdb.DuckDBPyConnection) -> int:
     """Attach switch events to the hosts cabled to their ports; returns how many stay unmapped."""
-    sql.run(con, "map_switch_ports")
-    return sql.scalar(con, "count_unmapped_switch_events")
+    sql.run(con, "derive/map_switch_ports")
+    return sql.scalar(con, "derive/count_unmapped_switch_events")

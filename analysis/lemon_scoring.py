@@ -38,7 +38,7 @@ class LemonRun:
 
 def data_span(con: duckdb.DuckDBPyConnection) -> tuple[datetime | None, datetime | None]:
     """First and last timestamp of incident history (events, tickets, node states, jobs)."""
-    row = con.execute(sql.load("model_data_span")).fetchall()[0]
+    row = con.execute(sql.load("models/model_data_span")).fetchall()[0]
     return row[0], row[1]
 
 
@@ -105,19 +105,20 @@ def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, 
     if scored is None:
         scored = meta.select("host", "as_of", score=pl.col("meta_signals").list.len() / len(cfg.thresholds),
                              is_lemon="meta_is_lemon", top_signals="meta_signals", method=pl.lit("thresholds"))
-    components = sql.query(con, "lemon_components", {"as_of": as_of})
+    components = sql.query(con, "models/lemon_components", {"as_of": as_of})
     scores = (scored.join(meta, on=["host", "as_of"], how="left", maintain_order="left")
               .join(components, on="host", how="left", maintain_order="left")
               .select("host", "as_of", "score", "is_lemon", "top_signals", "suggested_component", "method",
                       "meta_is_lemon", "meta_signals"))
-    steps = [("store_lemon_scores", {"as_of": as_of})]
+    steps = [("schema/lemon_scores", None), ("models/store_lemon_scores", {"as_of": as_of})]
     if evaluation is None:  # no saved classifier: the evaluation is this run's (rebuilt when it is trained)
         evaluation = evaluate(features, known, as_of, cfg, trained_at)
-        steps.append(("store_model_evaluation", {"as_of": as_of, "family": "lemon"}))
+        steps += [("schema/model_evaluation", None), ("models/store_model_evaluation", {"as_of": as_of, "family": "lemon"})]
         cadence.save_evaluation(model_path, evaluation)
     elif not evaluation.height and (restored := cadence.saved_evaluation(model_path)) is not None:
         evaluation = restored  # a new warehouse reusing the saved classifier: the figures it was judged by
-        steps.append(("store_model_evaluation", {"as_of": restored["as_of"][0], "family": "lemon"}))
+        steps += [("schema/model_evaluation", None),
+                  ("models/store_model_evaluation", {"as_of": restored["as_of"][0], "family": "lemon"})]
     sql.run_staged(con, {"staged_lemon_scores": scores, "staged_model_evaluation": evaluation}, steps)
     if state is not None:
         state.cpu_s["train" if state.trained else "score"] = time.process_time() - t0
@@ -136,9 +137,9 @@ def definition(cfg: LemonConfig, labels: pl.DataFrame | None) -> dict:
 def saved_evaluation(con: duckdb.DuckDBPyConnection, meta: dict) -> pl.DataFrame:
     """The lemon rows of model_evaluation stored when the saved classifier was trained (empty in a
     warehouse that did not train it: run() restores them from beside the model)."""
-    if not sql.scalar(con, "table_exists", ["model_evaluation"]):
+    if not sql.table_exists(con, "model_evaluation"):
         return _eval_frame([])
-    return sql.query(con, "model_evaluation_at", {"family": "lemon", "as_of": datetime.fromisoformat(meta["as_of"])})
+    return sql.query(con, "models/model_evaluation_at", {"family": "lemon", "as_of": datetime.fromisoformat(meta["as_of"])})
 
 
 def _lemon_hosts(rows: pl.DataFrame) -> int:

@@ -2,7 +2,7 @@
 hand thresholds as the baseline, and a calibrated classifier trained on
 labelled history.
 
-Features come from sql/build_lemon_features.sql; this module stages what SQL
+Features come from sql/models/build_lemon_features.sql; this module stages what SQL
 cannot do (hostlist expansion of --exclude), trains and scores. Everything
 takes and returns polars frames or plain data.
 """
@@ -55,7 +55,7 @@ class LabelsError(ValueError):
 def excludes(con: duckdb.DuckDBPyConnection, max_hosts: int = 100_000) -> pl.DataFrame:
     """job_id, submit_time, host: each host a job excluded. An unreadable
     expression (a typo in a user's submit line) excludes nothing."""
-    exprs = sql.query(con, "lemon_exclude_expressions")
+    exprs = sql.query(con, "models/lemon_exclude_expressions")
     hosts = []
     for expr in exprs["expr"].unique().to_list():
         try:
@@ -70,8 +70,8 @@ def build_features(con: duckdb.DuckDBPyConnection, as_ofs: list[datetime], windo
     """Write lemon_features for every ``as_of`` and return it."""
     sql.run_staged(con, {"staged_excludes": excludes(con),
                          "staged_as_of": pl.DataFrame({"as_of": as_ofs}, schema={"as_of": pl.Datetime("us")})},
-                   [("view_node_population", None), ("build_incidents_as_of", {"as_of": max(as_ofs)}),
-                    ("build_lemon_features", {"window_days": window_days})])
+                   [("models/view_node_population", None), ("models/build_incidents_as_of", {"as_of": max(as_ofs)}),
+                    ("schema/benchmark_verdicts", None), ("models/build_lemon_features", {"window_days": window_days})])
     return con.sql("SELECT * FROM lemon_features ORDER BY as_of, host").pl()  # fixed order: training repeats
 
 

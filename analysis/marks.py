@@ -23,21 +23,21 @@ class Mark:
 
 def extendable(con: duckdb.DuckDBPyConnection, step: str, sources: list[str], table: str) -> Mark | None:
     """The last build's mark when ``table`` may be extended from it, else None (rebuild)."""
-    got = sql.query(con, "derived_mark_get", {"step": step})
-    if not got.height or not sql.scalar(con, "table_exists", [table]):
+    got = sql.query(con, "ops/derived_mark_get", {"step": step})
+    if not got.height or not sql.table_exists(con, table):
         return None
     last = Mark(*got.row(0))
-    still = sql.query(con, "source_files_through", {"sources": sources, "through": last.through})["files"][0]
+    still = sql.query(con, "ops/source_files_through", {"sources": sources, "through": last.through})["files"][0]
     return last if still == last.files else None
 
 
 def now(con: duckdb.DuckDBPyConnection, sources: list[str]) -> Mark:
-    files, through = sql.query(con, "source_files_through", {"sources": sources, "through": None}).row(0)
+    files, through = sql.query(con, "ops/source_files_through", {"sources": sources, "through": None}).row(0)
     return Mark(files, through)
 
 
 def record(step: str, mark: Mark) -> tuple[str, dict]:
     """The run_steps entry that records ``mark`` for ``step`` (in the build's own transaction)."""
-    return ("derived_mark_set", {"step": step, "files": mark.files, "through": mark.through,
+    return ("ops/derived_mark_set", {"step": step, "files": mark.files, "through": mark.through,
                                  "data_through": mark.data_through})
 

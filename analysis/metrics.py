@@ -1,6 +1,6 @@
 """Reliability metrics in the warehouse: run ETTR, cluster failure rate, MTTF by
 job size, failure rate over time, goodput and second-order preemptions, C4
-downtime and Aegis P_deg. Set operations live in sql/build_*.sql."""
+downtime and Aegis P_deg. Set operations live in sql/metrics/."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -45,33 +45,33 @@ def build_run_ettr(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> int:
     params = pl.DataFrame(cfg.overrides, schema={"scope": pl.Utf8, "key": pl.Utf8, "u0_s": pl.Int64, "dt_s": pl.Int64})
     con.register("staged_ettr_parameters", params)
     try:
-        sql.run_steps(con, [("store_ettr_parameters", None),
-                   ("build_job_run_ettr", {"u0_s": cfg.u0_s, "dt_s": cfg.dt_s}),
-                   ("build_run_downtime", None)])
+        sql.run_steps(con, [("metrics/store_ettr_parameters", None),
+                   ("metrics/build_job_run_ettr", {"u0_s": cfg.u0_s, "dt_s": cfg.dt_s}),
+                   ("metrics/build_run_downtime", None)])
     finally:
         con.unregister("staged_ettr_parameters")
-    return sql.scalar(con, "count_job_run_ettr")
+    return sql.count(con, "job_run_ettr")
 
 
 def build_node_gpus(con: duckdb.DuckDBPyConnection) -> int:
     """Each node's GPUs from the allocations (node_gpus); returns the fleet's node size."""
-    sql.run_steps(con, [("build_node_gpus", None)])
+    sql.run_steps(con, [("metrics/build_node_gpus", None)])
     return fleet_gpus_per_node(con)
 
 
 def fleet_gpus_per_node(con: duckdb.DuckDBPyConnection) -> int:
     """The GPUs most nodes have: how many GPUs make a node when r, MTTF and ETTR count nodes."""
-    return int(sql.scalar(con, "fleet_gpus_per_node"))
+    return int(sql.scalar(con, "metrics/fleet_gpus_per_node"))
 
 
 def build_failure_rates(con: duckdb.DuckDBPyConnection) -> dict:
     """Cluster r (Meta's definition), MTTF per size bucket with 90% Gamma
     intervals, the 1/(N r) projection, and the failure rate over time."""
-    sql.run_steps(con, [("build_cluster_failure_rate", None), ("build_failure_rate_over_time", None)])
-    rate = sql.query(con, "select_cluster_failure_rate").row(0, named=True)
+    sql.run_steps(con, [("metrics/build_cluster_failure_rate", None), ("metrics/build_failure_rate_over_time", None)])
+    rate = sql.query(con, "metrics/select_cluster_failure_rate").row(0, named=True)
     r = rate["r_per_node_day"] or 0.0
     per_node = fleet_gpus_per_node(con)
-    counts = sql.query(con, "mttf_by_job_size_counts")
+    counts = sql.query(con, "metrics/mttf_by_job_size_counts")
     rows = []
     for b in counts.iter_rows(named=True):
         lo, hi = ettr.gamma_rate_ci(b["failures"], b["runtime_hours"]) if b["runtime_hours"] else (0.0, 0.0)
@@ -87,7 +87,7 @@ def build_failure_rates(con: duckdb.DuckDBPyConnection) -> dict:
     con.register("staged_mttf", mttf)
     con.register("staged_projection", projection)
     try:
-        sql.run_steps(con, [("store_mttf", None)])
+        sql.run_steps(con, [("metrics/store_mttf", None)])
     finally:
         con.unregister("staged_mttf")
         con.unregister("staged_projection")
@@ -95,11 +95,11 @@ def build_failure_rates(con: duckdb.DuckDBPyConnection) -> dict:
 
 
 def build_goodput(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> dict:
-    sql.run_steps(con, [("build_second_order_preemptions", {"window_s": cfg.second_order_window_s, "dt_s": cfg.dt_s}),
-               ("build_goodput", {"dt_s": cfg.dt_s})])
-    return sql.query(con, "goodput_summary").row(0, named=True)
+    sql.run_steps(con, [("metrics/build_second_order_preemptions", {"window_s": cfg.second_order_window_s, "dt_s": cfg.dt_s}),
+               ("metrics/build_goodput", {"dt_s": cfg.dt_s})])
+    return sql.query(con, "metrics/goodput_summary").row(0, named=True)
 
 
 def build_iteration_degradation(con: duckdb.DuckDBPyConnection, slack: float = 1.2) -> int:
-    sql.run_steps(con, [("build_iteration_degradation", {"slack": slack})])
-    return sql.scalar(con, "count_iteration_degradation")
+    sql.run_steps(con, [("metrics/build_iteration_degradation", {"slack": slack})])
+    return sql.count(con, "iteration_degradation")

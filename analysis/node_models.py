@@ -46,18 +46,18 @@ def load_labels(con: duckdb.DuckDBPyConnection, path: Path | None) -> pl.DataFra
     """The operator's labels, checked against the warehouse's hosts; None when there is no file."""
     if path is None or not Path(path).exists():
         return None
-    return lemons.read_labels(Path(path), set(sql.query(con, "model_hosts")["host"].to_list()))
+    return lemons.read_labels(Path(path), set(sql.query(con, "models/model_hosts")["host"].to_list()))
 
 
 def fleet_size(con: duckdb.DuckDBPyConnection) -> int:
-    return sql.query(con, "model_hosts").height
+    return sql.query(con, "models/model_hosts").height
 
 
 def run_models(con: duckdb.DuckDBPyConnection, cfg: ModelsConfig = ModelsConfig(),
                as_of: datetime | None = None) -> ModelsResult:
     """Labels are read and checked before anything is written: a bad file
     changes nothing in the warehouse."""
-    missing = [t for t in NEEDED if not con.execute(sql.load("table_exists"), [t]).fetchall()[0][0]]
+    missing = [t for t in NEEDED if not sql.table_exists(con, t)]
     if missing:
         raise ValueError(f"the warehouse has no {', '.join(missing)} yet: run `goodput run --source DIR` first")
     labels = load_labels(con, cfg.labels_path)

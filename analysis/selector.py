@@ -78,7 +78,7 @@ def resolve_target(con: duckdb.DuckDBPyConnection, as_of: datetime, target) -> f
     risk, so the riskiest nodes are validated down to where most of the fleet is."""
     if isinstance(target, str):
         q = float(target.removeprefix("p")) / 100
-        value = con.execute(sql.load("fleet_risk_quantile"), {"as_of": as_of, "q": q}).fetchall()[0][0]
+        value = con.execute(sql.load("models/fleet_risk_quantile"), {"as_of": as_of, "q": q}).fetchall()[0][0]
         return float(value) if value is not None else 1.0
     return float(target)
 
@@ -90,7 +90,7 @@ def plan(con: duckdb.DuckDBPyConnection, as_of: datetime, catalog: list[Benchmar
     duration_min, p_before, p_after, reduction."""
     catalog = catalog or load_catalog()
     target = resolve_target(con, as_of, target)
-    nodes = sql.query(con, "validation_candidates", {"as_of": as_of, "target": target})
+    nodes = sql.query(con, "models/validation_candidates", {"as_of": as_of, "target": target})
     fleet = {c: float(nodes[f"fleet_{c}"][0]) if nodes.height else 0.0 for c in CATEGORIES}
     total = sum(fleet.values()) or 1.0
     prior = {c: (fleet[c] / total) if sum(fleet.values()) else 1 / len(CATEGORIES) for c in CATEGORIES}
@@ -103,5 +103,6 @@ def plan(con: duckdb.DuckDBPyConnection, as_of: datetime, catalog: list[Benchmar
     schema = {"host": pl.Utf8, "as_of": pl.Datetime("us"), "step": pl.Int32, "benchmark": pl.Utf8,
               "duration_min": pl.Float64, "p_before": pl.Float64, "p_after": pl.Float64, "reduction": pl.Float64}
     frame = pl.DataFrame(rows, schema=schema)
-    sql.run_staged(con, {"staged_validation_plan": frame}, [("store_validation_plan", {"as_of": as_of})])
+    sql.run_staged(con, {"staged_validation_plan": frame},
+                   [("schema/validation_plan", None), ("models/store_validation_plan", {"as_of": as_of})])
     return frame

@@ -70,7 +70,7 @@ BUILT_IN = (
     # port counters: long CSV/Parquet/Prometheus JSON like telemetry, perfquery, ibqueryerrors
     Source("network", "analysis.parsers.network", ("telemetry",), "network_counters",
            "link faults seen only in port counters are not attributed",
-           names_hosts=True, sample="check_sample_counters"),
+           names_hosts=True, sample="ingest/check_sample_counters"),
     Source("tickets", "analysis.parsers.tickets", ("tickets",), "tickets",
            "repairs are unknown: nodes repaired since their last fault may still be listed for draining",
            names_hosts=True),

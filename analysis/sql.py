@@ -1,11 +1,16 @@
 """Load and run the statements in sql/ (one statement or script per file, shipped as package data).
 
+A statement is named by the stage that runs it and its file: ``"derive/build_job_runs"`` is
+sql/derive/build_job_runs.sql (the stages: sql/__init__.py). One-line reads of a whole table go through
+``count`` and ``table_exists`` here rather than a file each.
+
 Values are always parameters ($name). A table name cannot be one: the raw tables a statement covers come from
 the source registry (analysis/sources.py), never from input. In a file, a line naming {raw_table} is written
 once per raw table, the first copy without a leading UNION ALL (the delete before a file is read again, the
 line accounting); ``raw_table=`` writes that one table instead (its insert)."""
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -15,11 +20,46 @@ from analysis import resources, sources
 
 SQL_DIR = resources.sql_dir()
 RAW_TABLE = "{raw_table}"
+STAGES = ("schema", "ingest", "derive", "metrics", "models", "criteria", "telemetry", "report", "ops")
+# '<stage>/<name>'; a bare '<name>' for the statements still at sql/'s top level (the source registry's)
+_NAME = re.compile(r"(?:(?P<stage>[a-z]+)/)?[a-z0-9_]+")
+# a table or view a statement declares (temporary ones aside): the names count and table_exists accept
+_DECLARED = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)",
+                       re.IGNORECASE | re.MULTILINE)
 
 
 @lru_cache(maxsize=None)
 def _text(name: str) -> str:
-    return (SQL_DIR / f"{name}.sql").read_text()
+    found = _NAME.fullmatch(name)
+    if found is None or found["stage"] not in (None, *STAGES):
+        raise ValueError(f"not a statement name: {name!r} (expected '<stage>/<name>', stage one of {STAGES})")
+    return SQL_DIR.joinpath(*name.split("/")).with_suffix(".sql").read_text()
+
+
+@lru_cache(maxsize=None)
+def tables() -> frozenset[str]:
+    """The tables and views sql/ declares: what goodput's warehouse can hold."""
+    return frozenset(m.lower() for f in SQL_DIR.rglob("*.sql") for m in _DECLARED.findall(f.read_text()))
+
+
+def _table(name: str) -> str:
+    """``name`` quoted as an identifier, once it is known to be a table sql/ declares: a table name cannot be a
+    statement parameter, so it is checked, never passed through as text."""
+    if name not in tables():
+        raise ValueError(f"not a table goodput declares: {name!r}")
+    return f'"{name}"'
+
+
+def count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    """The rows of one of goodput's tables or views."""
+    return con.execute(f"SELECT count(*) FROM {_table(table)}").fetchall()[0][0]
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether the warehouse has this (persistent) table yet: most are created by the step that first writes them."""
+    _table(table)
+    return con.execute("SELECT count(*) > 0 FROM duckdb_tables() WHERE table_name = ? AND NOT temporary",
+                       [table]).fetchall()[0][0]
 
 
 def load(name: str, raw_table: str | None = None) -> str:
@@ -95,7 +135,7 @@ def run_staged(con: duckdb.DuckDBPyConnection, frames: dict, steps: list[tuple[s
 
 
 def run_on(con: duckdb.DuckDBPyConnection, name: str, table: str, frame, raw_table: str | None = None) -> None:
-    """Run sql/<name>.sql with the polars ``frame`` visible to it as ``table``. Not registered: a frame
+    """Run sql/<stage>/<name>.sql with the polars ``frame`` visible to it as ``table``. Not registered: a frame
     registered inside an open transaction stays alive until the transaction ends (DuckDB keeps the dropped
     view for it), so a large file written part by part in one transaction would hold every part."""
     rel = con.from_arrow(frame.to_arrow())

@@ -66,20 +66,20 @@ def connect(path: Path | str | None = None, read_only: bool = False) -> duckdb.D
 
 
 def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create or migrate the schema only when sql/schema.sql (or the DDL of a source added to the registry)
+    """Create or migrate the schema only when sql/schema/warehouse.sql (or the DDL of a source added to the registry)
     changed since it last ran on this file: its CREATE OR REPLACE statements rewrite the catalog, and a file
     left untouched is how publishing the snapshot knows a no-change run wrote nothing."""
     extra = sources.ddl_files()
-    digest = hashlib.sha256("".join([sql.load("schema"), *(p.read_text() for p in extra)]).encode()).hexdigest()
+    digest = hashlib.sha256("".join([sql.load("schema/warehouse"), *(p.read_text() for p in extra)]).encode()).hexdigest()
     try:
-        current = con.execute(sql.load("schema_digest")).fetchall()
+        current = con.execute(sql.load("ops/schema_digest")).fetchall()
     except duckdb.CatalogException:
         current = []
     if current != [(digest,)]:
-        sql.run(con, "schema")
+        sql.run(con, "schema/warehouse")
         for path in extra:
             sql.run_file(con, path)
-        sql.run(con, "record_schema_digest", {"digest": digest})
+        sql.run(con, "ops/record_schema_digest", {"digest": digest})
 
 
 # path -> [connection, depth]: the warehouses this process holds open for writing (``held``)
@@ -149,11 +149,11 @@ def drop_cache(path: Path | str) -> None:
     if entry is None:
         return
     try:
-        sql.run(entry[0], "set_memory_limit", {"limit": "16MB"})  # lowering the limit evicts
+        sql.run(entry[0], "ops/set_memory_limit", {"limit": "16MB"})  # lowering the limit evicts
     except duckdb.Error:
         pass  # something is still pinned: it stays cached
     finally:
-        sql.run(entry[0], "set_memory_limit", {"limit": _config()["memory_limit"]})
+        sql.run(entry[0], "ops/set_memory_limit", {"limit": _config()["memory_limit"]})
 
 
 def read_scalar(path: Path | str | None, statement: str):
@@ -170,7 +170,7 @@ def first_data_day(path: Path | str | None = None):
     """The first job-end day in the warehouse, or None when it cannot be read now (no file yet, no jobs,
     a warehouse from before `jobs` existed, or a writer holds the lock): where the daily partitions start."""
     try:
-        return read_scalar(path, "first_data_day")
+        return read_scalar(path, "ops/first_data_day")
     except (FileNotFoundError, duckdb.Error):
         return None
 
@@ -189,7 +189,7 @@ def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:
         _insert(con, [(p.record, p.tables, p.rejects) for p in batch if p.record is not None])
         _upsert_files(con, records)
         for record in touched:
-            sql.run(con, "update_file_mtime", record)
+            sql.run(con, "ingest/update_file_mtime", record)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -227,7 +227,7 @@ class FileWriter:
 def _delete_rows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
     if paths:
         con.register("staged_files", pl.DataFrame({"path": paths}, schema={"path": pl.Utf8}))
-        if sql.scalar(con, "staged_files_known"):  # a new file has no old rows: no scan of every table for them
+        if sql.scalar(con, "ingest/staged_files_known"):  # a new file has no old rows: no scan of every table for them
             sql.run(con, "delete_files_rows")
         con.unregister("staged_files")
 
@@ -247,13 +247,13 @@ def _insert(con: duckdb.DuckDBPyConnection, files: list[tuple[dict, dict[str, pl
     rejects = [_with_file(r, record["path"]).with_columns(source=pl.lit(record["source"]))
                for record, _, r in files if r.height]
     if rejects:
-        sql.run_on(con, "insert_rejects", "staged_rejects", pl.concat(rejects, how="vertical_relaxed"))
+        sql.run_on(con, "ingest/insert_rejects", "staged_rejects", pl.concat(rejects, how="vertical_relaxed"))
 
 
 def _upsert_files(con: duckdb.DuckDBPyConnection, records: list[dict]) -> None:
     if records:
         con.register("staged_files", pl.DataFrame(records, infer_schema_length=None))
-        sql.run(con, "upsert_ingested_files")
+        sql.run(con, "ingest/upsert_ingested_files")
         con.unregister("staged_files")
 
 

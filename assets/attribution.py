@@ -2,12 +2,20 @@
 from dagster import AssetCheckResult, MaterializeResult, asset, asset_check
 
 from analysis import attribution, sql
+from assets.graph import writes
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from assets.resources import TaxonomyConfig, Warehouse
 
+# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/derive.py).
+BUILDS = {"classified_events": lambda con, s: attribution.classify_events(con, s.taxonomy),
+          "failure_attribution": lambda con, s: attribution.attribute_failures(con, s.taxonomy),
+          "job_runs": lambda con, s: attribution.build_job_runs(con),
+          "node_incidents": lambda con, s: attribution.build_node_incidents(con)}
+
 
 @asset(deps=["node_events"], group_name="attribution",
-       description="Node events explained by a taxonomy rule (cause, domain, severity, priority).")
+       description="Node events explained by a taxonomy rule (cause, domain, severity, priority).",
+       metadata=writes("classified_events", "taxonomy_rules"))
 @unless_unchanged
 def classified_events(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -16,7 +24,9 @@ def classified_events(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> Materia
 
 
 @asset(deps=["jobs", "classified_events"], group_name="attribution",
-       description="Every event in each failed job's window, and the primary cause (Aegis order).")
+       description="Every event in each failed job's window, and the primary cause (Aegis order).",
+       metadata=writes("failure_attribution", "job_failure_causes", "maintenance_requeues", "failure_rates_by_cause",
+                       "job_status_breakdown"))
 @unless_unchanged
 def failure_attribution(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -29,13 +39,14 @@ def failure_attribution(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> Mater
 @replayed_while_unchanged
 def one_primary_cause(warehouse: Warehouse) -> AssetCheckResult:
     with warehouse.connect() as con:
-        bad = sql.scalar(con, "attribution_primary_problems")
+        bad = sql.scalar(con, "derive/attribution_primary_problems")
     return AssetCheckResult(passed=bad == 0, metadata={"instances_without_exactly_one_primary": bad})
 
 
 # failures as job_failure_causes defines them: its attribution, and the node states that mark maintenance
 @asset(deps=["jobs", "failure_attribution", "node_state_periods"], group_name="attribution",
-       description="Job instances chained into training runs (requeues and resubmissions); crash loops flagged.")
+       description="Job instances chained into training runs (requeues and resubmissions); crash loops flagged.",
+       metadata=writes("job_runs"))
 @unless_unchanged
 def job_runs(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -44,7 +55,8 @@ def job_runs(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResul
 
 
 @asset(deps=["classified_events", "node_state_periods", "tickets"], group_name="attribution",
-       description="One row per node incident: first event, cause, severity, drain, return to service, ticket.")
+       description="One row per node incident: first event, cause, severity, drain, return to service, ticket.",
+       metadata=writes("node_incidents", "cause_cooccurrence", "top_offending_nodes"))
 @unless_unchanged
 def node_incidents(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:

@@ -6,6 +6,7 @@ from pathlib import Path
 from dagster import AssetCheckResult, MaterializeResult, MetadataValue, asset, asset_check
 
 from assets.degrade import withheld_on_error
+from assets.graph import writes
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from assets.resources import CriteriaSettings, ReportSettings, Warehouse
 from analysis.version import made_by
@@ -13,7 +14,8 @@ from analysis.version import made_by
 
 @asset(deps=["benchmark_results"], group_name="models",
        description="benchmark_criteria (Anubis Alg. 2 per metric), benchmark_verdicts (each node in each run), "
-                   "benchmark_nodes (failed runs, defective) and criteria_evaluation (vs IQR and k-means).")
+                   "benchmark_nodes (failed runs, defective) and criteria_evaluation (vs IQR and k-means).",
+       metadata=writes("benchmark_criteria", "benchmark_verdicts", "benchmark_nodes", "criteria_evaluation"))
 @unless_unchanged
 @withheld_on_error
 def benchmark_criteria(warehouse: Warehouse, criteria: CriteriaSettings) -> MaterializeResult:

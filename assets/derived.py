@@ -5,12 +5,17 @@ from dagster import AssetCheckResult, AssetCheckSeverity, MaterializeResult, ass
 from analysis import sql
 from analysis.jobs import build_jobs, map_switch_ports
 from analysis.sources import SOURCES
+from assets.graph import writes
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from assets.resources import Warehouse
 
+# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/derive.py).
+BUILDS = {"jobs": lambda con, s: build_jobs(con), "node_events": lambda con, s: map_switch_ports(con)}
+
 
 @asset(deps=["sacct_records"], group_name="slurm",
-       description="One row per job instance (requeues numbered by `instance`), deduplicated across dumps; and job_steps.")
+       description="One row per job instance (requeues numbered by `instance`), deduplicated across dumps; and job_steps.",
+       metadata=writes("jobs", "job_steps", "job_days"))
 @unless_unchanged
 def jobs(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -22,7 +27,7 @@ def jobs(warehouse: Warehouse) -> MaterializeResult:
 @replayed_while_unchanged
 def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
     with warehouse.connect() as con:
-        overlaps = sql.scalar(con, "jobs_overlapping_instances")
+        overlaps = sql.scalar(con, "derive/jobs_overlapping_instances")
     return AssetCheckResult(passed=overlaps == 0, severity=AssetCheckSeverity.WARN,
                             metadata={"overlapping_instances": overlaps})
 
@@ -31,10 +36,11 @@ def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
 @asset(deps=[*(s.asset for s in SOURCES.values() if "node_events" in s.tables), "topology", "machine_alerts",
              "port_counter_events", "job_log_events"],
        group_name="events", description="Kernel, switch, health, Slurm and job-log node events; switch ports mapped "
-                                        "to hosts.")
+                                        "to hosts.",
+       metadata=writes("node_events"))
 @unless_unchanged
 def node_events(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         unmapped = map_switch_ports(con)
-        total = sql.scalar(con, "count_node_events")
+        total = sql.count(con, "node_events")
     return MaterializeResult(metadata={"events": total, "switch_events_unmapped": unmapped})

@@ -76,7 +76,7 @@ def ingest_asset(source: Source):
     @replayed_while_unchanged
     def not_all_rejected(warehouse: Warehouse) -> AssetCheckResult:
         with warehouse.connect() as con:
-            bad = sql.query(con, "source_all_rejected", {"source": folder})
+            bad = sql.query(con, "ingest/source_all_rejected", {"source": folder})
         return _result(bad, diagnose.all_rejected(bad, folder) if bad.height else None)
 
     return _asset, lines_accounted, not_all_rejected

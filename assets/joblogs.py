@@ -3,13 +3,17 @@ from dagster import MaterializeResult, asset
 
 from analysis import joblogs
 from assets.degrade import withheld_on_error
+from assets.graph import writes
 from assets.unchanged import unless_unchanged
 from assets.resources import Warehouse
+
+BUILDS = {"job_log_events": lambda con, s: joblogs.build_events(con)}  # (assets/derive.py)
 
 
 @asset(deps=["job_logs", "jobs", "topology"], group_name="events",
        description="Job-log lines (job_log_lines) placed on hosts (NCCL prefixes, rank maps, Slurm's block "
-                   "distribution), times and job instances, as node_events (source app) with the peer they name.")
+                   "distribution), times and job instances, as node_events (source app) with the peer they name.",
+       metadata=writes("node_events", "job_log_jobs"))
 @unless_unchanged
 @withheld_on_error
 def job_log_events(warehouse: Warehouse) -> MaterializeResult:

@@ -2,12 +2,21 @@
 from dagster import MaterializeResult, asset
 
 from analysis import metrics
+from assets.graph import writes
 from assets.unchanged import unless_unchanged
 from assets.resources import MetricsSettings, Warehouse
 
+# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/derive.py).
+BUILDS = {"job_run_ettr": lambda con, s: metrics.build_run_ettr(con, s.metrics),
+          "node_gpus": lambda con, s: metrics.build_node_gpus(con),
+          "failure_rates": lambda con, s: metrics.build_failure_rates(con),
+          "goodput": lambda con, s: metrics.build_goodput(con, s.metrics),
+          "iteration_degradation": lambda con, s: metrics.build_iteration_degradation(con)}
+
 
 @asset(deps=["job_runs", "failure_attribution", "node_state_periods"], group_name="metrics",
-       description="Measured ETTR per job run (W, Q, U, R; interruptions by cause) and C4 downtime per run.")
+       description="Measured ETTR per job run (W, Q, U, R; interruptions by cause) and C4 downtime per run.",
+       metadata=writes("job_run_ettr", "ettr_parameters", "run_downtime"))
 @unless_unchanged
 def job_run_ettr(warehouse: Warehouse, settings: MetricsSettings) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -16,7 +25,8 @@ def job_run_ettr(warehouse: Warehouse, settings: MetricsSettings) -> Materialize
 
 
 @asset(deps=["jobs", "topology"], group_name="metrics",
-       description="Each node's GPUs, learned from the jobs' allocations (multi-node jobs take whole nodes).")
+       description="Each node's GPUs, learned from the jobs' allocations (multi-node jobs take whole nodes).",
+       metadata=writes("node_gpus"))
 @unless_unchanged
 def node_gpus(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -25,7 +35,9 @@ def node_gpus(warehouse: Warehouse) -> MaterializeResult:
 
 
 @asset(deps=["failure_attribution", "node_gpus"], group_name="metrics",
-       description="Cluster failure rate r (Meta), MTTF by job size with 90% CIs, 1/(N r) projection, rate over time.")
+       description="Cluster failure rate r (Meta), MTTF by job size with 90% CIs, 1/(N r) projection, rate over time.",
+       metadata=writes("cluster_failure_rate", "failure_rate_over_time", "mttf_by_job_size", "mttf_projection",
+                       "health_check_first_seen"))
 @unless_unchanged
 def failure_rates(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -34,7 +46,9 @@ def failure_rates(warehouse: Warehouse) -> MaterializeResult:
 
 
 @asset(deps=["failure_attribution", "job_runs", "node_gpus"], group_name="metrics",
-       description="Goodput per day, losses by cause and size, second-order preemptions, crash loops.")
+       description="Goodput per day, losses by cause and size, second-order preemptions, crash loops.",
+       metadata=writes("goodput_daily", "goodput_losses", "second_order_preemptions", "goodput_loss",
+                       "crash_loop_preemptions"))
 @unless_unchanged
 def goodput(warehouse: Warehouse, settings: MetricsSettings) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -43,7 +57,8 @@ def goodput(warehouse: Warehouse, settings: MetricsSettings) -> MaterializeResul
 
 
 @asset(deps=["benchmark_results", "telemetry"], group_name="metrics",
-       description="Aegis P_deg for every per-step time series (benchmark samples, iteration-time telemetry).")
+       description="Aegis P_deg for every per-step time series (benchmark samples, iteration-time telemetry).",
+       metadata=writes("iteration_degradation"))
 @unless_unchanged
 def iteration_degradation(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:

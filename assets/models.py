@@ -6,6 +6,7 @@ from dagster import AssetCheckResult, MaterializeResult, MetadataValue, asset, a
 from analysis import data_health, exports, node_models
 from analysis.lemon_scoring import NoHistory
 from assets.degrade import withheld_on_error
+from assets.graph import writes
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from assets.resources import LogSources, ModelSettings, ReportSettings, Warehouse
 from analysis.version import made_by
@@ -16,7 +17,9 @@ from analysis.version import made_by
        description="lemon_features, lemon_scores (classifier with labels, else Meta-style thresholds), incident_samples, "
                    "node_risk (Cox-Time and baselines), model_evaluation, node_actions (watch / drain_after_job / "
                    "drain_now) and validation_plan, as of the end of the data. The classifier and the incident "
-                   "models are retrained on a cadence (metadata: trained or loaded, their age).")
+                   "models are retrained on a cadence (metadata: trained or loaded, their age).",
+       metadata=writes("lemon_features", "lemon_scores", "incident_samples", "node_risk", "model_evaluation",
+                       "node_actions", "validation_plan", "node_population"))
 @unless_unchanged(files=lambda kw: [kw["models"].labels_path(kw["sources"].source_dir)])
 @withheld_on_error
 def node_actions(warehouse: Warehouse, sources: LogSources, models: ModelSettings) -> MaterializeResult:

@@ -9,6 +9,7 @@ from dagster import (AssetCheckResult, AssetCheckSeverity, AssetExecutionContext
 
 from analysis import daily, data_health, warehouse
 from analysis.sources import SOURCES
+from assets.graph import writes
 from assets.unchanged import unless_unchanged
 from analysis import diagnose
 from assets.resources import MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
@@ -28,7 +29,8 @@ def _day(context) -> date:
 
 
 @asset(partitions_def=daily_partitions, deps=INGESTED, group_name="nightly",
-       description="Rows per source whose own time falls on the day (job ends, events, benchmark runs, samples).")
+       description="Rows per source whose own time falls on the day (job ends, events, benchmark runs, samples).",
+       metadata=writes("daily_source_volume"))
 @unless_unchanged
 def daily_source_volume(context: AssetExecutionContext, warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:

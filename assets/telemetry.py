@@ -6,6 +6,7 @@ from pathlib import Path
 from dagster import MaterializeResult, asset
 
 from assets.degrade import withheld_on_error
+from assets.graph import writes
 from assets.unchanged import unless_unchanged
 from assets.resources import TelemetrySettings, Warehouse
 
@@ -13,7 +14,8 @@ from assets.resources import TelemetrySettings, Warehouse
 @asset(deps=["telemetry", "jobs"], group_name="telemetry",
        description="telemetry_jobs (jobs telemetry covers), machine_alerts (Minder and the methods beside it, "
                    "missing data), and the confirmed Minder alerts as node_events (source telemetry), for the jobs "
-                   "not scored yet; the detector is retrained on a cadence (metadata: trained or loaded, its age).")
+                   "not scored yet; the detector is retrained on a cadence (metadata: trained or loaded, its age).",
+       metadata=writes("telemetry_jobs", "machine_alerts", "link_suspects", "node_events"))
 @unless_unchanged
 @withheld_on_error
 def machine_alerts(warehouse: Warehouse, telemetry_settings: TelemetrySettings) -> MaterializeResult:
@@ -39,7 +41,8 @@ def machine_alerts(warehouse: Warehouse, telemetry_settings: TelemetrySettings) 
        description="A detector trained this run has its metrics ranked on windows this run's attribution labels "
                    "(the order saved with it, its alerts' metric_rank updated); then detector_evaluation: each "
                    "method's job-level precision, recall, F1 and lead time, against the hosts attribution blamed "
-                   "from evidence other than telemetry.")
+                   "from evidence other than telemetry.",
+       metadata=writes("detector_evaluation", "machine_alerts"))
 @unless_unchanged
 @withheld_on_error
 def detector_evaluation(warehouse: Warehouse, telemetry_settings: TelemetrySettings) -> MaterializeResult:

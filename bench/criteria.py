@@ -65,7 +65,8 @@ def main() -> None:
     timed("store tables", lambda: sql.run_staged(
         con, {"staged_criteria": crit, "staged_verdicts": judged.with_columns(version=pl.lit("bench")),
               "staged_nodes": nodes, "staged_evaluation": per_bench.with_columns(version=pl.lit("bench"))},
-        [("store_benchmark_criteria", {"version": "bench"})]))
+        [("schema/benchmark_criteria", None), ("schema/benchmark_verdicts", None), ("schema/criteria_evaluation", None),
+         ("criteria/store_benchmark_criteria", {"version": "bench"})]))
     total = time.perf_counter() - t0
     flagged = set(nodes.filter(pl.col("defective"))["host"])
     hits = len(flagged & set(defects))

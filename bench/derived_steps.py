@@ -47,12 +47,12 @@ def main() -> None:
     con = warehouse.connect(args.db)
     for name in args.steps:
         if name == "job_log_events":
-            sql.run(con, "derived_mark_forget", {"step": joblogs.STEP})
+            sql.run(con, "ops/derived_mark_forget", {"step": joblogs.STEP})
         timed(con, name, STEPS[name])
     if args.increment_after:
-        sql.run(con, "bench_derived_mark_as_of", {"step": joblogs.STEP, "sources": joblogs.SOURCES,
+        sql.run(con, "ops/bench_derived_mark_as_of", {"step": joblogs.STEP, "sources": joblogs.SOURCES,
                                                   "through": args.increment_after})
-        sql.run(con, "bench_job_log_jobs_changed_after", {"through": args.increment_after})
+        sql.run(con, "ops/bench_job_log_jobs_changed_after", {"through": args.increment_after})
         timed(con, "job_log_events (increment)", joblogs.build_events)
     con.close()
 

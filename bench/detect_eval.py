@@ -21,13 +21,13 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis import sql, warehouse  # noqa: E402
-from analysis.chain import build_all  # noqa: E402
 from analysis.ingest import ingest_directory  # noqa: E402
 from analysis.metrics import MetricsConfig  # noqa: E402
 from analysis.simulate.config import preset  # noqa: E402
 from analysis.simulate.run import simulate  # noqa: E402
 from analysis.taxonomy import load  # noqa: E402
 from analysis.telemetry import evaluate, run as telemetry_run  # noqa: E402
+from assets.derive import build_all  # noqa: E402
 
 
 def main() -> None:
@@ -50,7 +50,7 @@ def main() -> None:
             ingest_directory(con, tmp / "src")
             build_all(con, load(), MetricsConfig())
             t1 = time.perf_counter()
-            covered = sql.query(con, "telemetry_jobs", {"min_samples": 12})
+            covered = sql.query(con, "telemetry/jobs", {"min_samples": 12})
             split = covered["end_time"].sort()[covered.height // 2]
             result = telemetry_run.run(con, model_dir=tmp / "models", split=split)
             t2 = time.perf_counter()

@@ -3,7 +3,7 @@
     python bench/titan.py [--workdir /tmp/titan] [--every-days 150]
 
 Converts the Titan GPU-life table into a goodput source directory, ingests it,
-builds node_incidents (analysis.chain.build_all), then builds incident_samples
+builds node_incidents (assets.derive.build_all), then builds incident_samples
 and evaluates Cox-Time against the three exponential baselines on goodput's
 time split (analysis.incident_model.evaluate). Prints the evaluation table
 (model x metric), sample counts, the time of each step and peak RSS. Most
@@ -45,8 +45,9 @@ from pathlib import Path
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from analysis import chain, incident_model, survival, taxonomy, warehouse  # noqa: E402
+from analysis import incident_model, survival, taxonomy, warehouse  # noqa: E402
 from analysis.ingest import ingest_directory  # noqa: E402
+from assets import derive  # noqa: E402
 from timing import peak_mb, timed  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 
 DATA = Path("/work/shared/datasets/titan-gpu-life")
@@ -110,7 +111,7 @@ def main() -> None:
     summary = timed("ingest", lambda: ingest_directory(con, src))
     print("ingest:", dict(Counter(o.status for o in summary.outcomes)),
           f"rows {sum(o.rows for o in summary.outcomes):,}", f"rejects {sum(o.rejects for o in summary.outcomes):,}")
-    print("build_all:", timed("build_all", lambda: chain.build_all(con, taxonomy.load())))
+    print("build_all:", timed("build_all", lambda: derive.build_all(con, taxonomy.load())))
     print(con.sql("SELECT cause, rule, severity, count(*) AS incidents, sum(events) AS events, "
                   "count(ticket_id) AS with_ticket FROM node_incidents GROUP BY ALL ORDER BY incidents DESC"))
 

@@ -178,9 +178,9 @@ def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, s
     con = warehouse.connect(db, read_only=True)
     try:
         health = data_health.assess(con, day, data_health.recent_start(), resources["report_settings"].max_reject_rate)
-        summary = sql.query(con, "ingest_summary", {"since": since})
-        problems = sql.query(con, "file_problems")
-        withheld = sql.query(con, "withheld_steps_list").filter(pl.col("since") >= since)
+        summary = sql.query(con, "ops/ingest_summary", {"since": since})
+        problems = sql.query(con, "ops/file_problems")
+        withheld = sql.query(con, "ops/withheld_steps_list").filter(pl.col("since") >= since)
     finally:
         con.close()
     traces += [f"== step {r['step']} withheld: {r['reason']}\n{r['trace']}" for r in withheld.iter_rows(named=True)
@@ -304,7 +304,7 @@ def _blocking(evaluations) -> bool:
 
 
 def _last_day(db: Path):
-    return warehouse.read_scalar(db, "last_data_day")
+    return warehouse.read_scalar(db, "ops/last_data_day")
 
 
 def _report_path(run) -> Path | None:

@@ -54,7 +54,7 @@ def _known_files(db: Path) -> dict[str, tuple[int, float]]:
         return {}
     con = warehouse.connect(db, read_only=True)
     try:
-        rows = con.execute(sql.load("sensor_known_files")).fetchall()
+        rows = con.execute(sql.load("ops/sensor_known_files")).fetchall()
     finally:
         con.close()
     return {path: (size, ts) for path, size, ts in rows}

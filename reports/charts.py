@@ -1,5 +1,5 @@
 """Altair chart builders for the reliability report. Each takes plain frames
-(from sql/report_*.sql) and returns a Vega-Lite spec as a dict.
+(from sql/report/) and returns a Vega-Lite spec as a dict.
 
 The page must stay small and quick at a year of history: no chart carries one
 row per job or per run. Runs are binned (size bucket x ETTR band), daily series
@@ -24,7 +24,7 @@ PERIODS = (("1d", 1, "day"), ("1w", 7, "week starting"), ("1mo", 31, "month"), (
 # every date on an axis or in a tooltip: the tables' ISO format, in UTC (the data's days are UTC days;
 # a browser's local time would shift them by a day west of Greenwich)
 DATE_FORMAT = "%Y-%m-%d"
-SIZE_TITLE = "job size (GPUs, bucket)"  # the report states the bucket rule once (size_bucket, sql/schema.sql)
+SIZE_TITLE = "job size (GPUs, bucket)"  # the report states the bucket rule once (size_bucket, sql/schema/warehouse.sql)
 
 
 def _values(frame: pl.DataFrame) -> list[dict]:
@@ -172,7 +172,7 @@ def _projection_span(projection: pl.DataFrame, largest: int | None, multiple: in
 
 def run_cells(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Runs binned by size bucket (``size``: the report's one bucket, size_bucket in
-    sql/schema.sql) and ETTR band: how many runs, their median length and failures;
+    sql/schema/warehouse.sql) and ETTR band: how many runs, their median length and failures;
     and per size bucket the runs' median ETTR. Bounded by buckets x bands, whatever the history."""
     binned = runs.filter(pl.col("ettr").is_not_null()).with_columns(
         band=((pl.col("ettr").clip(0, 1) / ETTR_STEP).floor().clip(0, round(1 / ETTR_STEP) - 1) * ETTR_STEP))

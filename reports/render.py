@@ -69,7 +69,7 @@ def _cause(ids, labels: dict[str, str]) -> Markup:
 
 
 RUN_MIN_GPUS, RUN_MIN_HOURS = 8, 6  # runs plotted against the expected-ETTR curve
-RATE_WINDOW_DAYS = 30  # the rolling failure rate's window (sql/report_failure_rate.sql)
+RATE_WINDOW_DAYS = 30  # the rolling failure rate's window (sql/report/failure_rate.sql)
 # a model judged on fewer held-out samples is not compared: one sample more or less moves its accuracy or
 # concordance by several points, so its numbers would say nothing about the model
 MIN_HELD_OUT = 30
@@ -77,18 +77,18 @@ MIN_HELD_OUT = 30
 
 def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, window: tuple[int, int] = (600, 300),
            crash_loop_min: int = 5, labels: dict[str, str] | None = None) -> dict:
-    """Every number and table the report shows, from sql/report_*.sql."""
-    q = lambda name, **p: sql.query(con, f"report_{name}", p or None)  # noqa: E731
-    head = q("headline", day=day).row(0, named=True)
+    """Every number and table the report shows, from sql/report/."""
+    q = lambda name, **p: sql.query(con, name, p or None)  # noqa: E731
+    head = q("report/headline", day=day).row(0, named=True)
     r = (head["r_per_1000_node_days"] or 0) / 1000
-    status, daily, rates = q("status", day=day), q("goodput_daily", day=day), q("failure_rate", day=day)
-    checks, mttf = q("health_checks", day=day), q("mttf")
-    runs = q("run_ettr", day=day, min_gpus=RUN_MIN_GPUS, min_hours=RUN_MIN_HOURS)
+    status, daily, rates = q("report/status", day=day), q("report/goodput_daily", day=day), q("report/failure_rate", day=day)
+    checks, mttf = q("report/health_checks", day=day), q("report/mttf")
+    runs = q("report/run_ettr", day=day, min_gpus=RUN_MIN_GPUS, min_hours=RUN_MIN_HOURS)
     # Meta eq. 1 with this cluster's queue time per (re)start and a typical run length
     q_h = runs["queue_hours_per_start"].median() if runs.height else 0.0
     run_h = runs["productive_hours"].median() if runs.height else None
-    loss, co = q("loss_by_size", day=day), q("cooccurrence", day=day)
-    split = q("capacity_split", day=day)
+    loss, co = q("report/loss_by_size", day=day), q("report/cooccurrence", day=day)
+    split = q("report/capacity_split", day=day)
     per_node = fleet_gpus_per_node(con)  # r counts nodes: GPUs -> nodes at the fleet's size
     # the 1/(N r) projection at the report's r (the card's, as of its day), as mttf_projection has it at the last day's
     projection = pl.DataFrame({"gpus": PROJECTION_GPUS, "projected_mttf_hours": [
@@ -111,7 +111,7 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
     }
     drawn = {k: v for k, v in drawn.items() if v is not None}
     return {
-        "day": day, "head": head, "charts": drawn, "node_sizes": q("node_sizes").to_dicts(), "curve": _curve_facts(drawn["ettr"]),
+        "day": day, "head": head, "charts": drawn, "node_sizes": q("report/node_sizes").to_dicts(), "curve": _curve_facts(drawn["ettr"]),
         "sweep_gpus": sorted({p["gpus"] for p in drawn["sweep"]["datasets"]["sweep"]}), "r": r * 1000,
         "projected": drawn["mttf"]["datasets"]["projection"] if "mttf" in drawn else [], "measured_sizes": measured,
         "u0_min": u0_h * 60, "dt_min": dt_h * 60, "target": charts.TARGET_ETTR,
@@ -120,10 +120,10 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
         "before_min": window[0] / 60, "after_min": window[1] / 60, "crash_loop_min": crash_loop_min,
         "status": status.to_dicts(), "checks": checks.to_dicts(), "mttf": mttf.to_dicts(),
         "runs": runs.height, "runs_mean_ettr": runs["ettr"].mean() if runs.height else None,
-        "loss": loss.to_dicts(), "crash_loops": q("crash_loops", day=day).to_dicts(),
-        "top_nodes": q("top_nodes", day=day).to_dicts(),
-        "out_of_service": q("out_of_service", day=day).to_dicts(),
-        "loss_by_account": q("loss_by_account", day=day).to_dicts(), "largest_failures": q("largest_failures", day=day).to_dicts(), "data_quality": q("data_quality").to_dicts(),
+        "loss": loss.to_dicts(), "crash_loops": q("report/crash_loops", day=day).to_dicts(),
+        "top_nodes": q("report/top_nodes", day=day).to_dicts(),
+        "out_of_service": q("report/out_of_service", day=day).to_dicts(),
+        "loss_by_account": q("report/loss_by_account", day=day).to_dicts(), "largest_failures": q("report/largest_failures", day=day).to_dicts(), "data_quality": q("report/data_quality").to_dicts(),
         "capacity": _capacity_totals(split),
         "rates_drawn": rates_drawn, "rate_window": RATE_WINDOW_DAYS, "rate_days": rates["day"].n_unique(),
         "failures_so_far": _failures_so_far(rates),
@@ -175,23 +175,23 @@ def _headline(head: dict, split: dict | None) -> dict:
 
 def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:
     """Lemons, risk, evaluation and actions of the last `goodput models`; None before it ever ran."""
-    present = set(sql.query(con, "report_node_models")["table_name"].to_list())
+    present = set(sql.query(con, "report/node_models")["table_name"].to_list())
     if not {"lemon_scores", "node_actions", "model_evaluation"} <= present:
         return None
-    q = lambda name: sql.query(con, f"report_{name}")  # noqa: E731
-    actions, lemons = q("node_actions"), q("lemons")
+    q = lambda name: sql.query(con, name)  # noqa: E731
+    actions, lemons = q("report/node_actions"), q("report/lemons")
     # the nodes Slurm already has drained: the table says what drain.sh does with them, by the exports' rule
     actions = with_slurm(actions, slurm_out_of_service(con, actions["as_of"][0]) if actions.height else None)
     drains = actions.filter(pl.col("action").is_in(DRAIN_ACTIONS))["host"].to_list()
-    risk = q("risk") if "node_risk" in present else pl.DataFrame()
+    risk = q("report/risk") if "node_risk" in present else pl.DataFrame()
     return {
         "as_of": lemons["as_of"][0] if lemons.height else None,
         "method": lemons["method"][0] if lemons.height else None,
-        "lemons": lemons.to_dicts(), "evaluation": q("model_evaluation").to_dicts(), "min_held_out": MIN_HELD_OUT,
+        "lemons": lemons.to_dicts(), "evaluation": q("report/model_evaluation").to_dicts(), "min_held_out": MIN_HELD_OUT,
         "counts": dict(actions.group_by("action").len().iter_rows()), "left_alone": int(actions["left_alone"].sum()),
         "actions": actions.head(20).to_dicts(), "more_actions": max(actions.height - 20, 0),
         "drain_hostlist": compress_hostlist(drains),
-        "plan": q("validation_plan").row(0, named=True) if "validation_plan" in present else None,
+        "plan": q("report/validation_plan").row(0, named=True) if "validation_plan" in present else None,
         "risk_nodes": risk.height,
         "chart": charts.risk_distribution(risk) if risk.height else None,
     }
@@ -199,18 +199,18 @@ def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:
 
 def benchmark_criteria(con: duckdb.DuckDBPyConnection, floor: float = 0.95) -> dict | None:
     """The latest criteria, their evaluation and the latest run's failures; None before `goodput criteria` ran."""
-    present = set(sql.query(con, "report_node_models")["table_name"].to_list())
+    present = set(sql.query(con, "report/node_models")["table_name"].to_list())
     if not {"benchmark_criteria", "criteria_evaluation", "benchmark_verdicts"} <= present:
         return None
-    status = sql.query(con, "report_criteria")
+    status = sql.query(con, "report/criteria")
     if status.height == 0:
         return None
-    failures = sql.query(con, "report_validation_failures")
+    failures = sql.query(con, "report/validation_failures")
     guessed = [m for ms in status["guessed_metrics"].to_list() if ms for m in ms]
     return {"version": status["version"][0], "trained_from": status["trained_from"].min(),
             "trained_to": status["trained_to"].max(), "fleet": int(status["fleet"].max()),
             "status": dict(status.select("status", "metrics").iter_rows()), "guessed": guessed,
-            "benchmarks": sql.query(con, "report_criteria_benchmarks").to_dicts(), "floor": floor,
+            "benchmarks": sql.query(con, "report/criteria_benchmarks").to_dicts(), "floor": floor,
             "min_hosts": CriteriaConfig.min_hosts,
             "run": failures["run_id"][0] if failures.height else None, "failed": failures.head(25).to_dicts(),
             "more_failed": max(failures.height - 25, 0)}
@@ -218,13 +218,13 @@ def benchmark_criteria(con: duckdb.DuckDBPyConnection, floor: float = 0.95) -> d
 
 def telemetry_alerts(con: duckdb.DuckDBPyConnection, day: date) -> dict | None:
     """Minder's alerts of the last 30 days and the detectors' evaluation; None before detection ever ran."""
-    present = set(sql.query(con, "report_node_models")["table_name"].to_list())
+    present = set(sql.query(con, "report/node_models")["table_name"].to_list())
     if not {"machine_alerts", "telemetry_jobs"} <= present:
         return None
     jobs = con.sql("SELECT count(*) AS n, any_value(model_version) AS v FROM telemetry_jobs").pl().row(0, named=True)
-    return {"alerts": sql.query(con, "report_machine_alerts", {"day": day}).to_dicts(), "jobs": jobs["n"],
+    return {"alerts": sql.query(con, "report/machine_alerts", {"day": day}).to_dicts(), "jobs": jobs["n"],
             "model_version": jobs["v"],
-            "evaluation": sql.query(con, "report_detector_evaluation").to_dicts()
+            "evaluation": sql.query(con, "report/detector_evaluation").to_dicts()
             if "detector_evaluation" in present else []}
 
 

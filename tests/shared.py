@@ -49,10 +49,10 @@ def private_warehouse(shared: Path, dest: Path, db: str = "w.duckdb") -> Path:
 def simulated_warehouse(cfg, root: Path, metrics: bool = True) -> dict:
     """Simulate ``cfg`` into root/src, ingest it into root/w.duckdb and build every derived table."""
     from analysis import metrics as m, warehouse
-    from analysis.chain import build_all
     from analysis.ingest import ingest_directory
     from analysis.simulate.run import simulate
     from analysis.taxonomy import load
+    from assets.derive import build_all
 
     summary = simulate(cfg, root / "src")
     con = warehouse.connect(root / "w.duckdb")
@@ -62,7 +62,7 @@ def simulated_warehouse(cfg, root: Path, metrics: bool = True) -> dict:
         con.execute("CHECKPOINT")
     finally:
         con.close()
-    return {"summary": summary, "built": {k: v for k, v in built.items() if k in ("failure_rate", "goodput")}}
+    return {"summary": summary, "built": {k: v for k, v in built.items() if k in ("failure_rates", "goodput")}}
 
 @contextmanager
 def quick_telemetry(epochs: int = 2):
@@ -75,3 +75,40 @@ def quick_telemetry(epochs: int = 2):
     with pytest.MonkeyPatch.context() as mp:  # what build_resources() builds
         mp.setattr(assets.resources, "TelemetrySettings", lambda: TelemetrySettings(epochs=epochs))
         yield
+
+
+def record_tables_written(instance, db: Path, steps: set[str]) -> dict[str, set[str]]:
+    """Hook ``instance``: each of ``steps`` (asset keys) that a run of it materializes records the warehouse tables
+    and views it changed (created, replaced, rows added, removed or changed), in the dict returned. A table it
+    created empty is not counted: that is schema (machine_alerts creates detector_evaluation's), not rows."""
+    written, before, handle = {}, {}, instance.handle_new_event
+
+    def handle_new_event(event, *args, **kwargs):
+        step = getattr(event, "dagster_event", None)
+        kind, key = (step.event_type_value, step.step_key) if step is not None else (None, None)
+        if key in steps and kind == "STEP_START":
+            before[key] = _table_states(db)
+        elif key in before and kind == "STEP_SUCCESS":
+            old, now = before.pop(key), _table_states(db)
+            created_empty = {t for t, (kind, _, *rows) in now.items() if t not in old and kind == "table" and rows[0] == 0}
+            written[key] = {t for t in old.keys() | now.keys() if old.get(t) != now.get(t)} - created_empty
+        return handle(event, *args, **kwargs)
+
+    instance.handle_new_event = handle_new_event
+    return written
+
+
+def _table_states(db: Path) -> dict[str, tuple]:
+    """Each table's and view's catalog entry (a new one when replaced) and its rows' count and hash sum."""
+    from analysis import warehouse
+
+    con = warehouse.connect(db)  # during the run: a cursor on the connection the run holds
+    try:
+        states = {name: ("view", oid, text) for name, oid, text in con.execute(
+            "SELECT view_name, view_oid, sql FROM duckdb_views() WHERE NOT internal AND NOT temporary").fetchall()}
+        tables = con.execute("SELECT table_name, table_oid FROM duckdb_tables() WHERE NOT temporary").fetchall()
+        for name, oid in tables:
+            states[name] = ("table", oid, *con.execute(f'SELECT count(*), sum(hash(t)) FROM "{name}" t').fetchall()[0])
+        return states
+    finally:
+        con.close()

@@ -1,6 +1,6 @@
 """A long first history with no tickets folder (issue 21): a node whose critical
 incident was followed by clean evidence is back in service, not drained; one
-with no clean evidence since still is. The rule: sql/build_clean_evidence.sql."""
+with no clean evidence since still is. The rule: sql/models/build_clean_evidence.sql."""
 from __future__ import annotations
 
 import re
@@ -13,12 +13,12 @@ import pytest
 
 from analysis import exports, warehouse
 from analysis.attribution import build_node_incidents
-from analysis.chain import build_all
 from analysis.ingest import ingest_directory
 from analysis.lemon_scoring import default_as_of
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
+from assets.derive import build_all
 
 AS_OF = datetime(2024, 6, 1)
 E = datetime(2024, 5, 25, 12)  # every hand-made critical incident's last event

@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from analysis import warehouse
-from analysis.chain import build_all
 from analysis.ingest import ingest_directory
 from analysis.resources import demo_source
 from analysis.taxonomy import load
+from assets.derive import build_all
 from pipelines.cli import main
 
 DEMO = demo_source()

@@ -84,12 +84,12 @@ def test_validation_failures_reach_the_blocklist_and_the_lemon_signals(tmp_path)
     import jsonschema
 
     from analysis import exports
-    from analysis.chain import build_all
     from analysis.lemons import build_features
     from analysis.metrics import MetricsConfig
     from analysis.simulate.config import preset
     from analysis.simulate.run import simulate
     from analysis.taxonomy import load
+    from assets.derive import build_all
 
     # seed 3: a lemon fails the latest validation run after failing earlier ones (the case under test)
     simulate(preset("small", nodes=48, days=42, seed=3, telemetry_jobs=0), tmp_path / "src")

@@ -8,12 +8,12 @@ from datetime import datetime, timedelta
 import pytest
 
 from analysis import attribution, metrics, sql, warehouse
-from analysis.chain import build_all, steps
 from analysis.ingest import ingest_directory
 from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
+from assets.derive import build_all, steps
 from tests.test_taxonomy import _events
 
 # The statements replaced for speed, kept as the definition the new ones must meet:
@@ -228,7 +228,7 @@ def test_derived_tables_do_not_depend_on_row_order(tmp_path, simulated, source):
     for table in tables:
         _same_rows(con, f"first.main.{table}", f"main.{table}")
     if source == "demo with ties":
-        assert sql.scalar(con, "attribution_primary_problems") == 0
+        assert sql.scalar(con, "derive/attribution_primary_problems") == 0
         primary = con.execute("SELECT device FROM failure_attribution WHERE job_id = '1002' AND is_primary").fetchall()
         assert primary == [("0000:18:00",)]  # the first line of the file, every time
         account = con.execute("SELECT account FROM job_run_ettr WHERE run_id = '1001'").fetchall()

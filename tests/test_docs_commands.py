@@ -200,9 +200,10 @@ def test_make_targets_and_bench_scripts_exist():
     for c in _external("make"):
         assert re.search(rf"^{re.escape(c.words[1])}:", makefile, re.M), c.text
     for c in _external("python"):
-        script = REPO / c.words[1]
+        module = c.words[1] == "-m"  # python -m package.module: the module's file
+        script = REPO / (c.words[2].replace(".", "/") + ".py" if module else c.words[1])
         assert script.is_file(), c.text
-        for name, _ in _option_names(c.words[2:]):
+        for name, _ in _option_names(c.words[3 if module else 2:]):
             assert f'"{name}"' in script.read_text(), f"{c.text}: {script.name} takes no {name}"
 
 

@@ -198,7 +198,7 @@ def test_batch_is_all_or_nothing(tmp_path, con, monkeypatch):
     real = sql.run
 
     def crash(con_, name, params=None):
-        if name == "upsert_ingested_files":
+        if name == "ingest/upsert_ingested_files":
             raise KeyboardInterrupt  # a crash after the rows were inserted
         return real(con_, name, params)
 

@@ -223,7 +223,7 @@ def test_rerun_over_unchanged_files_asks_the_warehouse_once(tmp_path, monkeypatc
     monkeypatch.setattr(sql, "query", lambda c, name, params=None: asked.append(name) or real(c, name, params))
     again = ingest_directory(con, src)
     assert {o.status for o in again.outcomes} == {"unchanged"} and len(again.outcomes) == 30
-    assert "file_by_path" not in asked
+    assert "ingest/file_by_path" not in asked
     (src / "kernel" / "gpu007.log").write_text("2024-03-01T11:00:00+00:00 gpu007 kernel: NVRM: Xid 48\n")
     changed = [o for o in ingest_directory(con, src).outcomes if o.status != "unchanged"]
     assert [(Path(o.path).name, o.status) for o in changed] == [("gpu007.log", "ok")]

@@ -12,7 +12,6 @@ import pytest
 from click.testing import CliRunner
 
 from analysis import metrics, sql, warehouse
-from analysis.chain import build_all
 from analysis.ingest import ingest_directory
 from analysis.jobs import build_jobs
 from analysis.joblogs import build_events
@@ -21,6 +20,7 @@ from analysis.parsers import joblogs
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
+from assets.derive import build_all
 from pipelines.cli import main
 from reports.render import render_report
 from tests.conftest import parse_file

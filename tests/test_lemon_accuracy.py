@@ -8,11 +8,11 @@ import polars as pl
 import pytest
 
 from analysis import lemon_scoring, warehouse
-from analysis.chain import build_all
 from analysis.ingest import ingest_directory
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
+from assets.derive import build_all
 
 
 @pytest.mark.parametrize("seed", [1, 2])

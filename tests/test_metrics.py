@@ -3,11 +3,11 @@ import polars as pl
 import pytest
 
 from analysis import metrics, warehouse
-from analysis.chain import build_all
 from analysis.ingest import ingest_directory
 from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.taxonomy import load
+from assets.derive import build_all
 from tests.shared import private_warehouse
 from tests.test_simulate import HARDWARE
 
@@ -21,7 +21,7 @@ def measured(tmp_path_factory, rsc1_256x20):
     assert cfg == CFG
     root = tmp_path_factory.mktemp("metrics")
     con = warehouse.connect(private_warehouse(shared, root))
-    rate, summary = value["built"]["failure_rate"], value["built"]["goodput"]
+    rate, summary = value["built"]["failure_rates"], value["built"]["goodput"]
     truth = pl.read_csv(root / "src/truth/job_instances.csv", infer_schema_length=0).with_columns(
         pl.col("instance").cast(pl.Int32), pl.col("gpus").cast(pl.Int64), pl.col("nodes").cast(pl.Int64),
         *[pl.col(c).str.to_datetime(strict=False) for c in ("start", "end", "eligible")])

@@ -128,9 +128,9 @@ def test_daily_partitions_start_at_the_warehouses_first_day(tmp_path):
     import sys
 
     from analysis import metrics, warehouse
-    from analysis.chain import build_all
     from analysis.ingest import ingest_directory
     from analysis.taxonomy import load
+    from assets.derive import build_all
     db = tmp_path / "w.duckdb"
     con = warehouse.connect(db)
     ingest_directory(con, demo_source())

@@ -15,7 +15,6 @@ import pytest
 from click.testing import CliRunner
 
 from analysis import exports, warehouse
-from analysis.chain import build_all, steps
 from analysis.hosts import compress_hostlist, expand_hostlist
 from analysis.ingest import ingest_directory
 from analysis.lemons import LabelsError
@@ -25,6 +24,7 @@ from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.taxonomy import load
+from assets.derive import build_all, steps
 from pipelines.cli import main
 from tests.shared import private_warehouse, shared_build
 
@@ -55,9 +55,10 @@ def cluster(attributed, tmp_path_factory):
     root = tmp_path_factory.mktemp("models")
     shutil.copy(attributed / "labels.csv", root / "labels.csv")
     con = warehouse.connect(private_warehouse(attributed, root))
-    attribution_steps = len(steps(load()))
-    for _, step in steps(load(), MetricsConfig())[attribution_steps:]:  # build_all's metrics, after the above
-        step(con)
+    attributed_steps = dict(steps(load()))
+    for key, step in steps(load(), MetricsConfig()):  # build_all's metrics, after the above
+        if key not in attributed_steps:
+            step(con)
     yield con, root, pl.read_csv(root / "src/truth/nodes.csv")
     con.close()
 

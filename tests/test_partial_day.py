@@ -1,5 +1,5 @@
 """A partial last day (the data ends early in it) does not block the run; a
-missing source on a complete day still does (sql/daily_volume_problems.sql)."""
+missing source on a complete day still does (sql/ops/daily_volume_problems.sql)."""
 import shutil
 
 import pytest

@@ -7,12 +7,18 @@ import pytest
 from click.testing import CliRunner
 from dagster import DagsterInstance, Definitions, materialize
 
+from analysis import warehouse
+from assets.graph import found, tables_of
 from pipelines.cli import DEMO_SOURCE, main
-from pipelines.definitions import all_assets, all_checks, defs
+from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
 from assets.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
                                  TaxonomyConfig, TelemetrySettings, Warehouse)
-from tests.shared import quick_telemetry
+from tests.shared import quick_telemetry, record_tables_written
 
+# What the machinery around every step writes besides the step's own tables: its build record (assets/unchanged.py),
+# a withheld step's reason (assets/degrade.py), the marks of a step that extends its tables (analysis/marks.py),
+# the schema's digest (analysis/warehouse.py).
+MACHINERY = {"asset_inputs", "withheld_steps", "derived_marks", "goodput_schema"}
 TABLES = ("jobs", "job_steps", "sacct_records", "node_events", "node_state_periods", "benchmark_results",
           "telemetry", "tickets", "topology", "rejects", "ingested_files")
 
@@ -42,7 +48,11 @@ def resources_for(source, db, tmp_path) -> dict:
 def test_materialize_all_assets_in_process(tmp_path):
     db = tmp_path / "w.duckdb"
     resources = resources_for(DEMO_SOURCE, db, tmp_path)
-    result = materialize([*all_assets, *all_checks], resources=resources, instance=DagsterInstance.ephemeral())
+    instance = DagsterInstance.ephemeral()
+    # what each step but the ingest writes (a source's tables are declared with the source)
+    written = record_tables_written(instance, db, {a.key.to_user_string() for a in found()[0]
+                                                   if a.group_names_by_key[a.key] != "ingest"})
+    result = materialize([*all_assets, *all_checks], resources=resources, instance=instance)
     assert result.success
     evaluations = result.get_asset_check_evaluations()
     assert len(evaluations) == len(all_checks) and all(e.passed for e in evaluations)
@@ -59,6 +69,29 @@ def test_materialize_all_assets_in_process(tmp_path):
     flap = con.execute("SELECT DISTINCT host FROM node_events WHERE source = 'switch' AND kind = 'link_down'").fetchall()
     assert flap == [("gpu005",)]
     con.close()
+    day = warehouse.read_scalar(db, "ops/last_data_day").isoformat()
+    # the day's steps that declare tables (the report writes its file only, and test_nightly.py builds it)
+    daily = materialize(daily_assets, selection=[a.key for a in daily_assets if tables_of(a)], resources=resources,
+                        partition_key=day, instance=instance)
+    assert daily.success
+    skipped = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()
+               if "skipped" in e.materialization.metadata}  # the demo has no telemetry job to judge
+    each_step_writes_only_the_tables_it_declares(written, skipped, db)
+
+
+def each_step_writes_only_the_tables_it_declares(written: dict[str, set[str]], skipped: set[str], db) -> None:
+    """The catalog's "goodput/tables" (assets/graph.py ``writes``) is what each step changed in the warehouse."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        existing = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() UNION ALL "
+                                              "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    finally:
+        con.close()
+    for a in found()[0]:
+        key, declared = a.key.to_user_string(), set(tables_of(a) or ())
+        assert key in skipped or declared <= existing, f"{key} declares tables not in the warehouse: {declared - existing}"
+        undeclared = written.get(key, set()) - MACHINERY - declared
+        assert not undeclared, f"{key} writes {sorted(undeclared)}: declare them (metadata=writes(...): assets/graph.py)"
 
 
 def test_cli_run_twice_is_idempotent_and_prints_summary(tmp_path, caplog):

@@ -455,9 +455,9 @@ def _shares(html: str, keys: tuple[str, ...]) -> list[float]:
 
 def test_capacity_split_on_the_hand_made_sample(tmp_path):
     from analysis import metrics, warehouse
-    from analysis.chain import build_all
     from analysis.ingest import ingest_directory
     from analysis.taxonomy import load
+    from assets.derive import build_all
     con = warehouse.connect(tmp_path / "w.duckdb")
     ingest_directory(con, demo_source())
     build_all(con, load(), metrics.MetricsConfig())

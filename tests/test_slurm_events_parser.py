@@ -89,9 +89,9 @@ gpu004|2024-03-01T23:00:00|Unknown|DOWN|Not responding|slurm(64030)
 
 def test_an_event_in_two_daily_dumps_counts_once(tmp_path):
     from analysis import lemons, warehouse
-    from analysis.chain import build_all
     from analysis.ingest import ingest_directory
     from analysis.taxonomy import load
+    from assets.derive import build_all
 
     folder = tmp_path / "src" / "slurm_events"
     folder.mkdir(parents=True)

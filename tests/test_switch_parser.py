@@ -7,11 +7,11 @@ import polars as pl
 import pytest
 
 from analysis import warehouse
-from analysis.chain import build_all
 from analysis.ingest import ingest_directory
 from analysis.model import IngestOptions, UnrecognisedFormat
 from analysis.parsers.switch import SEVERITIES, normalize_port, parse
 from analysis.taxonomy import load
+from assets.derive import build_all
 from tests.conftest import FIXTURES, parse_file
 
 COLUMNS = ["event_time", "host", "source", "kind", "code", "severity", "message", "device", "reporter", "line_no"]

@@ -7,11 +7,11 @@ import polars as pl
 import pytest
 
 from analysis import attribution, warehouse
-from analysis.chain import build_all
 from analysis.ingest import ingest_directory
 from analysis.model import IngestOptions
 from analysis.parsers import joblogs, kernel
 from analysis.taxonomy import TaxonomyError, load
+from assets.derive import build_all
 from tests.conftest import parse_file
 
 SIMULATOR_XIDS = {13: ("user", "warning"), 31: ("user", "warning"), 43: ("user", "info"),

@@ -2,7 +2,7 @@
 
 similarity: the CDF distance and Algorithm 2 on one metric's samples.
 catalog: each metric's direction, unit and kind (measurement or pass/fail flag).
-samples: one row per (run, host, metric, rank) from sql/criteria_samples.sql; the family matrices.
+samples: one row per (run, host, metric, rank) from sql/criteria/samples.sql; the family matrices.
 learn / verdicts / evaluation: criteria, the online check, and the baselines.
 superbench: criteria.json, rules.yaml and baseline.json for validation runs.
 """

@@ -67,17 +67,17 @@ def load_samples(con: duckdb.DuckDBPyConnection, cfg: CriteriaConfig, batch_rows
     """The window's samples, built in DuckDB and fetched in batches whose text turns categorical at once
     (a year of weekly runs on 2,000 nodes is ~10^7 samples; as plain strings they would take gigabytes)."""
     params = {"window_days": cfg.window_days, "grid": samples.grid(cfg.steps_q)}
-    reader = con.sql(sql.load("criteria_samples"), params=params).to_arrow_reader(batch_rows)
+    reader = con.sql(sql.load("criteria/samples"), params=params).to_arrow_reader(batch_rows)
     parts = [samples.compact(pl.from_arrow(batch)) for batch in reader]
     return pl.concat(parts) if parts else samples.compact(pl.from_arrow(reader.schema.empty_table()))
 
 
 def host_groups(con: duckdb.DuckDBPyConnection, smp: pl.DataFrame, cfg: CriteriaConfig) -> pl.DataFrame | None:
-    """Per-partition criteria where the data says partitions split the fleet (sql/criteria_host_groups.sql)
+    """Per-partition criteria where the data says partitions split the fleet (sql/criteria/host_groups.sql)
     and every such group has at least min_hosts benchmarked nodes; else None (one fleet-wide criterion)."""
-    if not sql.scalar(con, "table_exists", ["jobs"]):
+    if not sql.table_exists(con, "jobs"):
         return None
-    groups = sql.query(con, "criteria_host_groups")
+    groups = sql.query(con, "criteria/host_groups")
     benched = groups.join(smp.select(pl.col("host").cast(pl.Utf8)).unique(), on="host")
     sizes = benched.group_by("group").len()
     if sizes.height < 2 or sizes["len"].min() < cfg.min_hosts:
@@ -91,7 +91,8 @@ def run(con: duckdb.DuckDBPyConnection, cfg: CriteriaConfig = CriteriaConfig(), 
     result = compute(smp, cfg, metrics_file, groups=host_groups(con, smp, cfg), progress=progress)
     sql.run_staged(con, {"staged_criteria": result.criteria, "staged_verdicts": result.verdicts,
                          "staged_nodes": result.nodes, "staged_evaluation": result.per_benchmark},
-                   [("store_benchmark_criteria", {"version": result.version})])
+                   [("schema/benchmark_criteria", None), ("schema/benchmark_verdicts", None),
+                    ("schema/criteria_evaluation", None), ("criteria/store_benchmark_criteria", {"version": result.version})])
     return result
 
 
@@ -111,7 +112,7 @@ class NoisyBenchmarks(ValueError):
 def latest(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(criteria, per-benchmark evaluation) of the latest version; NoBenchmarks when there is none."""
     try:
-        crit = sql.query(con, "criteria_latest")
+        crit = sql.query(con, "criteria/latest")
     except duckdb.CatalogException:
         crit = pl.DataFrame()
     if crit.height == 0:
@@ -139,7 +140,7 @@ def export(con: duckdb.DuckDBPyConnection, out_dir, made_by: str, cfg: CriteriaC
                               "in a metrics file, lower repeatability_floor, or export without it (--skip-noisy)")
     if noisy.height:
         crit = crit.join(noisy.select("group", "benchmark"), on=["group", "benchmark"], how="anti")
-    ranks = sql.query(con, "criteria_ranks")
+    ranks = sql.query(con, "criteria/ranks")
     meta = {"version": crit["version"][0], "made_by": made_by,
             "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
             "training_window": {"from": crit["trained_from"][0].isoformat() + "Z",

@@ -1,4 +1,4 @@
-"""Samples: one row per (run, host, metric, rank), built by sql/criteria_samples.sql.
+"""Samples: one row per (run, host, metric, rank), built by sql/criteria/samples.sql.
 
 A sample is what one node produced for one metric in one run. When the
 benchmark recorded per-step values (sample_idx set: end-to-end models) the
@@ -34,7 +34,7 @@ def compact(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def with_groups(samples: pl.DataFrame, groups: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Samples (sql/criteria_samples.sql) with their host group: a SKU or partition from ``groups``
+    """Samples (sql/criteria/samples.sql) with their host group: a SKU or partition from ``groups``
     (host, group), else 'all'. Criteria are learned per group."""
     samples = compact(samples)
     if groups is not None and groups.height:

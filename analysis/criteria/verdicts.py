@@ -9,7 +9,7 @@ A node fails a run on a metric when
     ``missing_share`` of the run's nodes) and this node, which took part in the
     run, has no result for it, or fewer ranks than the fleet (which ranks is said).
 Results naming several hosts (an nccl-tests run across nodes) never become
-samples (sql/criteria_samples.sql): they cannot blame one node.
+samples (sql/criteria/samples.sql): they cannot blame one node.
 """
 from __future__ import annotations
 

@@ -20,10 +20,10 @@ STEP = "port_counter_events"
 def run(con: duckdb.DuckDBPyConnection, thresholds: counters.PortThresholds = counters.PortThresholds()) -> dict:
     topology = con.sql("SELECT switch, port_key, host FROM topology").pl()
     mark = marks.now(con, SOURCES)
-    readings, mark.data_through = sql.query(con, "network_counter_span").row(0)
+    readings, mark.data_through = sql.query(con, "derive/network_counter_span").row(0)
     last = marks.extendable(con, STEP, SOURCES, "port_counter_deltas")
     if last is not None and last.data_through is not None:
-        new = sql.query(con, "network_counter_new_span", {"sources": SOURCES, "through": last.through}).row(0)
+        new = sql.query(con, "derive/network_counter_new_span", {"sources": SOURCES, "through": last.through}).row(0)
         if new[0] == 0 or (new[0] <= PART_ROWS and new[1] > last.data_through):
             return _extend(con, topology, thresholds, last, mark)
     return _rebuild(con, topology, thresholds, mark, readings)
@@ -33,7 +33,7 @@ def _rebuild(con, topology, thresholds, mark: marks.Mark, readings: int) -> dict
     parts = max(1, -(-readings // PART_ROWS))
     events, kept, n_series = [], [], 0
     for part in range(parts):
-        d = counters.deltas(counters.series(sql.query(con, "network_counter_series_part",
+        d = counters.deltas(counters.series(sql.query(con, "derive/network_counter_series_part",
                                                       {"part": part, "parts": parts})))
         n_series += d.select("host", "device", "port", "counter").n_unique() if d.height else 0
         events.append(counters.port_events(d, topology, thresholds))
@@ -41,20 +41,20 @@ def _rebuild(con, topology, thresholds, mark: marks.Mark, readings: int) -> dict
     events = counters.numbered(pl.concat(events))
     kept = pl.concat(kept).sort("host", "device", "port", "counter", "time")
     sql.run_staged(con, {"staged_deltas": kept, "staged_port_events": events},
-                   [("store_port_counter_events", None), marks.record(STEP, mark)])
+                   [("derive/store_port_counter_events", None), marks.record(STEP, mark)])
     return {"built": "all", "series": n_series, "error_deltas": kept.height, "events": events.height}
 
 
 def _extend(con, topology, thresholds, last: marks.Mark, mark: marks.Mark) -> dict:
-    readings = sql.query(con, "network_counter_readings_new",
+    readings = sql.query(con, "derive/network_counter_readings_new",
                          {"sources": SOURCES, "through": last.through, "data_through": last.data_through})
     d = counters.deltas(counters.series(readings)).filter(pl.col("time") > last.data_through)
-    offset = sql.scalar(con, "network_events_last_line")
+    offset = sql.scalar(con, "derive/network_events_last_line")
     events = counters.numbered(counters.port_events(d, topology, thresholds)).with_columns(
         pl.col("line_no") + offset)
     kept = _errors(d).sort("host", "device", "port", "counter", "time")
     sql.run_staged(con, {"staged_deltas": kept, "staged_port_events": events},
-                   [("append_port_counter_events", None), marks.record(STEP, mark)])
+                   [("derive/append_port_counter_events", None), marks.record(STEP, mark)])
     return {"built": "new readings", "error_deltas": kept.height, "events": events.height}
 
 

@@ -34,7 +34,7 @@ default). What is left is classified:
                     failed worker's "time : 2024-03-05_14:22:31", "host : <fqdn>", "rank : R (local_rank: L)",
                     "exitcode : C (pid: P)", and the "Failures:" / "Root Cause (first observed failure):"
                     headers (code failures / root). The host line and the rank line under it name the host
-                    of a global and a local rank (put together in sql/build_job_log_events.sql).
+                    of a global and a local rank (put together in sql/derive/build_job_log_events.sql).
 
 Every other line is skipped on purpose (counted): a job log is mostly the
 program's own chatter. A job log can be gigabytes (NCCL_DEBUG=INFO on

@@ -11,7 +11,7 @@ from analysis.telemetry import saved
 
 def scored_jobs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     """telemetry_jobs as stored (None before the first run)."""
-    if not sql.scalar(con, "table_exists", ["telemetry_jobs"]):
+    if not sql.table_exists(con, "telemetry_jobs"):
         return None
     return con.sql("SELECT * FROM telemetry_jobs").pl()
 
@@ -40,7 +40,7 @@ def job_metrics(frame: pl.DataFrame | None) -> dict[str, list[str] | None]:
 def staged_metrics(con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame) -> pl.DataFrame:
     """``jobs`` with, as ``metrics``, the machine-level metrics with a usable value in their staged
     telemetry (what frames.build keeps; an empty list without any)."""
-    found = sql.query(con, "staged_job_metrics").with_columns(pl.col("job_id").cast(jobs["job_id"].dtype))
+    found = sql.query(con, "telemetry/staged_job_metrics").with_columns(pl.col("job_id").cast(jobs["job_id"].dtype))
     return jobs.join(found, on=["job_id", "instance"], how="left", maintain_order="left").with_columns(
         pl.col("metrics").fill_null(pl.lit([], pl.List(pl.Utf8))))
 

@@ -51,11 +51,11 @@ def stage(con: duckdb.DuckDBPyConnection, jobs: pl.DataFrame) -> None:
     """Every covered job's telemetry in one temporary table sorted by job (one pass over telemetry)."""
     sql.run_staged(con, {"staged_telemetry_jobs": jobs.select("job_id", "instance", "hosts", "telemetry_from",
                                                               "telemetry_to")},
-                   [("stage_telemetry_job_rows", None)])
+                   [("telemetry/stage_telemetry_job_rows", None)])
 
 
 def job_rows(con: duckdb.DuckDBPyConnection, job: dict) -> pl.DataFrame:
-    return sql.query(con, "telemetry_job_rows", {"job_id": job["job_id"], "instance": job["instance"]})
+    return sql.query(con, "telemetry/job_rows", {"job_id": job["job_id"], "instance": job["instance"]})
 
 
 def job_frame(con: duckdb.DuckDBPyConnection, job: dict, cfg: DetectConfig,
@@ -79,10 +79,10 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
     besides the unscored ones; older verdicts stay with the model that gave them (model_version).
     With ``split`` (a held-out evaluation), train only on the jobs that ended before it and judge only
     those that started at or after it, always training."""
-    if not sql.scalar(con, "table_exists", ["jobs"]):
+    if not sql.table_exists(con, "jobs"):
         raise NoTelemetry("no jobs in the warehouse: telemetry is judged per job (run `goodput run` with sacct dumps)")
     min_samples = 2 * max(1, int(cfg.frame.window_s // (cfg.frame.interval_s or 10)))
-    jobs = sql.query(con, "telemetry_jobs", {"min_samples": min_samples})
+    jobs = sql.query(con, "telemetry/jobs", {"min_samples": min_samples})
     if jobs.height == 0:
         raise NoTelemetry("no multi-node job is covered by telemetry")
     recent = jobs if lookback_days is None else jobs.filter(
@@ -139,7 +139,8 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
         sql.run_staged(con, {"staged_alerts": table, "staged_alert_events": alert_events(table, version),
                              "staged_jobs": judge.with_columns(model_version=pl.lit(version)), "staged_links": link_table,
                              "staged_job_metrics": staged.select("job_id", "instance", "metrics")},
-                       [("store_machine_alerts", None)])
+                       [("schema/machine_alerts", None), ("schema/telemetry_jobs", None), ("schema/link_suspects", None),
+                        ("schema/detector_evaluation", None), ("telemetry/store_machine_alerts", None)])
     state.cpu_s["score"] = time.process_time() - t0
     hours = judge.select(((pl.col("telemetry_to") - pl.col("telemetry_from")).dt.total_seconds() / 3600
                           * pl.col("hosts").list.len()).sum()).item() if judge.height else 0.0
@@ -196,11 +197,11 @@ def rank_metrics(con: duckdb.DuckDBPyConnection, cfg: DetectConfig, model_dir: P
     see this run's. None when there is nothing to rank."""
     last = cadence_mod.latest(model_dir, saved.PREFIX, scope)
     if last is None or last[0].get("ranked", True) or not all(
-            sql.scalar(con, "table_exists", [t]) for t in ("telemetry_jobs", "failure_attribution")):
+            sql.table_exists(con, t) for t in ("telemetry_jobs", "failure_attribution")):
         return None
     meta, path = last
     lookback, data_to = meta["definition"]["lookback_days"], datetime.fromisoformat(meta["data_to"])
-    jobs = sql.query(con, "telemetry_training_pool", {"data_to": data_to})  # what training chose from
+    jobs = sql.query(con, "telemetry/training_pool", {"data_to": data_to})  # what training chose from
     recent = jobs if lookback is None else jobs.filter(pl.col("end_time") >= data_to - timedelta(days=lookback))
     healthy = jobs.filter(pl.col("state") == "COMPLETED").tail(meta["definition"]["max_train_jobs"])
     priority, blamed = train.default_priority(meta["metrics"]), _blamed(con, recent)
@@ -211,14 +212,14 @@ def rank_metrics(con: duckdb.DuckDBPyConnection, cfg: DetectConfig, model_dir: P
         if labelled:
             priority = train.rank(labelled, saved.load_suspects(meta), meta["metrics"], cfg)
     saved.ranked(path, priority)
-    sql.run(con, "rank_machine_alerts", {"version": meta["version"], "priority": priority})
+    sql.run(con, "telemetry/rank_machine_alerts", {"version": meta["version"], "priority": priority})
     return priority
 
 
 def _blamed(con, jobs: pl.DataFrame) -> pl.DataFrame:
     """The failed jobs among ``jobs`` attribution blamed on a machine from other evidence, with the host
     and the event's time."""
-    return jobs.join(sql.query(con, "telemetry_blamed_hosts"), on=["job_id", "instance"]).filter(
+    return jobs.join(sql.query(con, "telemetry/blamed_hosts"), on=["job_id", "instance"]).filter(
         pl.col("state") != "COMPLETED")
 
 
@@ -227,7 +228,7 @@ def labelled_windows(con, jobs: pl.DataFrame, healthy: list[frames.JobFrame], cf
     """Windows to rank the metrics on (Minder's decision tree): the completed jobs' windows are normal;
     in a failed job that attribution blamed on a machine from other evidence, the windows of the lead_s
     before the blamed event are abnormal (their telemetry staged). None before any such job exists."""
-    if not sql.scalar(con, "table_exists", ["failure_attribution"]):
+    if not sql.table_exists(con, "failure_attribution"):
         return None
     blamed = _blamed(con, jobs)
     faulty, labels = [], []
@@ -267,10 +268,10 @@ def evaluate_against_attribution(con: duckdb.DuckDBPyConnection) -> pl.DataFrame
     evidence: a failed job whose primary cause names a host is faulty on that host (the delay runs
     from that event: negative = confirmed before it); a completed job is healthy; the rest are not
     judged. None when there is nothing to judge."""
-    if not all(sql.scalar(con, "table_exists", [t]) for t in ("telemetry_jobs", "failure_attribution")):
+    if not all(sql.table_exists(con, t) for t in ("telemetry_jobs", "failure_attribution")):
         return None
     jobs = con.sql("SELECT * FROM telemetry_jobs").pl()
-    blamed = sql.query(con, "telemetry_blamed_hosts")
+    blamed = sql.query(con, "telemetry/blamed_hosts")
     keyed = jobs.join(blamed, on=["job_id", "instance"], how="left")
     judged = keyed.filter((pl.col("state") == "COMPLETED") | pl.col("host").is_not_null())
     if judged.height == 0:
@@ -282,7 +283,7 @@ def evaluate_against_attribution(con: duckdb.DuckDBPyConnection) -> pl.DataFrame
     ev = evaluate.evaluate(alerts, truth.cast(TRUTH_SCHEMA), judged["job_id"].cast(pl.Utf8).to_list(),
                            delay_from="end", against="attribution")
     ev = ev.with_columns(model_version=pl.lit(jobs["model_version"][0] if jobs.height else None))
-    sql.run_staged(con, {"staged_evaluation": ev}, [("store_detector_evaluation", None)])
+    sql.run_staged(con, {"staged_evaluation": ev}, [("telemetry/store_detector_evaluation", None)])
     return ev
 
 

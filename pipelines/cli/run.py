@@ -125,7 +125,7 @@ def _demo_hints(db: Path) -> str:
     try:
         con = warehouse.connect(db, read_only=True)
         try:
-            example = con.execute(sql.load("demo_example_failure")).fetchall()
+            example = con.execute(sql.load("report/demo_example_failure")).fetchall()
         finally:
             con.close()
     except duckdb.Error:

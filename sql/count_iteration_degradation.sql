@@ -1,1 +1,0 @@
-SELECT count(*) FROM iteration_degradation

@@ -1,4 +1,0 @@
--- Remember which sql/schema.sql this warehouse was created or migrated with.
-CREATE TABLE IF NOT EXISTS goodput_schema (digest VARCHAR);
-DELETE FROM goodput_schema;
-INSERT INTO goodput_schema VALUES ($digest);

@@ -1,2 +1,0 @@
--- The digest of sql/schema.sql when it last ran on this warehouse (analysis.warehouse._ensure_schema).
-SELECT digest FROM goodput_schema

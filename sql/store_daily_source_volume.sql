@@ -1,3 +1,0 @@
-CREATE TABLE IF NOT EXISTS daily_source_volume (day DATE, source VARCHAR, rows BIGINT);
-DELETE FROM daily_source_volume WHERE day = $day;
-INSERT INTO daily_source_volume SELECT $day::DATE, source, rows FROM staged_volume;
