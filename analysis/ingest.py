@@ -519,7 +519,7 @@ def _keys(files: list[tuple[Path, str | None]], source_dir: Path, links: set[Pat
 def _known_files(con: duckdb.DuckDBPyConnection, files: list[tuple[Path, str | None]], keys: list[str],
                  source_dir: Path, options: IngestOptions, links: set[Path]) -> dict[str, dict | None]:
     """The ingested_files row of each file (None: it has none), its 'unchanged' saying it need not be read
-    (sql/files_by_paths.sql: one query for them all). A link, a file of no source or one that cannot be
+    (sql/ingest/files_by_paths.sql: one query for them all). A link, a file of no source or one that cannot be
     stat'ed is left out: prepare_file looks it up and says why."""
     rows = []
     for (path, source), key in zip(files, keys):

@@ -5,7 +5,7 @@ from these declarations. Imports nothing: the command line's help lists the fold
 
 Adding a source: write its parser module (the entry points are in analysis/model.py and analysis/ingest.py:
 ``parse``, and optionally ``stream_parts``, ``parse_batch``, ``json_parts``, ``parquet_parts``), its tables'
-DDL (sql/schema.sql for a built-in source; ``Source.ddl`` for one added from outside), and one ``Source``
+DDL (sql/schema/warehouse.sql for a built-in source; ``Source.ddl`` for one added from outside), and one ``Source``
 below, or ``register(Source(...))`` at run time, before the Dagster definitions are imported (their ingest
 assets are made from the registry then): see tests/test_sources.py for a complete toy source."""
 from __future__ import annotations
@@ -113,7 +113,7 @@ def raw_tables() -> tuple[str, ...]:
 
 
 def ddl_files() -> list[Path]:
-    """The DDL of the sources added from outside (the built-in ones' is sql/schema.sql)."""
+    """The DDL of the sources added from outside (the built-in ones' is sql/schema/warehouse.sql)."""
     return [s.ddl for s in SOURCES.values() if s.ddl is not None]
 
 
