@@ -5,7 +5,7 @@ sql/derive/build_job_runs.sql (the stages: sql/__init__.py). One-line reads of a
 ``count`` and ``table_exists`` here rather than a file each.
 
 Values are always parameters ($name). A table name cannot be one: the raw tables a statement covers come from
-the source registry (analysis/sources.py), never from input. In a file, a line naming {raw_table} is written
+the source registry (analysis/ingest/sources.py), never from input. In a file, a line naming {raw_table} is written
 once per raw table, the first copy without a leading UNION ALL (the delete before a file is read again, the
 line accounting); ``raw_table=`` writes that one table instead (its insert)."""
 from __future__ import annotations
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import duckdb
 
-from analysis import resources, sources
+from analysis import resources
+from analysis.ingest import sources
 
 SQL_DIR = resources.sql_dir()
 RAW_TABLE = "{raw_table}"
 STAGES = ("schema", "ingest", "derive", "metrics", "models", "criteria", "telemetry", "report", "ops")
-# '<stage>/<name>'; a bare '<name>' for the statements still at sql/'s top level (the source registry's)
-_NAME = re.compile(r"(?:(?P<stage>[a-z]+)/)?[a-z0-9_]+")
+_NAME = re.compile(r"(?P<stage>[a-z]+)/[a-z0-9_]+")  # '<stage>/<name>'
 # a table or view a statement declares (temporary ones aside): the names count and table_exists accept
 _DECLARED = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)",
                        re.IGNORECASE | re.MULTILINE)
@@ -31,7 +31,7 @@ _DECLARED = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW)\s+(?:IF
 @lru_cache(maxsize=None)
 def _text(name: str) -> str:
     found = _NAME.fullmatch(name)
-    if found is None or found["stage"] not in (None, *STAGES):
+    if found is None or found["stage"] not in STAGES:
         raise ValueError(f"not a statement name: {name!r} (expected '<stage>/<name>', stage one of {STAGES})")
     return SQL_DIR.joinpath(*name.split("/")).with_suffix(".sql").read_text()
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analysis import snapshot, sources, sql
+from analysis import snapshot, sql
+from analysis.ingest import sources
 
 DEFAULT_DB = Path("data/warehouse.duckdb")
 DEMO_DB = Path("data/demo.duckdb")  # `goodput demo`'s (`make demo`'s), recreated at each demo
@@ -176,7 +177,7 @@ def first_data_day(path: Path | str | None = None):
 
 
 def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:
-    """Write a batch of prepared files (analysis.ingest.Prepared) in one
+    """Write a batch of prepared files (analysis.ingest.engine.Prepared) in one
     transaction: each file's old rows are swapped for its new ones, so a crash
     leaves every file either as it was or as it is now, never half a file."""
     if not batch:
@@ -228,7 +229,7 @@ def _delete_rows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
     if paths:
         con.register("staged_files", pl.DataFrame({"path": paths}, schema={"path": pl.Utf8}))
         if sql.scalar(con, "ingest/staged_files_known"):  # a new file has no old rows: no scan of every table for them
-            sql.run(con, "delete_files_rows")
+            sql.run(con, "ingest/delete_files_rows")
         con.unregister("staged_files")
 
 
@@ -242,7 +243,7 @@ def _insert(con: duckdb.DuckDBPyConnection, files: list[tuple[dict, dict[str, pl
         frames = [_with_file(tables[table], record["path"])
                   for record, tables, _ in files if tables.get(table) is not None and tables[table].height]
         if frames:
-            sql.run_on(con, "insert_raw_rows", "staged_rows", pl.concat(frames, how="diagonal_relaxed"),
+            sql.run_on(con, "ingest/insert_raw_rows", "staged_rows", pl.concat(frames, how="diagonal_relaxed"),
                        raw_table=table)
     rejects = [_with_file(r, record["path"]).with_columns(source=pl.lit(record["source"]))
                for record, _, r in files if r.height]
@@ -258,5 +259,5 @@ def _upsert_files(con: duckdb.DuckDBPyConnection, records: list[dict]) -> None:
 
 
 def _with_file(frame: pl.DataFrame, path: str) -> pl.DataFrame:
-    """A file's rows with its path; rows of a batch of files (analysis.ingest_batch) already name theirs."""
+    """A file's rows with its path; rows of a batch of files (analysis.ingest.batch) already name theirs."""
     return frame if "file" in frame.columns else frame.with_columns(file=pl.lit(path))

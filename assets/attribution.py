@@ -1,10 +1,11 @@
 """Attribution assets: classified events, failure causes, job runs, node incidents."""
 from dagster import AssetCheckResult, MaterializeResult, asset, asset_check
 
-from analysis import attribution, sql
+from analysis import sql
+from analysis.derive import attribution
 from assets.graph import writes
-from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from assets.resources import TaxonomyConfig, Warehouse
+from assets.unchanged import replayed_while_unchanged, unless_unchanged
 
 # The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/derive.py).
 BUILDS = {"classified_events": lambda con, s: attribution.classify_events(con, s.taxonomy),

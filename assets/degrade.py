@@ -10,8 +10,8 @@ import traceback
 
 from dagster import MaterializeResult, get_dagster_logger
 
-from analysis import data_health
-from analysis.preflight import one_line
+from analysis.commands import data_health
+from analysis.commands.preflight import one_line
 
 WITHHELD = "withheld"  # metadata of a step that did not run to the end (it kept its previous contents)
 

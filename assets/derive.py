@@ -15,8 +15,8 @@ from typing import Callable
 
 import duckdb
 
-from analysis.metrics import MetricsConfig
-from analysis.taxonomy import Taxonomy
+from analysis.derive.metrics import MetricsConfig
+from analysis.derive.taxonomy import Taxonomy
 from assets.graph import found
 
 METRICS_GROUP = "metrics"

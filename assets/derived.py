@@ -3,11 +3,11 @@
 from dagster import AssetCheckResult, AssetCheckSeverity, MaterializeResult, asset, asset_check
 
 from analysis import sql
-from analysis.jobs import build_jobs, map_switch_ports
-from analysis.sources import SOURCES
+from analysis.derive.jobs import build_jobs, map_switch_ports
+from analysis.ingest.sources import SOURCES
 from assets.graph import writes
-from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from assets.resources import Warehouse
+from assets.unchanged import replayed_while_unchanged, unless_unchanged
 
 # The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/derive.py).
 BUILDS = {"jobs": lambda con, s: build_jobs(con), "node_events": lambda con, s: map_switch_ports(con)}

@@ -1,4 +1,4 @@
-"""Ingest assets: one per source of the registry (analysis/sources.py), each loading its folder's new or changed
+"""Ingest assets: one per source of the registry (analysis/ingest/sources.py), each loading its folder's new or changed
 files."""
 
 import logging
@@ -9,13 +9,14 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
                      asset, asset_check)
 
 from analysis import sql
+from analysis.commands import diagnose
 from analysis.display import printable
-from analysis.ingest import ingest_directory
-from analysis.sources import SOURCES, Source
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.sources import SOURCES, Source
 from assets.degrade import withheld_on_error
-from assets.unchanged import UNCHANGED_FILES, replayed_while_unchanged, versioned_ingest
-from analysis import diagnose
+from assets.graph import writes
 from assets.resources import LogSources, Warehouse
+from assets.unchanged import UNCHANGED_FILES, replayed_while_unchanged, versioned_ingest
 
 progress_log = logging.getLogger("goodput.ingest")
 STARTED = "ingest_started"  # materialization metadata: naive UTC start of the ingest
@@ -51,7 +52,8 @@ def ingest_asset(source: Source):
     name, folder = source.asset, source.folder
 
     # A crash here (not a bad file: those are rejects or error rows) withholds this source only.
-    @asset(name=name, group_name="ingest", description=f"Files under `{folder}/` ingested into the warehouse.")
+    @asset(name=name, group_name="ingest", description=f"Files under `{folder}/` ingested into the warehouse.",
+           metadata=writes(*source.tables, "ingested_files", "rejects"))
     @withheld_on_error(step=name, missing=source.missing)
     @versioned_ingest(folder)
     def _asset(context: AssetExecutionContext, warehouse: Warehouse, sources: LogSources) -> MaterializeResult:
@@ -59,7 +61,7 @@ def ingest_asset(source: Source):
 
     # Neither check blocks: the lines of a broken file are in rejects, never in a table, so everything
     # downstream is still right about what was read; the run is degraded (all rejected) or failed (lines
-    # lost), and the report's banner says what is missing (analysis.data_health).
+    # lost), and the report's banner says what is missing (analysis.commands.data_health).
     @asset_check(asset=name, name="lines_accounted",
                  description="Every line of the files read by the latest ingest is a stored row, a reject, a skipped "
                              "header/blank line or a merged continuation (else: data lost, the run fails).")
@@ -67,7 +69,7 @@ def ingest_asset(source: Source):
     def lines_accounted(context: AssetCheckExecutionContext, warehouse: Warehouse) -> AssetCheckResult:
         since = _ingest_started(context, name)
         with warehouse.connect() as con:
-            bad = sql.query(con, "accounting_check_run", {"source": folder, "since": since})
+            bad = sql.query(con, "ingest/accounting_check_run", {"source": folder, "since": since})
         return _result(bad, diagnose.unaccounted(bad, folder) if bad.height else None, since)
 
     @asset_check(asset=name, name="not_all_rejected",

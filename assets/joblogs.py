@@ -1,11 +1,11 @@
 """Job logs: NCCL, PyTorch, CUDA and Slurm lines of the jobs' own output as node events."""
 from dagster import MaterializeResult, asset
 
-from analysis import joblogs
+from analysis.derive import joblogs
 from assets.degrade import withheld_on_error
 from assets.graph import writes
-from assets.unchanged import unless_unchanged
 from assets.resources import Warehouse
+from assets.unchanged import unless_unchanged
 
 BUILDS = {"job_log_events": lambda con, s: joblogs.build_events(con)}  # (assets/derive.py)
 

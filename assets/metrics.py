@@ -1,10 +1,10 @@
 """Reliability metric assets: ETTR, failure rates and MTTF, goodput, P_deg."""
 from dagster import MaterializeResult, asset
 
-from analysis import metrics
+from analysis.derive import metrics
 from assets.graph import writes
-from assets.unchanged import unless_unchanged
 from assets.resources import MetricsSettings, Warehouse
+from assets.unchanged import unless_unchanged
 
 # The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/derive.py).
 BUILDS = {"job_run_ettr": lambda con, s: metrics.build_run_ettr(con, s.metrics),

@@ -3,13 +3,15 @@ from pathlib import Path
 
 from dagster import AssetCheckResult, MaterializeResult, MetadataValue, asset, asset_check
 
-from analysis import data_health, exports, node_models
-from analysis.lemon_scoring import NoHistory
+from analysis.commands import data_health
+from analysis.nodes import exports
+from analysis.nodes import node_models
+from analysis.nodes.lemon_scoring import NoHistory
+from analysis.version import made_by
 from assets.degrade import withheld_on_error
 from assets.graph import writes
-from assets.unchanged import replayed_while_unchanged, unless_unchanged
 from assets.resources import LogSources, ModelSettings, ReportSettings, Warehouse
-from analysis.version import made_by
+from assets.unchanged import replayed_while_unchanged, unless_unchanged
 
 
 @asset(deps=["node_incidents", "failure_attribution", "tickets", "node_state_periods", "jobs", "benchmark_criteria"],

@@ -7,12 +7,14 @@ from pathlib import Path
 from dagster import (AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, DailyPartitionsDefinition,
                      MaterializeResult, MetadataValue, asset, asset_check)
 
-from analysis import daily, data_health, warehouse
-from analysis.sources import SOURCES
+from analysis import warehouse
+from analysis.commands import data_health
+from analysis.commands import diagnose
+from analysis.ingest import daily
+from analysis.ingest.sources import SOURCES
 from assets.graph import writes
-from assets.unchanged import unless_unchanged
-from analysis import diagnose
 from assets.resources import MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
+from assets.unchanged import unless_unchanged
 
 # Event and job time, by day. Ingestion stays file-incremental (a dump or a log
 # rarely maps onto one day); these assets read the rows whose own time falls

@@ -9,10 +9,11 @@ from pathlib import Path
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from analysis import data_health, warehouse
-from analysis.options import load_options
+from analysis import warehouse
+from analysis.commands import data_health
+from analysis.ingest.contract import IngestOptions
+from analysis.ingest.options import load_options
 from analysis.resources import demo_source
-from analysis.model import IngestOptions
 
 
 def retrain_after_days_default(setting: float | None = None) -> float:
@@ -72,7 +73,7 @@ class TaxonomyConfig(ConfigurableResource):
     incident_gap_minutes: int = 30  # events closer than this are one node incident
 
     def load(self):
-        from analysis.taxonomy import load
+        from analysis.derive.taxonomy import load
 
         return load(self.rules_file)
 
@@ -87,7 +88,7 @@ class MetricsSettings(ConfigurableResource):
     overrides_file: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_ETTR_PARAMS") or None)
 
     def config(self):
-        from analysis.metrics import MetricsConfig
+        from analysis.derive.metrics import MetricsConfig
 
         return MetricsConfig.from_file(self.overrides_file, u0_s=int(self.restart_min * 60),
                                        dt_s=int(self.checkpoint_min * 60),
@@ -106,7 +107,7 @@ class ModelSettings(ConfigurableResource):
     without it Meta-style thresholds decide. Trained models (the lemon
     classifier, the incident models) are saved in models/ beside the warehouse
     and retrained when retrain_after_days of new data have passed, or their
-    input definition changed (analysis.cadence); runs in between only score."""
+    input definition changed (analysis.nodes.cadence); runs in between only score."""
     labels_file: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_LABELS") or None)
     retrain_after_days: float | None = None  # None: $GOODPUT_RETRAIN_AFTER_DAYS, else 7
     window_days: int = 28
@@ -117,13 +118,13 @@ class ModelSettings(ConfigurableResource):
     risk_p7: float = 0.5
     max_drain_share: float = 0.10
     max_drain_floor: int = 5
-    # back in service after a critical incident no ticket closes (analysis.exports.LadderConfig)
+    # back in service after a critical incident no ticket closes (analysis.nodes.exports.LadderConfig)
     clean_checks: int = 1
     clean_jobs: int = 3
     clean_job_hours: float = 2.0
 
     def ladder(self):
-        from analysis.exports import LadderConfig
+        from analysis.nodes.exports import LadderConfig
 
         return LadderConfig(self.expiry_days, self.clean_days, self.repeat_min, self.risk_p7, self.max_drain_share,
                             self.max_drain_floor, clean_checks=self.clean_checks, clean_jobs=self.clean_jobs,
@@ -133,9 +134,9 @@ class ModelSettings(ConfigurableResource):
         return Path(self.labels_file) if self.labels_file else Path(source_dir) / "labels" / "lemons.csv"
 
     def config(self, source_dir: str, db_path: str):
-        from analysis.cadence import Cadence
-        from analysis.lemons import LemonConfig
-        from analysis.node_models import ModelsConfig
+        from analysis.nodes.cadence import Cadence
+        from analysis.nodes.lemons import LemonConfig
+        from analysis.nodes.node_models import ModelsConfig
 
         return ModelsConfig(lemon=LemonConfig(window_days=self.window_days, min_signals=self.min_signals),
                             ladder=self.ladder(), labels_path=self.labels_path(source_dir),
@@ -177,7 +178,7 @@ class TelemetrySettings(ConfigurableResource):
     retrain_after_days: float | None = None  # None: $GOODPUT_RETRAIN_AFTER_DAYS, else 7
 
     def cadence(self, db_path: str, retrain: frozenset = frozenset()):
-        from analysis.cadence import Cadence
+        from analysis.nodes.cadence import Cadence
 
         return Cadence(retrain_after_days_default(self.retrain_after_days), retrain, Path(db_path).name)
 

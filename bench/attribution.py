@@ -15,12 +15,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from analysis import attribution, warehouse  # noqa: E402
-from analysis.ingest import ingest_directory  # noqa: E402
-from analysis.jobs import build_jobs, map_switch_ports  # noqa: E402
+from analysis import warehouse  # noqa: E402
+from analysis.derive import attribution
+from analysis.derive.jobs import build_jobs, map_switch_ports  # noqa: E402
+from analysis.derive.taxonomy import load  # noqa: E402
+from analysis.ingest.engine import ingest_directory  # noqa: E402
 from analysis.simulate.config import preset  # noqa: E402
 from analysis.simulate.run import simulate  # noqa: E402
-from analysis.taxonomy import load  # noqa: E402
 
 
 def timed(label: str, fn):

@@ -25,12 +25,12 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis import warehouse  # noqa: E402
-from analysis.cadence import Cadence  # noqa: E402
-from analysis.ingest import ingest_directory  # noqa: E402
-from analysis.node_models import ModelsConfig, run_models  # noqa: E402
+from analysis.derive.taxonomy import load  # noqa: E402
+from analysis.ingest.engine import ingest_directory  # noqa: E402
+from analysis.nodes.cadence import Cadence  # noqa: E402
+from analysis.nodes.node_models import ModelsConfig, run_models  # noqa: E402
 from analysis.simulate.config import preset  # noqa: E402
 from analysis.simulate.run import simulate  # noqa: E402
-from analysis.taxonomy import load  # noqa: E402
 from analysis.telemetry import run as telemetry_run  # noqa: E402
 from assets.derive import build_all  # noqa: E402
 from timing import cpu, timed  # noqa: E402  (bench/ is sys.path[0] when run as a script)

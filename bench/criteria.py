@@ -26,7 +26,7 @@ from analysis import sql, warehouse  # noqa: E402
 from analysis.criteria import catalog, evaluation, learn, samples, verdicts  # noqa: E402
 from analysis.criteria import run as criteria_run  # noqa: E402
 from analysis.criteria.learn import CriteriaConfig  # noqa: E402
-from analysis.ingest import ingest_directory  # noqa: E402
+from analysis.ingest.engine import ingest_directory  # noqa: E402
 from analysis.simulate.benchmarks import COMPONENTS, write_benchmarks  # noqa: E402
 from timing import timed  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 

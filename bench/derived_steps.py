@@ -15,8 +15,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from analysis import attribution, joblogs, metrics, sql, warehouse  # noqa: E402
-from analysis.taxonomy import load  # noqa: E402
+from analysis import sql, warehouse  # noqa: E402
+from analysis.derive import attribution
+from analysis.derive import joblogs
+from analysis.derive import metrics
+from analysis.derive.taxonomy import load  # noqa: E402
 
 STEPS = {"job_log_events": joblogs.build_events,
          "classified_events": lambda con: attribution.classify_events(con, load()),

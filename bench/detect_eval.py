@@ -21,11 +21,11 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis import sql, warehouse  # noqa: E402
-from analysis.ingest import ingest_directory  # noqa: E402
-from analysis.metrics import MetricsConfig  # noqa: E402
+from analysis.derive.metrics import MetricsConfig  # noqa: E402
+from analysis.derive.taxonomy import load  # noqa: E402
+from analysis.ingest.engine import ingest_directory  # noqa: E402
 from analysis.simulate.config import preset  # noqa: E402
 from analysis.simulate.run import simulate  # noqa: E402
-from analysis.taxonomy import load  # noqa: E402
 from analysis.telemetry import evaluate, run as telemetry_run  # noqa: E402
 from assets.derive import build_all  # noqa: E402
 

@@ -22,8 +22,8 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis import warehouse  # noqa: E402
-from analysis.ingest import ingest_directory  # noqa: E402
-from analysis.parsers.sacct import DEFAULT_COLUMNS  # noqa: E402
+from analysis.ingest.engine import ingest_directory  # noqa: E402
+from analysis.ingest.parsers.sacct import DEFAULT_COLUMNS  # noqa: E402
 
 STATES = np.array(["COMPLETED"] * 60 + ["FAILED"] * 24 + ["PREEMPTED"] * 10 + ["CANCELLED by 1234"] * 4
                   + ["NODE_FAIL", "TIMEOUT"])

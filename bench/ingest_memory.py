@@ -23,14 +23,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from analysis import warehouse  # noqa: E402
-from analysis.ingest import SOURCES, ingest_directory  # noqa: E402
+from analysis.ingest.engine import SOURCES, ingest_directory  # noqa: E402
 from tests.test_ingest_memory import write_port_counters  # noqa: E402
 
 CHILD = """
 import json, resource, sys, time
 from pathlib import Path
 from analysis import warehouse
-from analysis.ingest import ingest_directory
+from analysis.ingest.engine import ingest_directory
 con = warehouse.connect(Path(sys.argv[2]))
 sources = sys.argv[3:] or None
 out = ingest_directory(con, Path(sys.argv[1]), sources=sources).outcomes

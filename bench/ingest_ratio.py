@@ -75,8 +75,8 @@ def child(repo: Path, source_dir: Path, source: str, db: Path) -> None:
     """In a child process: ingest one source with ``repo``'s code; print {"wall", "cpu"} as JSON."""
     sys.path.insert(0, str(repo))
     from analysis import warehouse
-    from analysis.ingest import ingest_directory
-    from analysis.options import load_options
+    from analysis.ingest.engine import ingest_directory
+    from analysis.ingest.options import load_options
 
     db.unlink(missing_ok=True)
     con = warehouse.connect(db)
@@ -104,7 +104,7 @@ def _ingest(repo: Path, source_dir: Path, source: str, workdir: Path) -> tuple[f
 def throughput(base: Path, workdir: Path, only: set[str] | None = None, against: Path | None = None) -> list[dict]:
     """Per source: files, MB, polars and goodput (and --against) wall/CPU seconds, printed as it goes."""
     sys.path.insert(0, str(REPO))
-    from analysis.ingest import SOURCES, discover
+    from analysis.ingest.engine import SOURCES, discover
 
     by_source: dict[str, list[Path]] = {}
     for path, source in discover(base):

@@ -146,10 +146,10 @@ def child_scan(path: Path) -> dict:
 
 def child_parse(path: Path) -> dict:
     """goodput's read path for job logs: a streaming hash, then LineStream chunks through parse_stream."""
-    from analysis.accounting import account
-    from analysis.lines import LineFile, LineStream, hash_only
-    from analysis.model import ParseContext
-    from analysis.parsers import joblogs
+    from analysis.ingest.accounting import account
+    from analysis.ingest.lines import LineFile, LineStream, hash_only
+    from analysis.ingest.contract import ParseContext
+    from analysis.ingest.parsers import joblogs
     steps = {"imports": (0.0, _peak_mb())}
     t0 = time.perf_counter()
     raw = hash_only(path)
@@ -171,9 +171,9 @@ def child_parse(path: Path) -> dict:
 
 def child_breakdown(path: Path) -> dict:
     """Where parsing spends its time on one 64 MB chunk's worth of lines: the literal screen, then the rest."""
-    from analysis.lines import LineStream
-    from analysis.model import ParseContext
-    from analysis.parsers import joblogs
+    from analysis.ingest.lines import LineStream
+    from analysis.ingest.contract import ParseContext
+    from analysis.ingest.parsers import joblogs
     lines = next(LineStream(path).frames())
     t0 = time.perf_counter()
     kept = joblogs._screen(lines)
@@ -185,7 +185,7 @@ def child_breakdown(path: Path) -> dict:
 
 def child_ingest(path: Path, workdir: Path) -> dict:
     from analysis import warehouse
-    from analysis.ingest import ingest_directory
+    from analysis.ingest.engine import ingest_directory
     db = workdir / "w.duckdb"
     for p in (db, db.with_name(db.name + ".wal")):
         p.unlink(missing_ok=True)

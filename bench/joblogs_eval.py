@@ -20,10 +20,10 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis import warehouse  # noqa: E402
-from analysis.ingest import ingest_directory  # noqa: E402
+from analysis.derive.taxonomy import load  # noqa: E402
+from analysis.ingest.engine import ingest_directory  # noqa: E402
 from analysis.simulate.config import preset  # noqa: E402
 from analysis.simulate.run import simulate  # noqa: E402
-from analysis.taxonomy import load  # noqa: E402
 from assets.derive import build_all  # noqa: E402
 from tests.test_joblogs import _sim_truth  # noqa: E402
 

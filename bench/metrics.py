@@ -16,7 +16,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from analysis import metrics, warehouse  # noqa: E402
+from analysis import warehouse  # noqa: E402
+from analysis.derive import metrics
 
 
 def main() -> None:

@@ -18,11 +18,16 @@ from pathlib import Path
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from analysis import exports, incident_model, lemon_scoring, lemons, survival, warehouse  # noqa: E402
-from analysis.ingest import ingest_directory  # noqa: E402
+from analysis import warehouse  # noqa: E402
+from analysis.derive.taxonomy import load  # noqa: E402
+from analysis.ingest.engine import ingest_directory  # noqa: E402
+from analysis.nodes import exports
+from analysis.nodes import incident_model
+from analysis.nodes import lemon_scoring
+from analysis.nodes import lemons
+from analysis.nodes import survival
 from analysis.simulate.config import preset  # noqa: E402
 from analysis.simulate.run import simulate  # noqa: E402
-from analysis.taxonomy import load  # noqa: E402
 from assets.derive import build_all  # noqa: E402
 from timing import timed  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 

@@ -5,7 +5,7 @@
 Converts the Titan GPU-life table into a goodput source directory, ingests it,
 builds node_incidents (assets.derive.build_all), then builds incident_samples
 and evaluates Cox-Time against the three exponential baselines on goodput's
-time split (analysis.incident_model.evaluate). Prints the evaluation table
+time split (analysis.nodes.incident_model.evaluate). Prints the evaluation table
 (model x metric), sample counts, the time of each step and peak RSS. Most
 Titan slots share a status (no incident yet, same age), so ties are common:
 goodput's concordance counts them half (pycox's adj_antolini).
@@ -45,8 +45,11 @@ from pathlib import Path
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from analysis import incident_model, survival, taxonomy, warehouse  # noqa: E402
-from analysis.ingest import ingest_directory  # noqa: E402
+from analysis import warehouse  # noqa: E402
+from analysis.derive import taxonomy
+from analysis.ingest.engine import ingest_directory  # noqa: E402
+from analysis.nodes import incident_model
+from analysis.nodes import survival
 from assets import derive  # noqa: E402
 from timing import peak_mb, timed  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 

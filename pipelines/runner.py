@@ -13,13 +13,14 @@ from typing import Callable
 import polars as pl
 from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
 
-from analysis import data_health, fingerprints, sql, warehouse
+from analysis import fingerprints, sql, warehouse
+from analysis.commands import data_health
+from analysis.commands import diagnose
+from analysis.commands.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
 from analysis.display import printable
-from assets.unchanged import UNCHANGED
-from analysis import diagnose
-from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
-from analysis.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
 from assets.resources import ModelSettings, build_resources
+from assets.unchanged import UNCHANGED
+from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
 
 # Dagster's own console log would print stack traces for every failed or
 # skipped step; the run summary says what failed instead, and the traces of

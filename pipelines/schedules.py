@@ -7,9 +7,9 @@ from dagster import (AssetSelection, RunRequest, SensorEvaluationContext, SkipRe
                      define_asset_job, sensor)
 
 from analysis import sql, warehouse
-from analysis.ingest import discover
+from analysis.ingest.engine import discover
+from analysis.ingest.sources import SOURCES
 from analysis.resources import demo_source
-from analysis.sources import SOURCES
 
 NIGHTLY_HOUR = int(os.environ.get("GOODPUT_NIGHTLY_HOUR", "3"))
 

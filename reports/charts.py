@@ -11,8 +11,8 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from analysis import ettr as E
-from analysis.taxonomy import cause_label
+from analysis.derive import ettr as E
+from analysis.derive.taxonomy import cause_label
 
 WIDTH = 620
 TARGET_ETTR = 0.9

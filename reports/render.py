@@ -14,12 +14,13 @@ import vl_convert
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from analysis import ettr, resources, sql
-from analysis.metrics import PROJECTION_GPUS, fleet_gpus_per_node
-from analysis.taxonomy import cause_label, load as load_taxonomy
+from analysis import resources, sql
 from analysis.criteria.learn import CriteriaConfig
-from analysis.exports import DRAIN_ACTIONS, slurm_out_of_service, with_slurm
-from analysis.hosts import compress_hostlist
+from analysis.derive import ettr
+from analysis.derive.metrics import PROJECTION_GPUS, fleet_gpus_per_node
+from analysis.derive.taxonomy import cause_label, load as load_taxonomy
+from analysis.ingest.hosts import compress_hostlist
+from analysis.nodes.exports import DRAIN_ACTIONS, slurm_out_of_service, with_slurm
 from reports import charts
 
 TEMPLATES = resources.path("reports", "templates")
@@ -239,7 +240,7 @@ def render_with_headline(con: duckdb.DuckDBPyConnection, day: date, out_dir: Pat
                          dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5,
                          labels: dict[str, str] | None = None, health: pl.DataFrame | None = None) -> tuple[Path, dict]:
     """render_report, and the headline numbers it shows (the report asset's metadata), from the same queries.
-    ``health`` (analysis.data_health.assess): what the run could not use, the banner at the top."""
+    ``health`` (analysis.commands.data_health.assess): what the run could not use, the banner at the top."""
     labels = labels if labels is not None else load_taxonomy().labels()
     context = gather(con, day, u0_h, dt_h, window, crash_loop_min, labels)
     context["health"] = health.to_dicts() if health is not None else []

@@ -14,8 +14,8 @@ file's callers are found by grepping that name (tests/test_sql_layout.py checks 
     ops/        the run's own records: schema digest, fingerprints, marks, withheld steps, data health, daily
                 checks, run summaries, diagnostics, the sensor, bench helpers
 
-The four statements of the source registry (accounting_check, accounting_check_run, daily_source_volume,
-delete_files_rows) stay at the top level until that work moves them; they are named without a stage.
+The source registry's statements (ingest/insert_raw_rows, ingest/delete_files_rows,
+ingest/accounting_check_run) have a line naming {raw_table} that analysis.sql writes once per raw table.
 
 Tables. Every persistent table is declared once:
 - schema/warehouse.sql: the tables every warehouse has from its first open (ingest's raw tables, ingested_files,

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.accounting import account
-from analysis.hosts import host_from_path
-from analysis.lines import read_lines
-from analysis.model import IngestOptions, ParseContext
+from analysis.ingest.accounting import account
+from analysis.ingest.contract import IngestOptions, ParseContext
+from analysis.ingest.hosts import host_from_path
+from analysis.ingest.lines import read_lines
 from tests.shared import shared_build, simulated_warehouse
 
 REPO = Path(__file__).resolve().parents[1]

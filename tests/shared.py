@@ -48,10 +48,11 @@ def private_warehouse(shared: Path, dest: Path, db: str = "w.duckdb") -> Path:
 
 def simulated_warehouse(cfg, root: Path, metrics: bool = True) -> dict:
     """Simulate ``cfg`` into root/src, ingest it into root/w.duckdb and build every derived table."""
-    from analysis import metrics as m, warehouse
-    from analysis.ingest import ingest_directory
+    from analysis import warehouse
+    from analysis.derive import metrics as m
+    from analysis.ingest.engine import ingest_directory
     from analysis.simulate.run import simulate
-    from analysis.taxonomy import load
+    from analysis.derive.taxonomy import load
     from assets.derive import build_all
 
     summary = simulate(cfg, root / "src")

@@ -55,8 +55,8 @@ def test_definitions_serve_every_asset_and_check_found():
 def test_derived_steps_follow_the_graph():
     """Every pure build is an asset's, and steps() runs them in an order the graph allows (every asset a step
     reads from, directly or not, that has a pure build runs before it); metrics only with a MetricsConfig."""
-    from analysis.metrics import MetricsConfig
-    from analysis.taxonomy import load
+    from analysis.derive.metrics import MetricsConfig
+    from analysis.derive.taxonomy import load
     from pipelines.definitions import defs
 
     graph = defs.resolve_asset_graph()

@@ -5,8 +5,9 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from analysis import attribution, warehouse
-from analysis.taxonomy import load
+from analysis import warehouse
+from analysis.derive import attribution
+from analysis.derive.taxonomy import load
 from pipelines.cli import main
 from tests.shared import private_warehouse
 from tests.test_simulate import HARDWARE

@@ -6,10 +6,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.hosts import host_from_path
-from analysis.model import UnrecognisedFormat
-from analysis.parsers import benchmarks, nccl_tests
-from analysis.parsers.nccl_tests import op_from_name
+from analysis.ingest.contract import UnrecognisedFormat
+from analysis.ingest.hosts import host_from_path
+from analysis.ingest.parsers import benchmarks, nccl_tests
+from analysis.ingest.parsers.nccl_tests import op_from_name
 from conftest import FIXTURES, parse_file
 
 

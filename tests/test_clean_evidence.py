@@ -11,13 +11,14 @@ import duckdb
 import polars as pl
 import pytest
 
-from analysis import exports, warehouse
-from analysis.attribution import build_node_incidents
-from analysis.ingest import ingest_directory
-from analysis.lemon_scoring import default_as_of
+from analysis import warehouse
+from analysis.derive.attribution import build_node_incidents
+from analysis.derive.taxonomy import load
+from analysis.ingest.engine import ingest_directory
+from analysis.nodes import exports
+from analysis.nodes.lemon_scoring import default_as_of
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
-from analysis.taxonomy import load
 from assets.derive import build_all
 
 AS_OF = datetime(2024, 6, 1)

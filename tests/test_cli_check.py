@@ -8,9 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from analysis import warehouse
-from analysis.ingest import ingest_directory
+from analysis.derive.taxonomy import load
+from analysis.ingest.engine import ingest_directory
 from analysis.resources import demo_source
-from analysis.taxonomy import load
 from assets.derive import build_all
 from pipelines.cli import main
 
@@ -137,7 +137,7 @@ def test_sql_json_times_are_iso_8601(demo_db):
 
 
 def test_ettr_sweep_takes_the_given_size_and_the_measured_rate(tmp_path):
-    from analysis import metrics
+    from analysis.derive import metrics
     db = tmp_path / "w.duckdb"
     con = warehouse.connect(db)
     ingest_directory(con, DEMO)

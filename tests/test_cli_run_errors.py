@@ -8,7 +8,7 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from analysis.options import OptionsError, load_options
+from analysis.ingest.options import OptionsError, load_options
 from pipelines.cli import DEMO_SOURCE, main
 from pipelines.runner import EXIT_DEGRADED
 

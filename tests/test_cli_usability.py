@@ -33,7 +33,7 @@ def test_a_step_interrupted_by_a_signal_degrades_the_demo_with_a_clear_message(t
 
 
 def test_a_crash_outside_the_steps_is_one_line_naming_the_errors_log(tmp_path, monkeypatch):
-    from analysis import diagnose
+    from analysis.commands import diagnose
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug after the steps")
@@ -61,7 +61,7 @@ def test_a_bare_command_after_the_demo_points_at_its_warehouse(tmp_path, monkeyp
 
 
 def test_a_tab_delimiter_can_be_given_as_backslash_t(tmp_path):
-    from analysis.options import load_options
+    from analysis.ingest.options import load_options
 
     (tmp_path / "slurm").mkdir()
     assert load_options(tmp_path, sacct_delimiter="\\t").sacct_delimiter == "\t"
@@ -69,7 +69,7 @@ def test_a_tab_delimiter_can_be_given_as_backslash_t(tmp_path):
 
 
 def test_model_training_tells_its_progress(caplog):
-    from analysis import survival
+    from analysis.nodes import survival
 
     rng = np.random.default_rng(0)
     n = 240

@@ -8,7 +8,7 @@ import pytest
 from analysis import warehouse
 from analysis.criteria import run as criteria_run
 from analysis.criteria.learn import CriteriaConfig
-from analysis.ingest import ingest_directory
+from analysis.ingest.engine import ingest_directory
 from analysis.simulate.benchmarks import COMPONENTS, write_benchmarks
 
 
@@ -83,12 +83,12 @@ def test_validation_failures_reach_the_blocklist_and_the_lemon_signals(tmp_path)
 
     import jsonschema
 
-    from analysis import exports
-    from analysis.lemons import build_features
-    from analysis.metrics import MetricsConfig
+    from analysis.nodes import exports
+    from analysis.nodes.lemons import build_features
+    from analysis.derive.metrics import MetricsConfig
     from analysis.simulate.config import preset
     from analysis.simulate.run import simulate
-    from analysis.taxonomy import load
+    from analysis.derive.taxonomy import load
     from assets.derive import build_all
 
     # seed 3: a lemon fails the latest validation run after failing earlier ones (the case under test)

@@ -15,7 +15,7 @@ from analysis import warehouse
 from analysis.criteria import run as criteria_run
 from analysis.criteria import superbench
 from analysis.criteria.learn import CriteriaConfig
-from analysis.ingest import ingest_directory
+from analysis.ingest.engine import ingest_directory
 from tests.test_criteria_sim import simulated
 
 FIX = Path(__file__).parent / "fixtures" / "superbench"

@@ -7,12 +7,14 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from analysis import attribution, metrics, sql, warehouse
-from analysis.ingest import ingest_directory
+from analysis import sql, warehouse
+from analysis.derive import attribution
+from analysis.derive import metrics
+from analysis.derive.taxonomy import load
+from analysis.ingest.engine import ingest_directory
 from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
-from analysis.taxonomy import load
 from assets.derive import build_all, steps
 from tests.test_taxonomy import _events
 

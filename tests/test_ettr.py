@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from analysis import ettr as E
+from analysis.derive import ettr as E
 from pipelines.cli import main
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from analysis import warehouse
-from analysis.accounting import account
-from analysis.ingest import ingest_directory, parser_for
-from analysis.lines import read_lines
-from analysis.model import IngestOptions, ParseContext, UnrecognisedFormat
+from analysis.ingest.accounting import account
+from analysis.ingest.contract import IngestOptions, ParseContext, UnrecognisedFormat
+from analysis.ingest.engine import ingest_directory, parser_for
+from analysis.ingest.lines import read_lines
 from analysis.resources import demo_source
 from tests.conftest import FIXTURES
 

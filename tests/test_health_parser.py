@@ -3,8 +3,8 @@ from datetime import datetime
 
 import pytest
 
-from analysis.model import IngestOptions, UnrecognisedFormat
-from analysis.parsers import health
+from analysis.ingest.contract import IngestOptions, UnrecognisedFormat
+from analysis.ingest.parsers import health
 from conftest import parse_file
 
 JSONL = """\

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from analysis import warehouse
-from analysis.hosts import HostlistError, expand_hostlist
-from analysis.ingest import ingest_directory, prepare_file
-from analysis.lines import read_lines
-from analysis.model import IngestOptions
+from analysis.ingest.contract import IngestOptions
+from analysis.ingest.engine import ingest_directory, prepare_file
+from analysis.ingest.hosts import HostlistError, expand_hostlist
+from analysis.ingest.lines import read_lines
 from tests.test_sacct_parser import HEADER, row
 
 XID = "2024-03-01T00:00:0{}+00:00 gpu001 kernel: NVRM: Xid (PCI:0000:b3:00): 79, pid=1, GPU has fallen off the bus."
@@ -119,13 +119,13 @@ def test_sacct_line_without_delimiter_is_not_folded_into_submit_line(tmp_path, c
 
 
 def test_sacct_in_another_delimiter_is_linear(tmp_path):
-    from analysis.parsers.sacct_repair import MAX_JOINED_LINES
+    from analysis.ingest.parsers.sacct_repair import MAX_JOINED_LINES
     # 20,001 tab-delimited lines under a '|' header: every line has one field;
     # joining split rows used to try every following line (54 s)
     tabbed = [row(str(i)).replace("|", "\t") for i in range(20_000)]
     (tmp_path / "s.txt").write_text("\n".join([HEADER, *tabbed]) + "\n")
     from tests.conftest import parse_file
-    from analysis.parsers.sacct import parse
+    from analysis.ingest.parsers.sacct import parse
     start = time.monotonic()
     result, counts = parse_file(parse, tmp_path / "s.txt", "slurm")
     assert counts.rejects == 20_000 and counts.rows == 0
@@ -134,7 +134,7 @@ def test_sacct_in_another_delimiter_is_linear(tmp_path):
 
 def test_tab_delimited_dump_with_tab_header_is_read(tmp_path):
     from tests.conftest import parse_file
-    from analysis.parsers.sacct import parse
+    from analysis.ingest.parsers.sacct import parse
     (tmp_path / "s.txt").write_text("\n".join([HEADER.replace("|", "\t"), row("1").replace("|", "\t")]) + "\n")
     result, counts = parse_file(parse, tmp_path / "s.txt", "slurm")
     assert result.tables["sacct_records"]["job_id"].to_list() == ["1"] and result.format == "sacct\t"
@@ -164,7 +164,7 @@ def test_unchanged_file_is_not_read_again(tmp_path, con, monkeypatch):
     old = time.time() - 3600
     os.utime(path, (old, old))
     ingest_directory(con, tmp_path / "src")
-    import analysis.ingest as ingest
+    import analysis.ingest.engine as ingest
 
     def no_read(*args, **kwargs):
         raise AssertionError("an unchanged file was read")
@@ -309,7 +309,7 @@ def test_stray_quotes_in_tickets_do_not_swallow_rows_but_a_note_may_span_lines(t
 
 
 def test_gzip_bomb_is_refused_while_streaming_in_bounded_memory(tmp_path, con):
-    from analysis.lines import FileTooLarge, read_raw
+    from analysis.ingest.lines import FileTooLarge, read_raw
 
     member = gzip.compress((b"x" * 99 + b"\n") * (1 << 16), compresslevel=9)  # 6.5 MB of short lines
     path = tmp_path / "src" / "kernel" / "gpu001.log.gz"
@@ -329,7 +329,7 @@ def test_gzip_bomb_is_refused_while_streaming_in_bounded_memory(tmp_path, con):
 
 
 def test_concatenated_gzip_members_are_read_once(tmp_path):
-    from analysis.lines import _decompressed
+    from analysis.ingest.lines import _decompressed
 
     # a member ending where output was cut at the chunk size was followed by its tail twice (memory blew up)
     path = tmp_path / "rotated.log.gz"
@@ -400,7 +400,7 @@ def test_db_under_a_file_says_the_parent_is_a_file(tmp_path):
 
 
 def test_stray_quote_in_the_lemon_labels_names_its_line(tmp_path):
-    from analysis.lemons import LabelsError, read_labels
+    from analysis.nodes.lemons import LabelsError, read_labels
 
     path = tmp_path / "lemons.csv"
     path.write_text('host,is_lemon\ngpu001,"true\ngpu002,false\ngpu003,true"\n')  # merged 3 labels into one before

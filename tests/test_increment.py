@@ -8,7 +8,9 @@ import shutil
 import duckdb
 import pytest
 
-from analysis import cadence, node_models, warehouse
+from analysis import warehouse
+from analysis.nodes import cadence
+from analysis.nodes import node_models
 from analysis.simulate.config import preset
 from analysis.simulate.increment import add_held_out, hold_out_last_day
 from analysis.simulate.run import simulate

@@ -6,8 +6,8 @@ from datetime import datetime
 import pytest
 
 from analysis import warehouse
-from analysis.ingest import ingest_directory
-from analysis.jobs import build_jobs
+from analysis.derive.jobs import build_jobs
+from analysis.ingest.engine import ingest_directory
 from tests.test_sacct_parser import HEADER, row
 
 TABLES = ("sacct_records", "rejects", "ingested_files", "node_events")
@@ -131,7 +131,7 @@ def test_real_datasets_ingest_with_accounting(datasets, tmp_path, con):
     out = ingest_directory(con, tmp_path / "src")
     assert all(o.status in ("ok", "duplicate") for o in out.outcomes)
     from analysis import sql
-    assert sql.query(con, "accounting_check_run", {"source": "slurm", "since": datetime.min}).height == 0
+    assert sql.query(con, "ingest/accounting_check_run", {"source": "slurm", "since": datetime.min}).height == 0
     files = con.sql("SELECT sum(lines) l, sum(row_lines + rejects + skipped + merged) a FROM ingested_files").pl()
     assert files["l"][0] == files["a"][0] > 6000
 
@@ -169,7 +169,7 @@ def test_same_text_on_two_hosts_is_not_a_duplicate(tmp_path, con):
 
 
 def test_new_boot_time_rereads_raw_dmesg(tmp_path, con):
-    from analysis.options import load_options
+    from analysis.ingest.options import load_options
     k = tmp_path / "src" / "kernel"
     k.mkdir(parents=True)
     (k / "gpu001.log").write_text("[   10.500000] NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=x, GPU has fallen off the bus.\n")

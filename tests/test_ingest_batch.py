@@ -1,4 +1,4 @@
-"""Small files of one source parsed as one batch (analysis.ingest_batch) give exactly the tables, rejects
+"""Small files of one source parsed as one batch (analysis.ingest.batch) give exactly the tables, rejects
 and ingested_files records that reading them one by one gives, odd files included."""
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis import ingest, ingest_batch, sources, warehouse
-from analysis.ingest import SOURCES, discover, ingest_directory
-from analysis.parsers import kernel
+from analysis import warehouse
+from analysis.ingest import batch as ingest_batch
+from analysis.ingest import engine as ingest
+from analysis.ingest import sources
+from analysis.ingest.engine import SOURCES, discover, ingest_directory
+from analysis.ingest.parsers import kernel
 from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate

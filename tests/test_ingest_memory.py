@@ -12,12 +12,13 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from analysis import ingest, sql, warehouse
-from analysis.ingest import ingest_directory
-from analysis.lines import LineStream, read_lines
-from analysis.model import IngestOptions, ParseContext
-from analysis.parsers import health, kernel, sacct, slurm_events, switch, telemetry
-from analysis.parts import combine
+from analysis import sql, warehouse
+from analysis.ingest import engine as ingest
+from analysis.ingest.contract import IngestOptions, ParseContext
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.lines import LineStream, read_lines
+from analysis.ingest.parsers import health, kernel, sacct, slurm_events, switch, telemetry
+from analysis.ingest.parts import combine
 from analysis.resources import demo_source
 from tests.conftest import REPO
 from tests.test_sacct_parser import HEADER, row
@@ -28,7 +29,7 @@ CHILD = """
 import json, resource, sys
 from pathlib import Path
 from analysis import warehouse
-from analysis.ingest import ingest_directory
+from analysis.ingest.engine import ingest_directory
 con = warehouse.connect(Path(sys.argv[2]))
 out = ingest_directory(con, Path(sys.argv[1])).outcomes[0]
 stored = con.execute("SELECT count(*) FROM telemetry").fetchall()[0][0]

@@ -11,15 +11,16 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from analysis import metrics, sql, warehouse
-from analysis.ingest import ingest_directory
-from analysis.jobs import build_jobs
-from analysis.joblogs import build_events
-from analysis.model import IngestOptions
-from analysis.parsers import joblogs
+from analysis import sql, warehouse
+from analysis.derive import metrics
+from analysis.derive.joblogs import build_events
+from analysis.derive.jobs import build_jobs
+from analysis.derive.taxonomy import load
+from analysis.ingest.contract import IngestOptions
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.parsers import joblogs
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
-from analysis.taxonomy import load
 from assets.derive import build_all
 from pipelines.cli import main
 from reports.render import render_report
@@ -231,7 +232,7 @@ def test_shared_real_logs_every_line_accounted(tmp_path, datasets):
     assert sum(o.lines for o in outcomes) > 3000
     assert con.sql("SELECT count(*) FROM ingested_files WHERE lines <> row_lines + rejects + skipped + merged"
                    ).fetchall()[0][0] == 0
-    assert sql.query(con, "accounting_check_run", {"source": "joblogs", "since": datetime.min}).height == 0
+    assert sql.query(con, "ingest/accounting_check_run", {"source": "joblogs", "since": datetime.min}).height == 0
 
 
 def _link_cluster(tmp_path: Path, addresses: str) -> Path:

@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 import polars as pl
 import pytest
 
-from analysis.model import IngestOptions, ParseContext, UnrecognisedFormat
-from analysis.parsers.kernel import parse
+from analysis.ingest.contract import IngestOptions, ParseContext, UnrecognisedFormat
+from analysis.ingest.parsers.kernel import parse
 from conftest import parse_file
 
 GPUD = "gpud-dmesg-fixtures"

@@ -7,11 +7,12 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analysis import lemon_scoring, warehouse
-from analysis.ingest import ingest_directory
+from analysis import warehouse
+from analysis.derive.taxonomy import load
+from analysis.ingest.engine import ingest_directory
+from analysis.nodes import lemon_scoring
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
-from analysis.taxonomy import load
 from assets.derive import build_all
 
 

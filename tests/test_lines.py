@@ -4,7 +4,7 @@ import gzip
 import polars as pl
 import pytest
 
-from analysis.lines import read_lines
+from analysis.ingest.lines import read_lines
 
 
 @pytest.mark.parametrize("data,expected", [
@@ -41,7 +41,7 @@ def test_empty_and_invalid_utf8_flag(tmp_path):
 def test_a_stream_of_chunks_reads_what_read_lines_reads(tmp_path, gz):
     """LineStream (big logs, bounded memory) gives the same lines, numbers, rejects and hash as read_lines,
     whatever the chunk size: long lines, CRLF, bad bytes and a missing final newline across chunk edges."""
-    from analysis.lines import LineStream, read_raw
+    from analysis.ingest.lines import LineStream, read_raw
     rows = [b"line %d \xe9\r" % i if i % 7 == 0 else b"x" * (5000 if i % 13 == 0 else i % 40) for i in range(400)]
     data = b"\n".join(rows)  # no final newline
     path = tmp_path / ("big.log.gz" if gz else "big.log")

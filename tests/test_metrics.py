@@ -2,11 +2,12 @@
 import polars as pl
 import pytest
 
-from analysis import metrics, warehouse
-from analysis.ingest import ingest_directory
+from analysis import warehouse
+from analysis.derive import metrics
+from analysis.derive.taxonomy import load
+from analysis.ingest.engine import ingest_directory
 from analysis.resources import demo_source
 from analysis.simulate.config import preset
-from analysis.taxonomy import load
 from assets.derive import build_all
 from tests.shared import private_warehouse
 from tests.test_simulate import HARDWARE

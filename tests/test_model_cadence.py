@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from analysis import warehouse
-from analysis.cadence import Cadence
+from analysis.nodes.cadence import Cadence
 from analysis.simulate.telemetry import TelemetryJob, job_frame
 from analysis.telemetry import run as telemetry_run
 from analysis.telemetry.detect import DetectConfig
@@ -219,7 +219,7 @@ def test_the_asset_says_whether_it_trained_or_loaded_the_detector(scored, tmp_pa
 
 
 def test_cadence_decisions():
-    from analysis.cadence import decide
+    from analysis.nodes.cadence import decide
 
     day = datetime(2024, 3, 10)
     saved = ({"fingerprint": "f", "data_to": "2024-03-05T00:00:00", "version": "v"}, Path("m/x-v.json"))

@@ -57,9 +57,9 @@ def test_deltas_over_thresholds_become_events_on_the_cabled_host():
 
 def test_counters_under_network_are_ingested_differenced_and_become_node_events(tmp_path):
     from analysis import warehouse
-    from analysis.ingest import ingest_directory
+    from analysis.ingest.engine import ingest_directory
     from analysis.network import run as network_run
-    from analysis.taxonomy import load
+    from analysis.derive.taxonomy import load
 
     src = tmp_path / "src"
     (src / "network").mkdir(parents=True)
@@ -90,7 +90,7 @@ def test_perfquery_and_ibqueryerrors_text_become_counter_readings(tmp_path):
     from pathlib import Path
 
     from analysis import warehouse
-    from analysis.ingest import ingest_directory
+    from analysis.ingest.engine import ingest_directory
     from analysis.network import run as network_run
 
     fixtures = Path(__file__).parent / "fixtures" / "network"
@@ -116,7 +116,7 @@ def _csv(frame: pl.DataFrame) -> str:
 
 def test_a_nightly_file_of_later_readings_extends_the_events_as_a_rebuild_would(tmp_path):
     from analysis import warehouse
-    from analysis.ingest import ingest_directory
+    from analysis.ingest.engine import ingest_directory
     from analysis.network import run as network_run
 
     src = tmp_path / "src"

@@ -127,9 +127,10 @@ def test_daily_partitions_start_at_the_warehouses_first_day(tmp_path):
     import subprocess
     import sys
 
-    from analysis import metrics, warehouse
-    from analysis.ingest import ingest_directory
-    from analysis.taxonomy import load
+    from analysis import warehouse
+    from analysis.derive import metrics
+    from analysis.ingest.engine import ingest_directory
+    from analysis.derive.taxonomy import load
     from assets.derive import build_all
     db = tmp_path / "w.duckdb"
     con = warehouse.connect(db)

@@ -14,16 +14,17 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from analysis import exports, warehouse
-from analysis.hosts import compress_hostlist, expand_hostlist
-from analysis.ingest import ingest_directory
-from analysis.lemons import LabelsError
-from analysis.metrics import MetricsConfig
-from analysis.node_models import ModelsConfig, run_models
+from analysis import warehouse
+from analysis.derive.metrics import MetricsConfig
+from analysis.derive.taxonomy import load
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.hosts import compress_hostlist, expand_hostlist
+from analysis.nodes import exports
+from analysis.nodes.lemons import LabelsError
+from analysis.nodes.node_models import ModelsConfig, run_models
 from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
-from analysis.taxonomy import load
 from assets.derive import build_all, steps
 from pipelines.cli import main
 from tests.shared import private_warehouse, shared_build
@@ -217,7 +218,7 @@ def test_drain_sh_leaves_nodes_slurm_drained_alone(demo_warehouse, tmp_path):
         "drain_now", "DRAIN", "healthcheck: check_hw_ib mlx5_0 port 1 down")
     # gpu003's DOWN period ended (2024-03-02 10:00): it is back in service
     assert all(e["slurm_state"] is None for e in doc["entries"] if e["host"] != "gpu005")
-    # the report's node-action table says what drain.sh does (the same rule, analysis/exports.py with_slurm)
+    # the report's node-action table says what drain.sh does (the same rule, analysis/nodes/exports.py with_slurm)
     html = (demo_warehouse.parent / "out" / "reports" / "latest.html").read_text()
     table = html[html.index('<table id="node-actions">'):]
     rows = {r.split("</td>")[0]: r for r in table[:table.index("</table>")].split("<tr><td>")[1:]}
@@ -347,7 +348,7 @@ def test_report_shows_what_the_blocklist_would_do(cluster, tmp_path):
 
 
 def test_selector_picks_the_best_reduction_per_minute_until_under_target():
-    from analysis.selector import Benchmark, load_catalog, select
+    from analysis.nodes.selector import Benchmark, load_catalog, select
 
     catalog = [Benchmark("slow_gpu", 30, {"gpu": 0.9}), Benchmark("fast_gpu", 5, {"gpu": 0.5}),
                Benchmark("net", 5, {"network": 0.8}), Benchmark("useless", 1, {})]
@@ -375,7 +376,7 @@ def test_goodput_run_writes_the_exports(tmp_path):
 def test_lemon_cut_is_never_zero():
     import numpy as np
 
-    from analysis.lemons import best_threshold
+    from analysis.nodes.lemons import best_threshold
 
     assert best_threshold(np.zeros(10), np.array([1, 0] * 5)) == 0.5  # no fold predicted: never "every node"
     assert best_threshold(np.array([0.0, 0.2, 0.9, 0.8]), np.array([0, 0, 1, 1])) == 0.8

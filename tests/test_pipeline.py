@@ -16,7 +16,7 @@ from assets.resources import (CriteriaSettings, LogSources, MetricsSettings, Mod
 from tests.shared import quick_telemetry, record_tables_written
 
 # What the machinery around every step writes besides the step's own tables: its build record (assets/unchanged.py),
-# a withheld step's reason (assets/degrade.py), the marks of a step that extends its tables (analysis/marks.py),
+# a withheld step's reason (assets/degrade.py), the marks of a step that extends its tables (analysis/derive/marks.py),
 # the schema's digest (analysis/warehouse.py).
 MACHINERY = {"asset_inputs", "withheld_steps", "derived_marks", "goodput_schema"}
 TABLES = ("jobs", "job_steps", "sacct_records", "node_events", "node_state_periods", "benchmark_results",
@@ -49,9 +49,7 @@ def test_materialize_all_assets_in_process(tmp_path):
     db = tmp_path / "w.duckdb"
     resources = resources_for(DEMO_SOURCE, db, tmp_path)
     instance = DagsterInstance.ephemeral()
-    # what each step but the ingest writes (a source's tables are declared with the source)
-    written = record_tables_written(instance, db, {a.key.to_user_string() for a in found()[0]
-                                                   if a.group_names_by_key[a.key] != "ingest"})
+    written = record_tables_written(instance, db, {a.key.to_user_string() for a in found()[0]})
     result = materialize([*all_assets, *all_checks], resources=resources, instance=instance)
     assert result.success
     evaluations = result.get_asset_check_evaluations()
@@ -202,7 +200,7 @@ def test_demo_sample_starts_from_an_empty_warehouse(tmp_path):
 def test_lines_accounted_checks_only_the_files_of_this_run(tmp_path, monkeypatch):
     import dataclasses
 
-    import analysis.ingest
+    import analysis.ingest.engine
     from assets.ingest import ingest_assets, ingest_checks
 
     src, db = tmp_path / "src", tmp_path / "w.duckdb"
@@ -224,13 +222,13 @@ def test_lines_accounted_checks_only_the_files_of_this_run(tmp_path, monkeypatch
     checks = ingest()
     assert checks["lines_accounted"].passed
     # a file read in this run that loses a line fails the check, naming the file
-    real = analysis.ingest.Tally.counts  # the engine adds a file's counts up with a Tally
+    real = analysis.ingest.engine.Tally.counts  # the engine adds a file's counts up with a Tally
 
     def one_more_line(self, n_lines, refused):
         counts = real(self, n_lines, refused)
         return dataclasses.replace(counts, lines=counts.lines + 1)
 
-    monkeypatch.setattr(analysis.ingest.Tally, "counts", one_more_line)
+    monkeypatch.setattr(analysis.ingest.engine.Tally, "counts", one_more_line)
     (src / "kernel" / "gpu011.log").write_text((DEMO_SOURCE / "kernel" / "gpu003.log").read_text().replace("gpu003", "gpu011"))
     failed = ingest()["lines_accounted"]
     assert not failed.passed

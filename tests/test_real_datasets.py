@@ -5,9 +5,9 @@ from datetime import datetime
 import pytest
 
 from analysis import sql, warehouse
-from analysis.ingest import SOURCES, ingest_directory
-from analysis.jobs import build_jobs, map_switch_ports
-from analysis.parsers import nccl_tests
+from analysis.derive.jobs import build_jobs, map_switch_ports
+from analysis.ingest.engine import SOURCES, ingest_directory
+from analysis.ingest.parsers import nccl_tests
 
 # dataset glob -> source folder
 LAYOUT = {
@@ -45,7 +45,7 @@ def test_every_file_is_read_and_accounted(loaded):
     bad = [(o.path, o.status, o.message) for o in summary.outcomes if o.status not in ("ok", "duplicate")]
     assert bad == []
     for source in SOURCES:
-        assert sql.query(con, "accounting_check_run", {"source": source, "since": datetime.min}).height == 0, source
+        assert sql.query(con, "ingest/accounting_check_run", {"source": source, "since": datetime.min}).height == 0, source
     total = con.execute("SELECT sum(lines), sum(row_lines + rejects + skipped + merged) FROM ingested_files").fetchall()[0]
     assert total[0] == total[1] > 10_000
 

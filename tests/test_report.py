@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
-from pipelines.cli import main
 from assets.resources import ModelSettings
+from pipelines.cli import main
 from pipelines.runner import run_pipeline
 from reports import charts
 from reports.render import render_report
@@ -454,9 +454,10 @@ def _shares(html: str, keys: tuple[str, ...]) -> list[float]:
 
 
 def test_capacity_split_on_the_hand_made_sample(tmp_path):
-    from analysis import metrics, warehouse
-    from analysis.ingest import ingest_directory
-    from analysis.taxonomy import load
+    from analysis import warehouse
+    from analysis.derive import metrics
+    from analysis.ingest.engine import ingest_directory
+    from analysis.derive.taxonomy import load
     from assets.derive import build_all
     con = warehouse.connect(tmp_path / "w.duckdb")
     ingest_directory(con, demo_source())

@@ -4,9 +4,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.hosts import HostlistError, expand_hostlist
-from analysis.model import IngestOptions
-from analysis.parsers import sacct
+from analysis.ingest.contract import IngestOptions
+from analysis.ingest.hosts import HostlistError, expand_hostlist
+from analysis.ingest.parsers import sacct
 from tests.conftest import parse_file
 
 HEADER = "JobID|JobIDRaw|JobName|User|Account|Partition|QOS|Priority|State|ExitCode|Reason|Submit|Eligible|Start|End|Elapsed|NNodes|AllocTRES|NodeList|Restarts|SubmitLine"

@@ -5,9 +5,10 @@ from datetime import datetime
 import polars as pl
 import pytest
 
-from analysis import joblogs, warehouse
-from analysis.ingest import ingest_directory
-from analysis.jobs import build_jobs, map_switch_ports
+from analysis import warehouse
+from analysis.derive import joblogs
+from analysis.derive.jobs import build_jobs, map_switch_ports
+from analysis.ingest.engine import ingest_directory
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 

@@ -5,8 +5,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis.model import ParseContext
-from analysis.parsers import benchmarks, telemetry
+from analysis.ingest.contract import ParseContext
+from analysis.ingest.parsers import benchmarks, telemetry
 from analysis.simulate.benchmarks import KEYS, STEP_KEY, write_benchmarks
 from analysis.simulate.telemetry import EXPORTERS, METRICS, SLOW, TelemetryJob, write_telemetry
 from conftest import parse_file

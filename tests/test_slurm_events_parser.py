@@ -3,8 +3,8 @@ from datetime import datetime
 
 import pytest
 
-from analysis.model import IngestOptions, UnrecognisedFormat
-from analysis.parsers import slurm_events
+from analysis.ingest.contract import IngestOptions, UnrecognisedFormat
+from analysis.ingest.parsers import slurm_events
 from conftest import parse_file
 
 # Shape per Slurm's src/sacctmgr/event_functions.c: User is 'name(uid)' or empty,
@@ -88,9 +88,10 @@ gpu004|2024-03-01T23:00:00|Unknown|DOWN|Not responding|slurm(64030)
 
 
 def test_an_event_in_two_daily_dumps_counts_once(tmp_path):
-    from analysis import lemons, warehouse
-    from analysis.ingest import ingest_directory
-    from analysis.taxonomy import load
+    from analysis import warehouse
+    from analysis.nodes import lemons
+    from analysis.ingest.engine import ingest_directory
+    from analysis.derive.taxonomy import load
     from assets.derive import build_all
 
     folder = tmp_path / "src" / "slurm_events"

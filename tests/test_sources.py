@@ -1,7 +1,8 @@
-"""The source registry (analysis/sources.py): every declared source has what ingest, the accounting, `goodput
+"""The source registry (analysis/ingest/sources.py): every declared source has what ingest, the accounting, `goodput
 check` and Dagster need, and a source added at run time (one parser module, one declaration) is read by all
 of them."""
 import importlib
+import inspect
 import json
 import sys
 from datetime import datetime
@@ -10,17 +11,25 @@ import pytest
 from click.testing import CliRunner
 from dagster import DagsterInstance, materialize
 
-from analysis import sources, sql, warehouse
-from analysis.check import check_directory
-from analysis.ingest import ingest_directory
-from analysis.sources import SOURCES, Source
+from analysis import sql, warehouse
+from analysis.ingest import contract, sources
+from analysis.ingest.check import check_directory
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.sources import SOURCES, Source
 from assets.ingest import ingest_asset
+from assets.resources import LogSources, Warehouse
 from pipelines.cli import main
 from pipelines.definitions import all_assets, all_checks
-from assets.resources import LogSources, Warehouse
 from tests.test_sacct_parser import HEADER, row
 
-ENTRY_POINTS = ("parse", "parse_stream", "stream_parts", "parse_batch", "json_parts", "parquet_parts")
+
+
+def _same_parameters(parser, protocol, name) -> bool:
+    """The module's function takes the parameters the Protocol names (runtime_checkable checks only that the
+    attribute exists)."""
+    theirs = list(inspect.signature(getattr(parser, name)).parameters)
+    ours = list(inspect.signature(getattr(protocol, name)).parameters)[1:]  # without self
+    return theirs == ours
 
 
 def test_every_declared_source_has_a_parser_tables_an_asset_and_accounting(tmp_path):
@@ -30,11 +39,12 @@ def test_every_declared_source_has_a_parser_tables_an_asset_and_accounting(tmp_p
         columns.setdefault(table, set()).add(column)
     assets = {a.key.to_user_string(): a for a in all_assets}
     checks = {(spec.asset_key.to_user_string(), spec.name) for defn in all_checks for spec in defn.check_specs}
-    accounting, delete = sql.load("accounting_check_run"), sql.load("delete_files_rows")
+    accounting, delete = sql.load("ingest/accounting_check_run"), sql.load("ingest/delete_files_rows")
     for s in SOURCES.values():
         parser = importlib.import_module(s.parser)
-        assert callable(parser.parse), s.folder
-        assert all(callable(getattr(parser, e)) for e in ENTRY_POINTS if hasattr(parser, e)), s.folder
+        assert isinstance(parser, contract.Parser) and _same_parameters(parser, contract.Parser, "parse"), s.folder
+        for protocol, name in contract.ENTRY_POINTS.items():
+            assert not isinstance(parser, protocol) or _same_parameters(parser, protocol, name), (s.folder, name)
         for table in s.tables:
             assert {"file", "line_no"} <= columns.get(table, set()), (s.folder, table)
             assert f'FROM "{table}" WHERE' in accounting and f'DELETE FROM "{table}" WHERE' in delete, table
@@ -66,8 +76,8 @@ def test_a_registered_source_is_rejected_without_ddl_for_a_new_table():
 TOY_PARSER = '''
 import polars as pl
 
-from analysis.lines import make_rejects
-from analysis.model import ParseResult
+from analysis.ingest.contract import ParseResult
+from analysis.ingest.lines import make_rejects
 
 
 def parse(lines, ctx):
@@ -113,9 +123,9 @@ def test_a_toy_source_is_ingested_accounted_checked_and_materialised(toy, tmp_pa
         ("gpu001", "1"), ("gpu001", "2"), ("gpu099", "3")]
     # the accounting reads toy_rows: the lines stored there are found, and a lost one is noticed
     accounting = {"source": "toy", "since": datetime.min}
-    assert sql.query(con, "accounting_check_run", accounting).height == 0
+    assert sql.query(con, "ingest/accounting_check_run", accounting).height == 0
     con.execute("DELETE FROM toy_rows WHERE value = '3'")
-    lost = sql.query(con, "accounting_check_run", accounting)
+    lost = sql.query(con, "ingest/accounting_check_run", accounting)
     assert lost["path"].to_list() == [str(src.resolve() / "toy" / "gpu099.log")]
 
     toy_check = {c.folder: c for c in check_directory(src)[0]}["toy"]

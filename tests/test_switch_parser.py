@@ -7,10 +7,10 @@ import polars as pl
 import pytest
 
 from analysis import warehouse
-from analysis.ingest import ingest_directory
-from analysis.model import IngestOptions, UnrecognisedFormat
-from analysis.parsers.switch import SEVERITIES, normalize_port, parse
-from analysis.taxonomy import load
+from analysis.derive.taxonomy import load
+from analysis.ingest.contract import IngestOptions, UnrecognisedFormat
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.parsers.switch import SEVERITIES, normalize_port, parse
 from assets.derive import build_all
 from tests.conftest import FIXTURES, parse_file
 
@@ -184,8 +184,8 @@ def test_garbage_blank_and_bad_dates(tmp_path):
 
 
 def test_file_without_any_header_is_unrecognised(tmp_path):
-    from analysis.lines import read_lines
-    from analysis.model import ParseContext
+    from analysis.ingest.lines import read_lines
+    from analysis.ingest.contract import ParseContext
     path = _write(tmp_path, "JobID|State\n1|COMPLETED\n")
     with pytest.raises(UnrecognisedFormat):
         parse(read_lines(path).lines, ParseContext(path=path, source="switch", host_hint=None))

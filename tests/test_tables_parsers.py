@@ -4,8 +4,8 @@ from datetime import datetime, timedelta
 import polars as pl
 import pytest
 
-from analysis.model import IngestOptions, ParseContext, UnrecognisedFormat
-from analysis.parsers import telemetry, tickets, topology
+from analysis.ingest.contract import IngestOptions, ParseContext, UnrecognisedFormat
+from analysis.ingest.parsers import telemetry, tickets, topology
 from conftest import parse_file
 
 TICKETS = """\
@@ -155,7 +155,7 @@ def test_quoted_lines_split_by_regex_as_the_csv_module_splits_them(sep):
     whatever it reads, a line at a time through the csv module reads the same, stray quotes included."""
     import random
 
-    from analysis.parsers.csvlines import _one_line, split_lines
+    from analysis.ingest.parsers.csvlines import _one_line, split_lines
     pieces = ["a", sep, '"', " ", "\r", '""', f'"{sep}"', "é", "\x1c", "\xa0", "\u2028", "x y"]
     rnd = random.Random(7)
     texts = ['t,gpu1,"node_infiniband_symbol_error_total{device=""mlx5_0"",port=""1""}",0'.replace(",", sep),

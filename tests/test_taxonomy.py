@@ -6,11 +6,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis import attribution, warehouse
-from analysis.ingest import ingest_directory
-from analysis.model import IngestOptions
-from analysis.parsers import joblogs, kernel
-from analysis.taxonomy import TaxonomyError, load
+from analysis import warehouse
+from analysis.derive import attribution
+from analysis.derive.taxonomy import TaxonomyError, load
+from analysis.ingest.contract import IngestOptions
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.parsers import joblogs, kernel
 from assets.derive import build_all
 from tests.conftest import parse_file
 

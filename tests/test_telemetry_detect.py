@@ -156,11 +156,11 @@ def test_detection_over_the_warehouse_feeds_attribution(tmp_path):
     faulty machines of truth/telemetry_faults.csv, its alerts are node events attribution can use, and
     the detectors are evaluated against attribution."""
     from analysis import warehouse
-    from analysis.ingest import ingest_directory
-    from analysis.metrics import MetricsConfig
+    from analysis.ingest.engine import ingest_directory
+    from analysis.derive.metrics import MetricsConfig
     from analysis.simulate.config import preset
     from analysis.simulate.run import simulate
-    from analysis.taxonomy import load
+    from analysis.derive.taxonomy import load
     from analysis.telemetry import run as telemetry_run
     from assets.derive import build_all
 

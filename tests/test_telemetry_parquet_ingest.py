@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis import warehouse
-from analysis.ingest import ingest_file
-from analysis.model import IngestOptions
+from analysis.ingest.contract import IngestOptions
+from analysis.ingest.engine import ingest_file
 
 FRAME = pl.DataFrame({"time": [datetime(2024, 3, 1, 10, 0), datetime(2024, 3, 1, 10, 1), datetime(2024, 3, 1, 10, 2)],
                       "host": ["gpu001"] * 3, "metric": ["DCGM_FI_DEV_POWER_USAGE"] * 3,

@@ -20,11 +20,11 @@ import polars as pl
 import pytest
 
 from analysis import warehouse
-from analysis.ingest import ingest_directory
-from analysis.lines import LineStream
-from analysis.model import IngestOptions, ParseContext
+from analysis.ingest.contract import IngestOptions, ParseContext
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.lines import LineStream
+from analysis.ingest.parsers import promjson, telemetry
 from analysis.network import run as network_run
-from analysis.parsers import promjson, telemetry
 from analysis.telemetry import frames
 from conftest import parse_file
 

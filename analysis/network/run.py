@@ -2,14 +2,15 @@
 
 From scratch, the readings are differenced a part of the hosts at a time (a series belongs to one host),
 so memory follows PART_ROWS, not the length of the history. A nightly whose new readings all come after
-the last build's (and whose earlier files are unchanged: analysis/marks.py) differences only those, each
+the last build's (and whose earlier files are unchanged: analysis/derive/marks.py) differences only those, each
 series against its last stored reading, and appends: the same rows a build from scratch gives."""
 from __future__ import annotations
 
 import duckdb
 import polars as pl
 
-from analysis import marks, sql
+from analysis import sql
+from analysis.derive import marks
 from analysis.network import counters
 
 PART_ROWS = 1_000_000  # counter readings held at once (about 100 MB with their metric names)

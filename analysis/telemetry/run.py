@@ -1,4 +1,4 @@
-"""Detection over the warehouse, job by job: train on completed jobs (on a cadence: analysis.cadence),
+"""Detection over the warehouse, job by job: train on completed jobs (on a cadence: analysis.nodes.cadence),
 judge the jobs telemetry covers that were not judged yet, store machine_alerts, the confirmed alerts as
 node events, and detector_evaluation."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from analysis import cadence as cadence_mod
 from analysis import sql
-from analysis.cadence import Cadence, ModelState
+from analysis.nodes import cadence as cadence_mod
+from analysis.nodes.cadence import Cadence, ModelState
 from analysis.telemetry import detect, evaluate, frames, links, pending, saved, train
 from analysis.telemetry.detect import DetectConfig, Models
 from analysis.telemetry.truth import TRUTH_SCHEMA
@@ -74,7 +74,7 @@ def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), mode
     and store their telemetry_jobs, machine_alerts, link_suspects (C4, where per-peer metrics exist) and
     confirmed Minder alerts as node events, replacing only those jobs' earlier results (one job in
     memory at a time). The detector is retrained on the last ``max_train_jobs`` completed covered jobs
-    when analysis.cadence says so (or when its metric set changed: saved.metric_change); a retrained
+    when analysis.nodes.cadence says so (or when its metric set changed: saved.metric_change); a retrained
     detector rescores every covered job that ended within ``lookback_days`` of the latest (None: all)
     besides the unscored ones; older verdicts stay with the model that gave them (model_version).
     With ``split`` (a held-out evaluation), train only on the jobs that ended before it and judge only

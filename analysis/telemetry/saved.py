@@ -1,4 +1,4 @@
-"""The detector as a versioned artifact (analysis.cadence): models/minder-<version>.pt (the VAEs' state
+"""The detector as a versioned artifact (analysis.nodes.cadence): models/minder-<version>.pt (the VAEs' state
 dicts) and .json (window, training span, metrics, thresholds, suspects, the fingerprint of its input
 definition, and the metrics of each job it was trained on), saved when it is trained and loaded by
 the runs in between.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from analysis import cadence
+from analysis.nodes import cadence
 from analysis.telemetry import vae
 from analysis.telemetry.detect import METHODS, DetectConfig, Models
 

@@ -23,9 +23,9 @@ def check_command(source: Path, as_json: bool, sample_rows: int) -> None:
     (a file no parser reads, or no rows at all). Exit status 1 when a folder failed."""
     from datetime import datetime
 
-    from analysis.check import as_text, check_directory
-    from analysis.options import OptionsError
-    from analysis import diagnose
+    from analysis.ingest.check import as_text, check_directory
+    from analysis.ingest.options import OptionsError
+    from analysis.commands import diagnose
 
     try:
         checks, warnings = check_directory(source, sample_rows=sample_rows,

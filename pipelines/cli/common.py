@@ -43,7 +43,7 @@ def _crashed(exc: Exception, out: Path) -> click.ClickException:
 
 
 def _one_line(exc: BaseException) -> str:
-    from analysis.preflight import one_line
+    from analysis.commands.preflight import one_line
 
     return one_line(exc)
 

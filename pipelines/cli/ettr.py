@@ -41,7 +41,7 @@ from pipelines.cli.common import _db_option
 def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_days, monte_carlo, do_sweep, target,
          as_json, gpus_per_node, from_db, db):
     """Expected ETTR and job MTTF for a training run (Meta eq. 1), optionally checked by Monte Carlo."""
-    from analysis import ettr as E
+    from analysis.derive import ettr as E
 
     if from_db:
         failure_rate, measured_per_node = _measured_rate(db or warehouse.default_db_path())
@@ -104,7 +104,7 @@ def _measured_rate(db: Path) -> tuple[float, int]:
     cluster_failure_rate and node_gpus)."""
     import duckdb
 
-    from analysis import metrics
+    from analysis.derive import metrics
 
     try:
         con = warehouse.connect(db, read_only=True)

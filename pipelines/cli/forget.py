@@ -29,8 +29,8 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
     directory is read again by the next run: move it away first."""
     import duckdb
 
-    from analysis.forget import UnknownPaths, forget as forget_files
-    from analysis.preflight import warehouse_error
+    from analysis.ingest.forget import UnknownPaths, forget as forget_files
+    from analysis.commands.preflight import warehouse_error
 
     db = db or warehouse.default_db_path()
     if not Path(db).is_file():

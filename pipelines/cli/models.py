@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from analysis import data_health, fingerprints, warehouse
-from analysis.cadence import KINDS
+from analysis import fingerprints, warehouse
+from analysis.commands import data_health
+from analysis.nodes.cadence import KINDS
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
 # (Dagster, DuckDB, polars, torch take seconds).
@@ -25,7 +26,7 @@ def _as_of(value: str | None) -> datetime | None:
 def _open(db: Path | None, read_only: bool):
     import duckdb
 
-    from analysis.preflight import warehouse_error
+    from analysis.commands.preflight import warehouse_error
 
     db = db or warehouse.default_db_path()
     if not Path(db).is_file():
@@ -59,11 +60,11 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
     warehouse; the files Slurm reads come from `goodput export`."""
     import os
 
-    from analysis.lemons import LabelsError, LemonConfig
-    from analysis.node_models import ModelsConfig, run_models
+    from analysis.nodes.lemons import LabelsError, LemonConfig
+    from analysis.nodes.node_models import ModelsConfig, run_models
     from pipelines.cli.common import _setup_logging
 
-    _setup_logging(quiet=False)  # training takes minutes: its progress on stderr (analysis.survival, ...)
+    _setup_logging(quiet=False)  # training takes minutes: its progress on stderr (analysis.nodes.survival, ...)
 
     when = _as_of(as_of)
     labels = labels or (Path(os.environ["GOODPUT_LABELS"]) if os.environ.get("GOODPUT_LABELS") else None)
@@ -92,7 +93,7 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
 
 
 def _cadence(db: Path, retrain: frozenset):
-    from analysis.cadence import Cadence
+    from analysis.nodes.cadence import Cadence
     from assets.resources import retrain_after_days_default
 
     return Cadence(retrain_after_days_default(), retrain, Path(db).name)
@@ -176,9 +177,9 @@ def export_command(db: Path | None, out: Path, force: bool) -> None:
     has drained or down are left alone; goodput never runs it), blocklist.json
     (schemas/blocklist.schema.json) and validation_plan.json (benchmarks per
     risky node, Anubis Alg. 1)."""
-    from analysis.exports import (LadderConfig, drain_excess, latest_actions, latest_plan, slurm_out_of_service,
+    from analysis.nodes.exports import (LadderConfig, drain_excess, latest_actions, latest_plan, slurm_out_of_service,
                                   unsafe_hosts, write_exports)
-    from analysis.node_models import fleet_size
+    from analysis.nodes.node_models import fleet_size
     from analysis.version import made_by
 
     con, db = _open(db, read_only=True)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from analysis import values, warehouse
+from analysis import warehouse
+from analysis.commands import values
 from pipelines.cli.common import _db_option, _one_line
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
@@ -33,7 +34,7 @@ def sql_command(db: Path | None, as_csv: bool, as_json: bool, vertical: bool, ma
     refused, and a query reads the warehouse and no other file."""
     import polars as pl
 
-    from analysis.readonly import QueryRefused, run_query
+    from analysis.commands.readonly import QueryRefused, run_query
 
     try:
         columns, rows = run_query(db or warehouse.default_db_path(), query, timeout=timeout)
@@ -73,10 +74,10 @@ def why(db: Path | None, rules: Path | None, as_json: bool, job_id: str) -> None
     """Explain why JOB_ID failed: every instance, the events near its end, the primary cause and its rule."""
     import duckdb
 
-    from analysis.attribution import explain_job
-    from analysis.taxonomy import TaxonomyError, load
-    from analysis.explain import render
-    from analysis.preflight import warehouse_error
+    from analysis.derive.attribution import explain_job
+    from analysis.derive.taxonomy import TaxonomyError, load
+    from analysis.commands.explain import render
+    from analysis.commands.preflight import warehouse_error
 
     db = db or warehouse.default_db_path()
     try:
@@ -102,7 +103,7 @@ def why(db: Path | None, rules: Path | None, as_json: bool, job_id: str) -> None
     if not instances:
         raise click.ClickException(f"no job {job_id} in the warehouse (array tasks are 123_4, het components 123+1)")
     if as_json:
-        from analysis.explain import as_json as why_json
+        from analysis.commands.explain import as_json as why_json
         click.echo(why_json(instances, taxonomy))
         return
     click.echo(render(instances, taxonomy))

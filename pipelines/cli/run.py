@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from analysis import resources, sql, warehouse
-from analysis.sources import IGNORED_FOLDERS, SOURCES
+from analysis.ingest.sources import IGNORED_FOLDERS, SOURCES
 from pipelines.cli.common import _crashed, _db_option, _me, _one_line, _setup_logging
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
@@ -52,7 +52,7 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
     the summary say what and why). Exit 1 (failed): no report, or lines lost."""
     import duckdb
 
-    from analysis.preflight import warehouse_error
+    from analysis.commands.preflight import warehouse_error
     from pipelines.runner import SourceError, run_pipeline
 
     _setup_logging(quiet)

@@ -1,6 +1,6 @@
 -- job_log_scope: the jobs whose job-log events must be placed again, when not all of them are
 -- (derive/stage_job_log_scope_all.sql). A job's events depend only on its own log lines and its own instances in
--- jobs (and on the addresses of topology and /etc/hosts, whose change rebuilds everything: analysis/joblogs.py).
+-- jobs (and on the addresses of topology and /etc/hosts, whose change rebuilds everything: analysis/derive/joblogs.py).
 -- So: the jobs named by a job-log file ingested after $through, and the jobs with logs whose instances
 -- differ from those the last build placed them with (job_log_jobs, which that build created), either way.
 CREATE OR REPLACE TEMP TABLE job_log_scope AS

@@ -2,7 +2,7 @@
 -- our data adds, over the trailing window [as_of - $window_days, as_of), for
 -- every as_of in staged_as_of, for every host of node_population that had
 -- appeared by then.
--- Inputs staged by analysis.lemons: staged_as_of(as_of), staged_excludes(job_id, submit_time, host).
+-- Inputs staged by analysis.nodes.lemons: staged_as_of(as_of), staged_excludes(job_id, submit_time, host).
 CREATE OR REPLACE TABLE lemon_features AS
 WITH hosts AS (
     SELECT * FROM node_population

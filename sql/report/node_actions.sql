@@ -1,7 +1,7 @@
 -- What the blocklist would do: every node with an action, the strongest first. lemon_score: the node's
 -- lemon_scores.score at the actions' as_of (the lemon table's number; NULL: the node was not scored);
 -- p_incident_7d: Cox-Time's 7-day incident probability (node_risk), when it could be trained. as_of: for
--- the nodes Slurm already has drained (analysis/exports.py with_slurm, as drain.sh has them).
+-- the nodes Slurm already has drained (analysis/nodes/exports.py with_slurm, as drain.sh has them).
 SELECT a.host, a.action, a.reason, a.cause, l.score AS lemon_score, k.p_incident AS p_incident_7d, a.since, a.expires, a.as_of
 FROM node_actions a
 LEFT JOIN lemon_scores l ON l.host = a.host AND l.as_of = a.as_of

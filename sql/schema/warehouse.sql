@@ -77,7 +77,7 @@ CREATE TABLE IF NOT EXISTS topology (
 ALTER TABLE topology ADD COLUMN IF NOT EXISTS ip VARCHAR;
 -- /etc/hosts-style files in topology/: address -> host (every name on the line that is a host).
 CREATE TABLE IF NOT EXISTS host_addresses (ip VARCHAR, host VARCHAR, file VARCHAR, line_no BIGINT);
--- joblogs/: the lines of jobs' own output that matter (analysis/parsers/joblogs.py); the rest is skipped.
+-- joblogs/: the lines of jobs' own output that matter (analysis/ingest/parsers/joblogs.py); the rest is skipped.
 CREATE TABLE IF NOT EXISTS job_log_lines (
     job_id VARCHAR,            -- from the file name or folder (slurm-<jobid>.out)
     log_time TIMESTAMP,        -- UTC, when the line carries a time (NULL: most NCCL lines)
@@ -157,7 +157,7 @@ SELECT reporter AS switch, device AS port, arg_min(host, (event_time, line_no)) 
        min(event_time) AS down_time, up_time, epoch(up_time - min(event_time)) AS outage_s, count(*) AS down_lines,
        arg_min(file, (event_time, line_no)) AS file, arg_min(line_no, (event_time, line_no)) AS line_no
 FROM paired GROUP BY reporter, device, up_time;
--- Derived tables rebuilt in part (analysis/jobs.py): what of their source each build had read. A later
+-- Derived tables rebuilt in part (analysis/derive/jobs.py): what of their source each build had read. A later
 -- build that finds those files unchanged reads only the files ingested since; else it rebuilds all.
 CREATE TABLE IF NOT EXISTS derived_marks (
     step VARCHAR PRIMARY KEY,     -- the derived table (jobs)

@@ -1,0 +1,106 @@
+"""Reliability metrics in the warehouse: run ETTR, cluster failure rate, MTTF by
+job size, failure rate over time, goodput and second-order preemptions, C4
+downtime and Aegis P_deg. Set operations live in sql/metrics/."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import yaml
+
+from analysis import sql
+from analysis.derive import ettr
+
+PROJECTION_GPUS = [8 * 2 ** k for k in range(15)]  # 8 .. 131,072
+
+
+@dataclass
+class MetricsConfig:
+    u0_s: int = 300  # restart overhead
+    dt_s: int = 3600  # checkpoint interval
+    second_order_window_s: int = 600  # requeued start within this after a preemption
+    overrides: list[dict] = field(default_factory=list)  # {scope: run|account, key, u0_s, dt_s}
+
+    @classmethod
+    def from_file(cls, path: Path | str | None, **defaults) -> "MetricsConfig":
+        """Per-account / per-run u0 and Δt from YAML:
+        ``accounts: {llm: {checkpoint_min: 30}}``, ``runs: {"1001234": {restart_min: 2}}``."""
+        cfg = cls(**defaults)
+        if not path:
+            return cfg
+        doc = yaml.safe_load(Path(path).read_text()) or {}
+        for scope, entries in (("account", doc.get("accounts") or {}), ("run", doc.get("runs") or {})):
+            for key, spec in entries.items():
+                unknown = set(spec) - {"checkpoint_min", "restart_min"}
+                if unknown:
+                    raise ValueError(f"{path}: {scope} {key}: unknown keys {sorted(unknown)}")
+                cfg.overrides.append({"scope": scope, "key": str(key),
+                                      "u0_s": int(spec["restart_min"] * 60) if "restart_min" in spec else None,
+                                      "dt_s": int(spec["checkpoint_min"] * 60) if "checkpoint_min" in spec else None})
+        return cfg
+
+
+def build_run_ettr(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> int:
+    params = pl.DataFrame(cfg.overrides, schema={"scope": pl.Utf8, "key": pl.Utf8, "u0_s": pl.Int64, "dt_s": pl.Int64})
+    con.register("staged_ettr_parameters", params)
+    try:
+        sql.run_steps(con, [("metrics/store_ettr_parameters", None),
+                   ("metrics/build_job_run_ettr", {"u0_s": cfg.u0_s, "dt_s": cfg.dt_s}),
+                   ("metrics/build_run_downtime", None)])
+    finally:
+        con.unregister("staged_ettr_parameters")
+    return sql.count(con, "job_run_ettr")
+
+
+def build_node_gpus(con: duckdb.DuckDBPyConnection) -> int:
+    """Each node's GPUs from the allocations (node_gpus); returns the fleet's node size."""
+    sql.run_steps(con, [("metrics/build_node_gpus", None)])
+    return fleet_gpus_per_node(con)
+
+
+def fleet_gpus_per_node(con: duckdb.DuckDBPyConnection) -> int:
+    """The GPUs most nodes have: how many GPUs make a node when r, MTTF and ETTR count nodes."""
+    return int(sql.scalar(con, "metrics/fleet_gpus_per_node"))
+
+
+def build_failure_rates(con: duckdb.DuckDBPyConnection) -> dict:
+    """Cluster r (Meta's definition), MTTF per size bucket with 90% Gamma
+    intervals, the 1/(N r) projection, and the failure rate over time."""
+    sql.run_steps(con, [("metrics/build_cluster_failure_rate", None), ("metrics/build_failure_rate_over_time", None)])
+    rate = sql.query(con, "metrics/select_cluster_failure_rate").row(0, named=True)
+    r = rate["r_per_node_day"] or 0.0
+    per_node = fleet_gpus_per_node(con)
+    counts = sql.query(con, "metrics/mttf_by_job_size_counts")
+    rows = []
+    for b in counts.iter_rows(named=True):
+        lo, hi = ettr.gamma_rate_ci(b["failures"], b["runtime_hours"]) if b["runtime_hours"] else (0.0, 0.0)
+        rows.append({**b, "mttf_hours": b["runtime_hours"] / b["failures"] if b["failures"] else None,
+                     "mttf_ci_low_hours": 1 / hi if hi else None, "mttf_ci_high_hours": 1 / lo if lo else None,
+                     "projected_mttf_hours": ettr.job_mttf_hours(b["bucket_gpus"] / per_node, r) if r else None})
+    mttf = pl.DataFrame(rows, schema={"bucket_gpus": pl.Int64, "instances": pl.Int64, "runtime_hours": pl.Float64,
+                                      "failures": pl.Int64, "mttf_hours": pl.Float64, "mttf_ci_low_hours": pl.Float64,
+                                      "mttf_ci_high_hours": pl.Float64, "projected_mttf_hours": pl.Float64})
+    projection = pl.DataFrame({"gpus": PROJECTION_GPUS, "nodes": [g // per_node for g in PROJECTION_GPUS],
+                               "projected_mttf_hours": [ettr.job_mttf_hours(g / per_node, r) if r else None
+                                                        for g in PROJECTION_GPUS]})
+    con.register("staged_mttf", mttf)
+    con.register("staged_projection", projection)
+    try:
+        sql.run_steps(con, [("metrics/store_mttf", None)])
+    finally:
+        con.unregister("staged_mttf")
+        con.unregister("staged_projection")
+    return rate
+
+
+def build_goodput(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> dict:
+    sql.run_steps(con, [("metrics/build_second_order_preemptions", {"window_s": cfg.second_order_window_s, "dt_s": cfg.dt_s}),
+               ("metrics/build_goodput", {"dt_s": cfg.dt_s})])
+    return sql.query(con, "metrics/goodput_summary").row(0, named=True)
+
+
+def build_iteration_degradation(con: duckdb.DuckDBPyConnection, slack: float = 1.2) -> int:
+    sql.run_steps(con, [("metrics/build_iteration_degradation", {"slack": slack})])
+    return sql.count(con, "iteration_degradation")

@@ -1,0 +1,116 @@
+"""What every parser takes and returns.
+
+A parser is a module (analysis/ingest/parsers/) with a pure function ``parse(lines, ctx) -> ParseResult``.
+``lines`` is the ``(line_no, text)`` frame from :mod:`analysis.ingest.lines`. Each physical line gets
+exactly one disposition: it contributes to stored rows, is a reject, is skipped (blank, header, comment),
+or was merged into a neighbouring line's row (a continuation). The ingest engine checks that the four add
+up to the file's line count, so a parser cannot lose a line silently.
+
+Beside ``parse`` a parser may offer entry points the engine prefers when present (the Protocols below):
+
+- ``stream_parts(chunks, ctx)``: a large text file in pieces, so memory does not grow with the file;
+- ``parquet_parts(source, ctx)``: a Parquet file (a path, or the bytes of a gzipped one) a batch at a time;
+- ``json_parts(chunks, ctx)``: a JSON document (a Prometheus API answer) streamed as bytes;
+- ``parse_batch(lines, ctxs)``: many small files of the source parsed in one call (analysis/ingest/batch.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Iterator, Protocol, runtime_checkable
+
+import polars as pl
+
+from analysis.ingest.hosts import MAX_HOSTS
+from analysis.ingest.lines import MAX_FILE_BYTES, MAX_LINE_BYTES, empty_rejects
+
+if TYPE_CHECKING:  # the batch module imports this one
+    from analysis.ingest.parsers.batch import BatchResult
+
+
+@dataclass
+class IngestOptions:
+    """Per-run options. Defaults suit a cluster that logs in UTC."""
+    tz: str = "UTC"  # time zone of naive source timestamps (sacct, syslog without zone)
+    sacct_delimiter: str | None = None  # None: detect from the header ('|', '|#', '^|^')
+    sacct_columns: list[str] | None = None  # for dumps without a header line
+    syslog_year: int | None = None  # year for RFC 3164 stamps; None: infer from file mtime
+    boot_times: dict[str, datetime] = field(default_factory=dict)  # host -> boot time (UTC) for raw dmesg
+    # validation run (its folder under benchmarks/) -> when it ran (UTC), for results that carry no time
+    benchmark_run_times: dict[str, datetime] = field(default_factory=dict)
+    # Resource caps against hostile or broken input (docs/sources.md#limits):
+    max_line_bytes: int = MAX_LINE_BYTES  # longer lines are rejects
+    max_file_bytes: int = MAX_FILE_BYTES  # decompressed size above which a file is refused
+    max_hostlist_hosts: int = MAX_HOSTS  # a NodeList/--exclude expanding to more is refused
+
+
+@dataclass
+class ParseContext:
+    path: Path  # the file (for sidecars and mtime)
+    source: str  # slurm, kernel, switch, ...
+    host_hint: str | None  # host named by the file's name or folder, for logs without a host field
+    options: IngestOptions = field(default_factory=IngestOptions)
+    sha256: str | None = None  # of the decompressed content, when the engine already has it
+    run_time: datetime | None = None  # benchmarks: the time benchmark_run_times gives the file's run
+    # what a parser reading the file in pieces (analysis/ingest/parts.py) keeps from one piece to the next
+    state: dict = field(default_factory=dict)
+
+    @property
+    def mtime(self) -> datetime:
+        return datetime.utcfromtimestamp(self.path.stat().st_mtime)
+
+
+@dataclass
+class ParseResult:
+    tables: dict[str, pl.DataFrame]  # warehouse table -> rows; every frame has a line_no column
+    rejects: pl.DataFrame = field(default_factory=empty_rejects)
+    skipped: int = 0  # blank lines, headers, comments
+    merged: int = 0  # continuation lines folded into the row of an earlier line
+    format: str | None = None  # the detected format, e.g. "dmesg-T", "sacct|#"
+    # formats read as records, not lines (a Prometheus JSON document): how many records the file held, the
+    # count the engine checks the dispositions against; line_no is then the record's 1-based number
+    records: int | None = None
+    problems: list[str] = field(default_factory=list)  # file-level warnings (a partial answer, ...)
+
+
+class UnrecognisedFormat(ValueError):
+    """Raised by a parser when a file is not in any format it reads. The engine
+    records the whole file as unrecognised (one reject row) instead of rejecting
+    millions of lines one by one."""
+
+
+@runtime_checkable
+class Parser(Protocol):
+    """Every parser: a whole file's lines in, rows and rejects out."""
+    def parse(self, lines: pl.DataFrame, ctx: ParseContext) -> ParseResult: ...
+
+
+@runtime_checkable
+class StreamingParser(Protocol):
+    """Reads a large text file as it comes: one ParseResult per piece of ``(line_no, text)`` lines, state
+    kept in ``ctx.state`` (analysis/ingest/parts.py)."""
+    def stream_parts(self, chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]: ...
+
+
+@runtime_checkable
+class ParquetParser(Protocol):
+    """Reads a Parquet file a row batch at a time; ``line_no`` is then the row's 1-based number."""
+    def parquet_parts(self, source: Path | bytes, ctx: ParseContext) -> Iterator[ParseResult]: ...
+
+
+@runtime_checkable
+class JsonParser(Protocol):
+    """Reads one JSON document streamed as bytes; ``records`` says how many records it held."""
+    def json_parts(self, chunks: Iterable[bytes], ctx: ParseContext) -> Iterator[ParseResult]: ...
+
+
+@runtime_checkable
+class BatchParser(Protocol):
+    """Parses the lines of many small files at once; a ``file`` column says whose line each is."""
+    def parse_batch(self, lines: pl.DataFrame, ctxs: list[ParseContext]) -> BatchResult: ...
+
+
+ENTRY_POINTS = {StreamingParser: "stream_parts", ParquetParser: "parquet_parts", JsonParser: "json_parts",
+                BatchParser: "parse_batch"}
+
