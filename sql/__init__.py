@@ -13,6 +13,7 @@ file's callers are found by grepping that name (tests/test_sql_layout.py checks 
     report/     what the report, `goodput why` and the demo's summary show
     ops/        the run's own records: schema digest, fingerprints, marks, withheld steps, data health, daily
                 checks, run summaries, diagnostics, the sensor, bench helpers
+    fleet/      across clusters: each cluster's warehouse attached read-only, a view per table with its cluster
 
 The source registry's statements (ingest/insert_raw_rows, ingest/delete_files_rows,
 ingest/accounting_check_run) have a line naming {raw_table} that analysis.sql writes once per raw table.
