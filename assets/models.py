@@ -4,6 +4,7 @@ from pathlib import Path
 from dagster import AssetCheckResult, MaterializeResult, MetadataValue, asset, asset_check
 
 from analysis.commands import data_health
+from analysis.fleet import identity
 from analysis.nodes import exports
 from analysis.nodes import node_models
 from analysis.nodes.lemon_scoring import NoHistory
@@ -73,6 +74,7 @@ def node_exports(warehouse: Warehouse, models: ModelSettings, report_settings: R
             return MaterializeResult(metadata={"skipped": str(exc)})
         plan = exports.latest_plan(con, as_of)
         slurm = exports.slurm_out_of_service(con, as_of)
+        cluster = identity.cluster_of(con)
     paths = exports.write_exports(actions, Path(report_settings.out_dir) / "exports", as_of,
-                                  made_by(warehouse.db_path), models.ladder(), plan, slurm)
+                                  made_by(warehouse.db_path), models.ladder(), plan, slurm, cluster)
     return MaterializeResult(metadata={name: MetadataValue.path(str(p)) for name, p in paths.items()})

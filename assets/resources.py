@@ -190,6 +190,14 @@ class TelemetrySettings(ConfigurableResource):
                             continuity_s=self.continuity_s)
 
 
+class FleetSettings(ConfigurableResource):
+    """Where a fleet's trees, warehouses and outputs are (pipelines/fleet_definitions.py, docs/fleet.md): a folder
+    per cluster in each."""
+    source_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_FLEET_SOURCE", "fleet"))
+    db_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_FLEET_DB_DIR", "data/fleet"))
+    out_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_OUT", "out"))
+
+
 def build_resources(db: Path | None = None, source: Path | None = None, out: Path | None = None, tz: str | None = None,
                     sacct_delimiter: str | None = None, boot_times: dict[str, str] | None = None,
                     rules_file: Path | None = None, models: ModelSettings | None = None) -> dict:

@@ -18,6 +18,8 @@ from analysis.commands import data_health
 from analysis.commands import diagnose
 from analysis.commands.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
 from analysis.display import printable
+from analysis.fleet import identity
+from analysis.fleet.clusters import check_name
 from assets.resources import ModelSettings, build_resources
 from assets.unchanged import UNCHANGED
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
@@ -115,11 +117,17 @@ class RunResult:
 def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
                  sacct_delimiter: str | None = None, boot_times: dict[str, str] | None = None,
                  rules_file: Path | None = None, warn: Callable[[str], None] | None = None,
-                 models: ModelSettings | None = None, rebuild: bool = False) -> RunResult:
+                 models: ModelSettings | None = None, rebuild: bool = False, cluster: str | None = None,
+                 record_steps: bool = True) -> RunResult:
     """Ingest and build what changed (everything with ``rebuild``). Raises SourceError, before any work, for
     what the user must fix first; ``warn`` hears each warning as soon as it is known (the result's summary
-    lists them all: the command line prints that, so each warning once)."""
+    lists them all: the command line prints that, so each warning once). ``cluster``: the cluster the source
+    is (analysis/fleet/): the warehouse is named for it, and refused when it holds another's. ``record_steps``
+    False: the steps are not recorded in $DAGSTER_HOME's instance (a fleet's clusters would share asset keys there:
+    the fleet records one materialisation per cluster partition instead)."""
     source, db, out = Path(source), Path(db), Path(out)
+    if cluster is not None:
+        check_name(cluster)
     check_source(source, tz, sacct_delimiter, boot_times)
     check_rules(rules_file)
     check_out(out)
@@ -127,17 +135,20 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
     # One connection, so DuckDB's lock, from the first step to the last: a reader cannot take the file
     # between two steps and stall the next (it reads the snapshot this publishes at the end).
     with warehouse.held(db):
+        if cluster is not None:
+            with warehouse.connect(db) as con:
+                identity.claim(con, cluster, db)
         if rebuild:
             _forget_built(db)
         return _build(source, db, out, warn or (lambda _message: None), tz, sacct_delimiter, boot_times, rules_file,
-                      models)
+                      models, _instance(record_steps))
 
 
 def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, sacct_delimiter, boot_times,
-           rules_file, models) -> RunResult:
+           rules_file, models, instance: DagsterInstance) -> RunResult:
     since = datetime.now(timezone.utc).replace(tzinfo=None)  # ingested_at is naive UTC
     resources = build_resources(db, source, out, tz, sacct_delimiter, boot_times, rules_file, models)
-    run = _materialize(all_assets, resources)
+    run = _materialize(all_assets, resources, instance)
     failed, traces = _step_failures(run)
     evaluations = list(run.get_asset_check_evaluations())
     materialized = list(run.get_asset_materialization_events())
@@ -146,6 +157,8 @@ def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, s
     con = warehouse.connect(db, read_only=True)
     try:
         warned, fatal = diagnose.coverage(con, source, since)
+        cluster = identity.cluster_of(con)
+        fatal = fatal or (identity.misfiled_sacct(con, cluster) if cluster else None)
     finally:
         con.close()
     for w in warned:
@@ -158,7 +171,7 @@ def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, s
     unbuilt_inputs = REPORT_INPUTS & set(not_built)
     day = _last_day(db) if not fatal and not unbuilt_inputs and not _blocking(evaluations) else None
     if day is not None:  # the day partition for the last day with data: its checks, then its report
-        daily_run = _materialize(daily_assets, resources, partition_key=day.isoformat())
+        daily_run = _materialize(daily_assets, resources, instance, partition_key=day.isoformat())
         evaluations += list(daily_run.get_asset_check_evaluations())
         more, more_traces = _step_failures(daily_run)
         failed, traces = failed + more, traces + more_traces
@@ -211,7 +224,7 @@ def _meta(event, name: str):
     return getattr(value, "value", value)
 
 
-def _materialize(selection: list, resources: dict, partition_key: str | None = None):
+def _materialize(selection: list, resources: dict, instance: DagsterInstance, partition_key: str | None = None):
     """Run the ``selection`` of assets, with their checks. The run's job holds every asset of the definitions,
     whatever it selects: a step's fingerprint names its upstream steps from that graph (assets/unchanged.py), the
     graph a Dagster deployment's jobs hold."""
@@ -219,14 +232,14 @@ def _materialize(selection: list, resources: dict, partition_key: str | None = N
         warnings.simplefilter("ignore")  # dagster beta/deprecation notices are not the user's concern
         return materialize([*all_assets, *all_checks, *daily_assets, *daily_checks], selection=selection,
                            resources=resources, partition_key=partition_key, raise_on_error=False,
-                           instance=_instance(), run_config=QUIET_DAGSTER)
+                           instance=instance, run_config=QUIET_DAGSTER)
 
 
-def _instance() -> DagsterInstance:
+def _instance(recorded: bool = True) -> DagsterInstance:
     """$DAGSTER_HOME's instance when it is set (`make demo` sets data/dagster, so `make dev` shows the
     demo's materialisations in the asset catalog); an in-memory one otherwise (tests, one-off runs).
     Either way its steps are reported on stderr as they start and end (`goodput.progress`)."""
-    home = os.environ.get("DAGSTER_HOME")
+    home = os.environ.get("DAGSTER_HOME") if recorded else None
     if home:
         Path(home).mkdir(parents=True, exist_ok=True)
         (Path(home) / "dagster.yaml").touch()  # defaults: sqlite storage in DAGSTER_HOME (and no warning about it)

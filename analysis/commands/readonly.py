@@ -84,6 +84,25 @@ def run_query(db: Path, query: str, timeout: float | None = DEFAULT_TIMEOUT_S) -
         con = connect_reader(db, LOCKED_CONFIG)  # while a run writes: the published snapshot, as locked
     except duckdb.Error as exc:
         raise QueryRefused(warehouse_error(exc, db)) from None
+    return _run(con, query, timeout, db)
+
+
+def run_fleet_query(db_dir: Path, query: str, timeout: float | None = DEFAULT_TIMEOUT_S
+                    ) -> tuple[list[str], list[tuple]]:
+    """As run_query, over every cluster warehouse in ``db_dir``: each table is the view of all clusters' rows
+    with a ``cluster`` column (analysis/fleet/views.py), and each cluster's own tables are ``<cluster>.<table>``."""
+    from analysis.fleet.clusters import FleetError
+    from analysis.fleet.views import connect
+
+    check_statements(query)
+    try:
+        con = connect(db_dir, LOCKED_CONFIG)  # attached first, then locked: the query can attach nothing
+    except (FleetError, duckdb.Error) as exc:
+        raise QueryRefused(_one_line(exc)) from None
+    return _run(con, query, timeout, db_dir)
+
+
+def _run(con: duckdb.DuckDBPyConnection, query: str, timeout: float | None, db: Path) -> tuple[list[str], list[tuple]]:
     timer = threading.Timer(timeout, con.interrupt) if timeout else None
     try:
         if timer:

@@ -12,6 +12,7 @@ from analysis.fleet.clusters import FleetError, check_name, warehouses_in
 from analysis.snapshot import is_locked, snapshot_path
 
 _TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+OWN_NAME = "warehouse_cluster"  # a cluster warehouse's name for itself: in the fleet, every row's cluster column
 
 
 def ident(name: str) -> str:
@@ -56,11 +57,12 @@ def create_views(con: duckdb.DuckDBPyConnection, clusters: list[str]) -> list[st
     """A view per table or view any cluster has, each cluster's rows under its name; the view names, sorted."""
     held: dict[str, list[str]] = {}
     for cluster, table, _kind in sql.query(con, "fleet/catalog_tables", {"clusters": clusters}).iter_rows():
-        if _TABLE.fullmatch(table):  # our own tables' names; anything else is not a goodput table
+        if _TABLE.fullmatch(table) and table != OWN_NAME:  # goodput's names; anything else is not its table
             held.setdefault(table, []).append(cluster)
     template = sql.load("fleet/fleet_view")
     for table, where in held.items():
         each = "\nUNION ALL BY NAME\n".join(
-            f"SELECT {literal(c)} AS cluster, * FROM {ident(c)}.main.{ident(table)}" for c in where)
+            f"SELECT {literal(c)} AS cluster, COLUMNS(lambda c: c <> 'cluster') FROM {ident(c)}.main.{ident(table)}"
+            for c in where)  # a table's own cluster column (sacct's Cluster field) is the run's, checked equal
         con.execute(template.format(table=ident(table), each_cluster=each))
     return sorted(held)

@@ -123,7 +123,7 @@ def with_slurm(actions: pl.DataFrame, slurm: pl.DataFrame | None) -> pl.DataFram
 
 
 def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: LadderConfig,
-                   slurm: pl.DataFrame | None = None) -> dict:
+                   slurm: pl.DataFrame | None = None, cluster: str | None = None) -> dict:
     entries = []
     for r in with_slurm(_safe(actions), slurm).iter_rows(named=True):
         entries.append({
@@ -136,7 +136,7 @@ def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: La
             "slurm_state": r["slurm_state"], "slurm_reason": r["slurm_reason"],
         })
     return {"generated_at": _iso(datetime.now(timezone.utc).replace(tzinfo=None)), "as_of": _iso(as_of),
-            "made_by": made_by, "settings": asdict(cfg), "entries": entries}
+            "made_by": made_by, "cluster": cluster, "settings": asdict(cfg), "entries": entries}
 
 
 def drain_reason(action: str, cause: str, score: float) -> str:
@@ -144,9 +144,13 @@ def drain_reason(action: str, cause: str, score: float) -> str:
     return _UNSAFE_REASON.sub("_", text)[:120]
 
 
-def drain_script(actions: pl.DataFrame, header: str, slurm: pl.DataFrame | None = None) -> str:
+def drain_script(actions: pl.DataFrame, header: str, slurm: pl.DataFrame | None = None,
+                 cluster: str | None = None) -> str:
     """scontrol lines, one per action and reason with the hosts as a hostlist, drain_now first; a
-    comment line per node Slurm already has drained or down, which the script leaves alone."""
+    comment line per node Slurm already has drained or down, which the script leaves alone. With the
+    warehouse's ``cluster``, each line names it (scontrol(1) --clusters): host names repeat across clusters,
+    and a control host that reaches several must not drain another cluster's namesake."""
+    scontrol = f"scontrol --clusters={cluster}" if cluster else "scontrol"
     drains = with_slurm(_safe_drains(actions), slurm)
     lines = ["#!/usr/bin/env bash", *[f"# {h}" for h in header.splitlines()],
              "# goodput never runs this file: review it, then run it as a Slurm operator.",
@@ -165,7 +169,7 @@ def drain_script(actions: pl.DataFrame, header: str, slurm: pl.DataFrame | None 
                .group_by("action", "reason").agg(pl.col("host"))
                .sort(pl.col("action") != "drain_now", "reason"))
     for action, reason, hosts in grouped.iter_rows():
-        lines.append(f'scontrol update NodeName={compress_hostlist(hosts)} State={SLURM_STATE[action]} Reason="{reason}"')
+        lines.append(f'{scontrol} update NodeName={compress_hostlist(hosts)} State={SLURM_STATE[action]} Reason="{reason}"')
     if not grouped.height:
         lines.append("# nothing else to drain" if left.height else "# nothing to drain")
     return "\n".join(lines) + "\n"
@@ -173,7 +177,7 @@ def drain_script(actions: pl.DataFrame, header: str, slurm: pl.DataFrame | None 
 
 def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by: str,
                   cfg: LadderConfig = LadderConfig(), plan: pl.DataFrame | None = None,
-                  slurm: pl.DataFrame | None = None) -> dict[str, Path]:
+                  slurm: pl.DataFrame | None = None, cluster: str | None = None) -> dict[str, Path]:
     """blocklist.txt, drain.sh, blocklist.json (and validation_plan.json when a
     plan is given) in ``out_dir``; returns their paths. ``slurm``: the nodes Slurm
     already has drained or down (slurm_out_of_service): drain.sh leaves them alone,
@@ -186,11 +190,13 @@ def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by
     hostlist = compress_hostlist(drains["host"].to_list())
     paths["blocklist.txt"].write_text(hostlist + "\n" if hostlist else "")
     already = int(with_slurm(drains, slurm)["left_alone"].sum())
-    header = (f"Made by {made_by}\nas of {_iso(as_of)}: {drains.height} node(s) to drain"
+    header = (f"Made by {made_by}\n" + (f"cluster {cluster}\n" if cluster else "")
+              + f"as of {_iso(as_of)}: {drains.height} node(s) to drain"
               + (f", {already} of them already drained or down in Slurm (left alone)" if already else ""))
-    paths["drain.sh"].write_text(drain_script(actions, header, slurm))
+    paths["drain.sh"].write_text(drain_script(actions, header, slurm, cluster))
     paths["drain.sh"].chmod(0o755)
-    paths["blocklist.json"].write_text(json.dumps(blocklist_json(actions, as_of, made_by, cfg, slurm), indent=2) + "\n")
+    paths["blocklist.json"].write_text(json.dumps(blocklist_json(actions, as_of, made_by, cfg, slurm, cluster), indent=2)
+                                       + "\n")
     if plan is not None:
         paths["validation_plan.json"] = out_dir / "validation_plan.json"
         paths["validation_plan.json"].write_text(json.dumps(validation_plan_json(plan, as_of, made_by), indent=2) + "\n")

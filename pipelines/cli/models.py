@@ -177,8 +177,9 @@ def export_command(db: Path | None, out: Path, force: bool) -> None:
     has drained or down are left alone; goodput never runs it), blocklist.json
     (schemas/blocklist.schema.json) and validation_plan.json (benchmarks per
     risky node, Anubis Alg. 1)."""
-    from analysis.nodes.exports import (LadderConfig, drain_excess, latest_actions, latest_plan, slurm_out_of_service,
-                                  unsafe_hosts, write_exports)
+    from analysis.fleet import identity
+    from analysis.nodes.exports import (LadderConfig, drain_excess, latest_actions, latest_plan,
+                                        slurm_out_of_service, unsafe_hosts, write_exports)
     from analysis.nodes.node_models import fleet_size
     from analysis.version import made_by
 
@@ -188,6 +189,7 @@ def export_command(db: Path | None, out: Path, force: bool) -> None:
         plan = latest_plan(con, as_of)
         fleet = fleet_size(con)
         slurm = slurm_out_of_service(con, as_of)
+        cluster = identity.cluster_of(con)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
@@ -197,7 +199,7 @@ def export_command(db: Path | None, out: Path, force: bool) -> None:
         raise click.ClickException(f"{problem}: check node_actions (goodput sql \"SELECT * FROM node_actions\"), "
                                    "then --force to write anyway")
     try:
-        paths = write_exports(actions, out, as_of, made_by(db), plan=plan, slurm=slurm)
+        paths = write_exports(actions, out, as_of, made_by(db), plan=plan, slurm=slurm, cluster=cluster)
     except OSError as exc:
         raise click.ClickException(f"cannot write to {out}: {exc.strerror or exc}") from None
     for name, path in paths.items():

@@ -24,9 +24,12 @@ from pipelines.cli.common import _db_option, _one_line
 @click.option("--max-rows", default=50, show_default=True, help="Rows shown in table and vertical mode.")
 @click.option("--timeout", type=click.FloatRange(0), default=300, show_default=True,
               help="Stop the query after this many seconds (0: no limit).")
+@click.option("--fleet", "fleet", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DB_DIR",
+              help="Query every cluster warehouse in DB_DIR (`run --fleet`'s --db-dir): each table holds all clusters' "
+                   "rows with a cluster column; <cluster>.<table> is one cluster's.")
 @click.argument("query")
 def sql_command(db: Path | None, as_csv: bool, as_json: bool, vertical: bool, max_rows: int, timeout: float,
-                query: str) -> None:
+                fleet: Path | None, query: str) -> None:
     """Run one ad-hoc read-only QUERY against the warehouse.
 
     Queries only (SELECT, WITH, SHOW, DESCRIBE, SUMMARIZE, EXPLAIN of a query);
@@ -34,10 +37,15 @@ def sql_command(db: Path | None, as_csv: bool, as_json: bool, vertical: bool, ma
     refused, and a query reads the warehouse and no other file."""
     import polars as pl
 
-    from analysis.commands.readonly import QueryRefused, run_query
+    from analysis.commands.readonly import QueryRefused, run_fleet_query, run_query
 
+    if fleet is not None and db is not None:
+        raise click.UsageError("give --db (one warehouse) or --fleet (a folder of cluster warehouses), not both")
     try:
-        columns, rows = run_query(db or warehouse.default_db_path(), query, timeout=timeout)
+        if fleet is not None:
+            columns, rows = run_fleet_query(fleet, query, timeout=timeout)
+        else:
+            columns, rows = run_query(db or warehouse.default_db_path(), query, timeout=timeout)
     except QueryRefused as exc:
         raise click.ClickException(str(exc)) from None
     # Every value as text: DuckDB types polars cannot hold (intervals, unions,

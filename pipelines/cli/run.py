@@ -17,7 +17,7 @@ DEMO_SOURCE = resources.demo_source()
 
 
 @click.command()
-@click.option("--source", "source", required=True, type=click.Path(path_type=Path),
+@click.option("--source", "source", type=click.Path(path_type=Path),
               help=f"Source directory, a folder per source: {', '.join(s + '/' for s in SOURCES)} (only slurm/ is "
                    f"required; {' and '.join(s + '/' for s in IGNORED_FOLDERS)} are not ingested).")
 @_db_option
@@ -34,9 +34,20 @@ DEMO_SOURCE = resources.demo_source()
               help="Your taxonomy override file, merged over taxonomy/rules.yaml [default: $GOODPUT_RULES].")
 @click.option("--rebuild", is_flag=True,
               help="Rebuild every table, model and report, even those whose inputs did not change since the last run.")
+@click.option("--cluster", default=None, metavar="NAME",
+              help="The cluster SOURCE is (Slurm's ClusterName): the warehouse is named for it and refused for another, "
+                   "sacct dumps naming another cluster fail the run, and drain.sh targets it (scontrol -M).")
+@click.option("--fleet", "fleet", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Instead of --source: a folder per cluster (FLEET/<cluster>/slurm/...), each run into "
+                   "DB_DIR/<cluster>.duckdb and OUT/<cluster>/, then the fleet report in OUT/fleet/.")
+@click.option("--db-dir", "db_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("data/fleet"),
+              show_default=True, help="With --fleet: the folder of the clusters' warehouses.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="With --fleet: how many clusters run at once (each in its own process; about one per 2 cores).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary, no per-file progress.")
-def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimiter: str | None,
-        boot_times: tuple[str, ...], rules: Path | None, rebuild: bool, quiet: bool) -> None:
+def run(source: Path | None, db: Path | None, out: Path, tz: str | None, sacct_delimiter: str | None,
+        boot_times: tuple[str, ...], rules: Path | None, rebuild: bool, cluster: str | None, fleet: Path | None,
+        db_dir: Path, jobs: int, quiet: bool) -> None:
     """Ingest everything under SOURCE and materialize every asset.
 
     Checked before any file is read: the source directory, its goodput.yaml and
@@ -53,8 +64,18 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
     import duckdb
 
     from analysis.commands.preflight import warehouse_error
+    from analysis.fleet.clusters import FleetError, check_name
     from pipelines.runner import SourceError, run_pipeline
 
+    if (source is None) == (fleet is None):
+        raise click.UsageError("give either --source (one cluster) or --fleet (a folder per cluster)")
+    if fleet is not None and (db is not None or cluster is not None):
+        raise click.UsageError("--fleet names each cluster by its folder and its warehouse DB_DIR/<cluster>.duckdb: "
+                               "leave out --db and --cluster")
+    try:
+        cluster = cluster and check_name(cluster)
+    except FleetError as exc:
+        raise click.BadParameter(str(exc), param_hint="--cluster") from None
     _setup_logging(quiet)
     boots = {}
     for item in boot_times:
@@ -62,17 +83,33 @@ def run(source: Path, db: Path | None, out: Path, tz: str | None, sacct_delimite
         if not sep or not host or not when:
             raise click.BadParameter(f"expected HOST=TIME, got '{item}'", param_hint="--boot-time")
         boots[host] = when
+    options = dict(tz=tz, sacct_delimiter=sacct_delimiter, boot_times=boots, rules_file=rules, rebuild=rebuild)
+    if fleet is not None:
+        _run_fleet(fleet, db_dir, out, jobs, quiet, options)
     db = db or warehouse.default_db_path()
     try:
-        result = run_pipeline(source, db, out, tz=tz,
-                              sacct_delimiter=sacct_delimiter, boot_times=boots, rules_file=rules, rebuild=rebuild)
-    except SourceError as exc:
+        result = run_pipeline(source, db, out, cluster=cluster, **options)
+    except (SourceError, FleetError) as exc:
         raise click.ClickException(_one_line(exc)) from None
     except duckdb.Error as exc:  # another process took the warehouse between the steps of the run
         raise click.ClickException(warehouse_error(exc, db)) from None
     except Exception as exc:  # noqa: BLE001 - a goodput bug outside the steps: one line, the trace in the log
         raise _crashed(exc, out) from None
     click.echo(result.report())
+    sys.exit(result.exit_code)
+
+
+def _run_fleet(fleet: Path, db_dir: Path, out: Path, jobs: int, quiet: bool, options: dict) -> None:
+    from analysis.fleet.clusters import FleetError
+    from pipelines.fleet_runner import run_fleet
+
+    try:
+        result = run_fleet(fleet, db_dir, out, jobs=jobs, quiet=quiet, **options)
+    except FleetError as exc:
+        raise click.ClickException(_one_line(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - as `run`
+        raise _crashed(exc, out) from None
+    click.echo(result.summary())
     sys.exit(result.exit_code)
 
 

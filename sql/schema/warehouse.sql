@@ -168,3 +168,6 @@ CREATE TABLE IF NOT EXISTS derived_marks (
 ALTER TABLE derived_marks ADD COLUMN IF NOT EXISTS data_through TIMESTAMP;
 -- The digest of this file when it last ran on this warehouse (analysis.warehouse._ensure_schema).
 CREATE TABLE IF NOT EXISTS goodput_schema (digest VARCHAR);
+-- The cluster this warehouse holds (analysis/fleet/identity.py): one row once a run named it (`goodput run
+-- --cluster`, `--fleet`); a run for another cluster is refused, so two clusters' hosts never share a warehouse.
+CREATE TABLE IF NOT EXISTS warehouse_cluster (cluster VARCHAR NOT NULL);
