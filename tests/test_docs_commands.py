@@ -60,9 +60,9 @@ DOCUMENTED = {
     "gzip": set(), "perfquery": set(), "cat": set(),
 }
 # sacct(1) --helpformat, "Fields available" (the ones the docs name)
-SACCT_FIELDS = {"Account", "AllocTRES", "Elapsed", "Eligible", "End", "ExitCode", "JobID", "JobIDRaw", "JobName",
-                "NNodes", "NodeList", "Partition", "Priority", "QOS", "Reason", "Restarts", "Start", "State", "Submit",
-                "SubmitLine", "User"}
+SACCT_FIELDS = {"Account", "AllocTRES", "Cluster", "Elapsed", "Eligible", "End", "ExitCode", "JobID", "JobIDRaw",
+                "JobName", "NNodes", "NodeList", "Partition", "Priority", "QOS", "Reason", "Restarts", "Start", "State",
+                "Submit", "SubmitLine", "User"}
 # sacctmgr(1) "SPECIFICATIONS FOR EVENTS" (and Format=, Where); the format fields: "LIST/SHOW EVENT FORMAT OPTIONS",
 # plus TimeStart/TimeEnd, which src/sacctmgr/common.c (_get_print_field) takes for Start/End and prints as headers
 SACCTMGR_EVENT_SPECS = {"all_clusters", "all_time", "clusters", "condflags", "end", "event", "maxtres", "mintres",

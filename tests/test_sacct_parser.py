@@ -173,3 +173,46 @@ def test_dst_fall_back_end_follows_elapsed(tmp_path):
     _, _, df = parse_text(tmp_path, text, tz="Europe/Paris")
     r = df.row(0, named=True)
     assert r["start_time"] == datetime(2024, 10, 27, 0, 50) and r["end_time"] == datetime(2024, 10, 27, 1, 10)
+
+
+# `sacct --parsable2 --format=Cluster,JobID,JobIDRaw,JobName,State,ExitCode,Start,End,Elapsed,NNodes,AllocTRES,NodeList`
+# on a slurmdbd that serves two clusters: every row, steps too, names its cluster.
+CLUSTER_DUMP = """\
+Cluster|JobID|JobIDRaw|JobName|State|ExitCode|Start|End|Elapsed|NNodes|AllocTRES|NodeList
+rsc2|4711|4711|llm-pretrain|NODE_FAIL|1:0|2024-03-01T10:00:00|2024-03-01T12:00:00|02:00:00|2|billing=24,cpu=192,gres/gpu=16,mem=3600G,node=2|gpu[0001-0002]
+rsc2|4711.batch|4711.batch|batch|CANCELLED|0:15|2024-03-01T10:00:00|2024-03-01T12:00:00|02:00:00|1|cpu=96,gres/gpu=8,mem=1800G,node=1|gpu0001
+rsc1|4711|4711|eval|COMPLETED|0:0|2024-03-01T10:30:00|2024-03-01T11:00:00|00:30:00|1|billing=12,cpu=96,gres/gpu=8,mem=1800G,node=1|gpu0001
+"""
+
+
+def test_cluster_field_is_kept_and_null_without_it(tmp_path):
+    _, counts, df = parse_text(tmp_path, CLUSTER_DUMP)
+    assert counts.rejects == 0 and counts.row_lines == 3
+    rows = [(r["cluster"], r["job_id"], r["step_id"], r["state"]) for r in df.iter_rows(named=True)]
+    assert rows == [("rsc2", "4711", None, "NODE_FAIL"), ("rsc2", "4711", "batch", "CANCELLED"),
+                    ("rsc1", "4711", None, "COMPLETED")]
+    _, _, df = parse_text(tmp_path, HEADER + "\n" + row("1") + "\n")  # the usual dump: no Cluster column
+    assert df["cluster"].to_list() == [None]
+
+
+def test_cluster_column_reaches_an_older_warehouse(tmp_path):
+    """A warehouse from before the column gains it on open (schema/warehouse.sql's ALTER), and ingest fills it."""
+    from analysis import warehouse
+    from analysis.ingest.engine import ingest_directory
+
+    path, src = tmp_path / "w.duckdb", tmp_path / "src"
+    warehouse.connect(path).close()
+    con = warehouse.connect(path)
+    con.execute("UPDATE goodput_schema SET digest = 'an older schema'")
+    con.execute("ALTER TABLE sacct_records DROP COLUMN cluster")
+    con.close()
+    (src / "slurm").mkdir(parents=True)
+    (src / "slurm" / "sacct-2024-03-01.txt").write_text(CLUSTER_DUMP)
+    (src / "slurm" / "sacct-2024-03-02.txt").write_text(HEADER + "\n" + row("9") + "\n")
+    con = warehouse.connect(path)
+    try:
+        ingest_directory(con, src)
+        got = con.execute("SELECT job_id, step_id, cluster FROM sacct_records ORDER BY file, line_no").fetchall()
+        assert got == [("4711", None, "rsc2"), ("4711", "batch", "rsc2"), ("4711", None, "rsc1"), ("9", None, None)]
+    finally:
+        con.close()

@@ -54,6 +54,8 @@ class SimConfig:
     malformed_lines: bool = True
     health_check_added_day: int = field(default=-1)  # -1: halfway through
     cause_mix: tuple[tuple[str, float], ...] = ()  # (cause id, weight) of non-lemon faults; empty: faults.CAUSES
+    # Slurm's ClusterName, written in sacct's Cluster column (a fleet's clusters); None: no such column
+    cluster: str | None = None
 
     @property
     def node_days(self) -> float:

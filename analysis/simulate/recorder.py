@@ -11,8 +11,8 @@ from analysis.simulate.cluster import GPU_BUS, Cluster
 from analysis.simulate.joblogs import Case
 from analysis.simulate.config import SimConfig
 from analysis.simulate.workload import Job, submit_line
-from analysis.simulate.writers import (SACCT_COLUMNS, DailyLog, elapsed, health_line, hostlist, iso,
-                                       journal_line, switch_line)
+from analysis.simulate.writers import (DailyLog, elapsed, health_line, hostlist, iso, journal_line, sacct_header,
+                                       switch_line)
 
 STEP_STATE = {"PREEMPTED": "CANCELLED", "REQUEUED": "CANCELLED", "TIMEOUT": "CANCELLED",
               "OUT_OF_MEMORY": "OUT_OF_MEMORY", "NODE_FAIL": "CANCELLED"}
@@ -21,7 +21,7 @@ STEP_STATE = {"PREEMPTED": "CANCELLED", "REQUEUED": "CANCELLED", "TIMEOUT": "CAN
 class Recorder:
     def __init__(self, cfg: SimConfig, cluster: Cluster, rng: np.random.Generator, out: Path):
         self.cfg, self.cl, self.rng, self.out, self.t0 = cfg, cluster, rng, out, cfg.start
-        self.sacct = DailyLog(out / "slurm", "sacct-{date}.txt", self.t0, header=SACCT_COLUMNS)
+        self.sacct = DailyLog(out / "slurm", "sacct-{date}.txt", self.t0, header=sacct_header(cfg.cluster))
         self.kernel = DailyLog(out / "kernel", "kern-{date}.log", self.t0)
         self.switch = DailyLog(out / "switch", "switches-{date}.log", self.t0)
         self.health = DailyLog(out / "health", "health-{date}.jsonl", self.t0)
@@ -67,8 +67,9 @@ class Recorder:
                                        self._ts(job.start), self._ts(job.start), step_end, elapsed(run),
                                        str(len(nodes)), node_tres, hostlist(nodes), "", ""]))
         when = end if end is not None else self.cfg.days * 86400 - 1
+        lead = f"{self.cfg.cluster}|" if self.cfg.cluster else ""  # sacct prints Cluster on every row, steps too
         for line in lines:
-            self.sacct.add(when, line)
+            self.sacct.add(when, lead + line)
         self.instances.append((job.job_id, job.instance, state, cause, cause_host,
                                self._ts(fault_time) if fault_time is not None else "", self._ts(job.start) if started else "",
                                self._ts(end) if end is not None and started else "", job.gpus, job.nnodes,

@@ -77,7 +77,9 @@ def simulate(cfg: SimConfig, out: Path, progress: Callable[[str], None] | None =
         rec.instance(job, None, "RUNNING" if job.start >= 0 else "PENDING", "0:0", "none", None, None)
     rec.flush(None)
     summary = files.write_all(cfg, cluster, rec, out, rng)
-    summary.update(config={k: str(v) for k, v in asdict(cfg).items()}, wall_s=round(time.perf_counter() - t_wall, 2))
+    # a fleet's cluster names itself; a single cluster's summary stays as it was before fleets
+    config = {k: str(v) for k, v in asdict(cfg).items() if k != "cluster" or v is not None}
+    summary.update(config=config, wall_s=round(time.perf_counter() - t_wall, 2))
     (out / "truth" / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 

@@ -13,6 +13,13 @@ from pathlib import Path
 
 SACCT_COLUMNS = ("JobID|JobIDRaw|JobName|User|Account|Partition|QOS|Priority|State|ExitCode|Reason|Submit|"
                  "Eligible|Start|End|Elapsed|NNodes|AllocTRES|NodeList|Restarts|SubmitLine")
+
+
+def sacct_header(cluster: str | None) -> str:
+    """The dump's header: ``sacct --format=Cluster,...`` on a named cluster (a fleet's), else the usual fields."""
+    return f"Cluster|{SACCT_COLUMNS}" if cluster else SACCT_COLUMNS
+
+
 LOOKBACK_S = 8 * 3600  # how far back a line may be dated when it is emitted
 
 

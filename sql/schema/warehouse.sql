@@ -40,6 +40,8 @@ CREATE TABLE IF NOT EXISTS sacct_records (
     node_list VARCHAR, nodes VARCHAR[], restarts INTEGER, submit_line VARCHAR,
     file VARCHAR, line_no BIGINT
 );
+-- Added with fleets: sacct's Cluster field (the slurmdbd's cluster name) when the dump has it, else NULL.
+ALTER TABLE sacct_records ADD COLUMN IF NOT EXISTS cluster VARCHAR;
 CREATE TABLE IF NOT EXISTS node_state_periods (
     host VARCHAR, time_start TIMESTAMP, time_end TIMESTAMP, state VARCHAR,
     reason VARCHAR, user_name VARCHAR, file VARCHAR, line_no BIGINT

@@ -348,6 +348,8 @@ def _parse_fields(records: pl.DataFrame, columns: list[str], names: dict[str, in
         .otherwise(blank_none(f("NodeList"))),
         restarts=f("Restarts").cast(pl.Int32, strict=False),
         submit_line=blank_none(f("SubmitLine")),
+        # sacct --format=Cluster,...: the slurmdbd's name for the cluster (NULL when the dump has no such column)
+        cluster=blank_none(f("Cluster").str.strip_chars()),
         line_no=pl.col("line_no"),
     )
     out = out.join(_expand_nodes(out["node_list"], max_hosts), on="node_list", how="left", maintain_order="left")

@@ -1,0 +1,94 @@
+"""A fleet of simulated clusters: one source tree per cluster (``DIR/<name>/``, truth/ included) and ``DIR/fleet.json``.
+
+Host names follow the simulator's usual ``gpu0001...`` in every cluster, so clusters share host names on
+purpose: goodput must keep each cluster's hosts apart by cluster, not by name. Each cluster's sacct dumps carry
+its name in Slurm's ``Cluster`` column.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+from analysis.simulate.config import PRESETS, SimConfig
+from analysis.simulate.run import simulate
+
+# Folder names now, SQL identifiers later (a fleet's tables carry the cluster): lowercase, short, no quoting tricks.
+NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+MIN_NODES, MAX_NODES = 4, 100_000  # as `goodput simulate --nodes`
+# A fleet's profiles: the presets, with RSC-2 at the failure rate Meta measured on it (2.34 per 1,000 node-days
+# against RSC-1's 6.50, Meta §III; docs/methods.md) so that a fleet comparison has a difference to find. The
+# rsc2 preset itself keeps 6: the lemon tests' bars are set on it.
+PROFILES = {"rsc1": PRESETS["rsc1"], "rsc2": replace(PRESETS["rsc2"], failure_rate=2.34), "small": PRESETS["small"]}
+BY_POSITION = ("rsc1", "rsc2")  # a name that is no profile: first rsc1, second rsc2, then alternating
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    profile: str
+    profile_from: str  # "name" (the name is a profile) or "position"
+    cfg: SimConfig
+
+
+def parse_fleet(spec: str) -> list[tuple[str, int]]:
+    """``rsc1:2000,rsc2:1000`` -> [(name, nodes), ...]; ValueError saying what is wrong."""
+    members: list[tuple[str, int]] = []
+    for entry in spec.split(","):
+        parts = re.fullmatch(r"([^:]*):(\d{1,9})", entry.strip(), re.ASCII)
+        if not parts:
+            raise ValueError(f"'{entry.strip()}' is not NAME:NODES (e.g. rsc1:2000,rsc2:1000)")
+        name, nodes = parts.group(1), int(parts.group(2))
+        if not NAME_RE.fullmatch(name):  # fullmatch: `$` alone would let a trailing newline through
+            raise ValueError(f"cluster name '{name}' must match {NAME_RE.pattern} (it names a folder and a SQL "
+                             "identifier)")
+        if not MIN_NODES <= nodes <= MAX_NODES:
+            raise ValueError(f"cluster {name}: {nodes} nodes, expected {MIN_NODES} to {MAX_NODES:,}")
+        if name in (n for n, _ in members):
+            raise ValueError(f"cluster name '{name}' given twice")
+        members.append((name, nodes))
+    return members
+
+
+def plan(members: list[tuple[str, int]], days: int | None = None, seed: int | None = None,
+         start: datetime | None = None) -> list[Member]:
+    """Each cluster's settings. One period for all (``days``, else the longest profile's); cluster i's seed is
+    ``seed + i``, so the first cluster of a fleet writes what a single run of its profile and seed writes (but
+    for the Cluster column)."""
+    seed = 1 if seed is None else seed
+    profiles = [(name, "name") if name in PROFILES else (BY_POSITION[i % len(BY_POSITION)], "position")
+                for i, (name, _) in enumerate(members)]
+    days = days or max(PROFILES[p].days for p, _ in profiles)
+    out = []
+    for i, ((name, nodes), (profile, how)) in enumerate(zip(members, profiles)):
+        cfg = replace(PROFILES[profile], nodes=nodes, days=days, seed=seed + i, cluster=name,
+                      **({"start": start} if start is not None else {}))
+        out.append(Member(name, profile, how, cfg))
+    return out
+
+
+def manifest(fleet: list[Member]) -> dict:
+    """fleet.json: what was simulated, nothing that varies between runs (the same command writes the same bytes)."""
+    first = fleet[0].cfg
+    return {"start": first.start.strftime("%Y-%m-%d"), "days": first.days,
+            "clusters": [{"name": m.name, "nodes": m.cfg.nodes, "profile": m.profile, "profile_from": m.profile_from,
+                          "seed": m.cfg.seed, "failure_rate": m.cfg.failure_rate, "lemon_share": m.cfg.lemon_share}
+                         for m in fleet]}
+
+
+def simulate_fleet(fleet: list[Member], out: Path, progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Simulate each cluster into ``out/<name>/``, one after the other, then write ``out/fleet.json`` (last: a
+    fleet without it was cut short). Returns each cluster's summary."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} is not empty: simulate into a new directory")
+    say = progress or (lambda _msg: None)
+    summaries = []
+    for i, m in enumerate(fleet, 1):
+        say(f"cluster {m.name} ({i}/{len(fleet)}): {m.cfg.nodes:,} nodes, profile {m.profile}, seed {m.cfg.seed}")
+        summaries.append(simulate(m.cfg, out / m.name, progress=lambda msg, name=m.name: say(f"{name}: {msg}")))
+    (out / "fleet.json").write_text(json.dumps(manifest(fleet), indent=2) + "\n")
+    return summaries
