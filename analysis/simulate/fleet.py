@@ -13,11 +13,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from analysis.fleet.clusters import NAME
 from analysis.simulate.config import PRESETS, SimConfig
 from analysis.simulate.run import simulate
 
-# Folder names now, SQL identifiers later (a fleet's tables carry the cluster): lowercase, short, no quoting tricks.
-NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 MIN_NODES, MAX_NODES = 4, 100_000  # as `goodput simulate --nodes`
 # A fleet's profiles: the presets, with RSC-2 at the failure rate Meta measured on it (2.34 per 1,000 node-days
 # against RSC-1's 6.50, Meta §III; docs/methods.md) so that a fleet comparison has a difference to find. The
@@ -30,40 +29,43 @@ BY_POSITION = ("rsc1", "rsc2")  # a name that is no profile: first rsc1, second 
 class Member:
     name: str
     profile: str
-    profile_from: str  # "name" (the name is a profile) or "position"
+    profile_from: str  # "given" (NAME:NODES:PROFILE), "name" (the name is a profile) or "position"
     cfg: SimConfig
 
 
-def parse_fleet(spec: str) -> list[tuple[str, int]]:
-    """``rsc1:2000,rsc2:1000`` -> [(name, nodes), ...]; ValueError saying what is wrong."""
-    members: list[tuple[str, int]] = []
+def parse_fleet(spec: str) -> list[tuple[str, int, str | None]]:
+    """``rsc1:2000,rsc2:1000,lab:48:small`` -> [(name, nodes, profile or None), ...]; ValueError saying what is
+    wrong."""
+    members: list[tuple[str, int, str | None]] = []
     for entry in spec.split(","):
-        parts = re.fullmatch(r"([^:]*):(\d{1,9})", entry.strip(), re.ASCII)
+        parts = re.fullmatch(r"([^:]*):(\d{1,9})(?::([a-z0-9]+))?", entry.strip(), re.ASCII)
         if not parts:
-            raise ValueError(f"'{entry.strip()}' is not NAME:NODES (e.g. rsc1:2000,rsc2:1000)")
-        name, nodes = parts.group(1), int(parts.group(2))
-        if not NAME_RE.fullmatch(name):  # fullmatch: `$` alone would let a trailing newline through
-            raise ValueError(f"cluster name '{name}' must match {NAME_RE.pattern} (it names a folder and a SQL "
+            raise ValueError(f"'{entry.strip()}' is not NAME:NODES[:PROFILE] (e.g. rsc1:2000,rsc2:1000,lab:48:small)")
+        name, nodes, profile = parts.group(1), int(parts.group(2)), parts.group(3)
+        if profile is not None and profile not in PROFILES:
+            raise ValueError(f"cluster {name}: no profile '{profile}' (choose from {', '.join(PROFILES)})")
+        if not NAME.fullmatch(name):  # the names a fleet run accepts (analysis/fleet/clusters.py)
+            raise ValueError(f"cluster name '{name}' must match {NAME.pattern} (it names a folder and a SQL "
                              "identifier)")
         if not MIN_NODES <= nodes <= MAX_NODES:
             raise ValueError(f"cluster {name}: {nodes} nodes, expected {MIN_NODES} to {MAX_NODES:,}")
-        if name in (n for n, _ in members):
+        if name in (n for n, *_ in members):
             raise ValueError(f"cluster name '{name}' given twice")
-        members.append((name, nodes))
+        members.append((name, nodes, profile))
     return members
 
 
-def plan(members: list[tuple[str, int]], days: int | None = None, seed: int | None = None,
+def plan(members: list[tuple[str, int, str | None]], days: int | None = None, seed: int | None = None,
          start: datetime | None = None) -> list[Member]:
     """Each cluster's settings. One period for all (``days``, else the longest profile's); cluster i's seed is
     ``seed + i``, so the first cluster of a fleet writes what a single run of its profile and seed writes (but
     for the Cluster column)."""
     seed = 1 if seed is None else seed
-    profiles = [(name, "name") if name in PROFILES else (BY_POSITION[i % len(BY_POSITION)], "position")
-                for i, (name, _) in enumerate(members)]
+    profiles = [(given, "given") if given else (name, "name") if name in PROFILES
+                else (BY_POSITION[i % len(BY_POSITION)], "position") for i, (name, _, given) in enumerate(members)]
     days = days or max(PROFILES[p].days for p, _ in profiles)
     out = []
-    for i, ((name, nodes), (profile, how)) in enumerate(zip(members, profiles)):
+    for i, ((name, nodes, _), (profile, how)) in enumerate(zip(members, profiles)):
         cfg = replace(PROFILES[profile], nodes=nodes, days=days, seed=seed + i, cluster=name,
                       **({"start": start} if start is not None else {}))
         out.append(Member(name, profile, how, cfg))

@@ -6,6 +6,7 @@ import click
 from pipelines.cli.check import check_command
 from pipelines.cli.criteria import criteria_command
 from pipelines.cli.ettr import ettr
+from pipelines.cli.fleet import fleet_command
 from pipelines.cli.forget import forget
 from pipelines.cli.models import export_command, models_command
 from pipelines.cli.query import sql_command, why
@@ -23,5 +24,5 @@ def main() -> None:
 
 
 for command in (run, demo, simulate, sql_command, why, forget, ettr, models_command, export_command, criteria_command,
-                check_command):
+                check_command, fleet_command):
     main.add_command(command)

@@ -27,10 +27,10 @@ def _fleet(ctx, param, value: str | None):
               help="Cluster and workload shape [default: small]; small: 48 nodes, 14 days; rsc1: 2000 nodes; "
                    "rsc2: 1000 nodes.")
 @click.option("--nodes", type=click.IntRange(4, 100_000), default=None, help="Override the preset's node count.")
-@click.option("--fleet", callback=_fleet, metavar="NAME:NODES,...", default=None,
+@click.option("--fleet", callback=_fleet, metavar="NAME:NODES[:PROFILE],...", default=None,
               help="Simulate a fleet instead: one tree per cluster (OUT/NAME/) and OUT/fleet.json, e.g. "
-                   "rsc1:2000,rsc2:1000. A name that is a preset takes its profile; others rsc1, rsc2, rsc1, ... "
-                   "by position. Not with --preset or --nodes.")
+                   "rsc1:2000,rsc2:1000,lab:48:small. PROFILE is a preset (rsc1, rsc2, small); without it a name that is "
+                   "a preset takes its profile, others rsc1, rsc2, rsc1, ... by position. Not with --preset or --nodes.")
 @click.option("--days", type=click.IntRange(1, 3650), default=None, help="Override the preset's length in days.")
 @click.option("--seed", type=int, default=None,
               help="Random seed [default: 1]; the same seed writes the same files (a fleet's i-th cluster: seed + i).")
@@ -58,7 +58,7 @@ def simulate(out: Path, preset: str | None, nodes: int | None, fleet: list[tuple
     click.echo("states: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["states"].items(), key=lambda kv: -kv[1])))
 
 
-def _simulate_fleet(members: list[tuple[str, int]], out: Path, days: int | None, seed: int | None, start) -> None:
+def _simulate_fleet(members: list[tuple[str, int, str | None]], out: Path, days: int | None, seed: int | None, start) -> None:
     from analysis.simulate.fleet import plan, simulate_fleet
 
     fleet = plan(members, days=days, seed=seed, start=start)
