@@ -1,0 +1,206 @@
+"""The fleet report's tables and chart frames, from each cluster's gathered report (reports/fleet.py).
+
+A table row is ``{key, label, title, cells: {cluster: {value, text}}}``: one column per cluster, the number as its
+own report shows it (text) and as it is (value, a data attribute: tests compare it with the cluster's report).
+A chart frame is the cluster report's rows with a ``cluster`` column."""
+from __future__ import annotations
+
+import polars as pl
+
+from analysis.derive.taxonomy import cause_label
+from analysis.fleet.trend import WINDOW_DAYS
+from reports.charts import CAPACITY_PARTS
+from reports.render import RUN_MIN_GPUS, RUN_MIN_HOURS, _num, _pct
+
+SECOND_ORDER = "second-order preemption"  # its kind in sql/report/loss_by_size.sql
+TOP_NODES = 5  # per cluster: every cluster is in the table, and a large cluster does not crowd a small one out
+
+
+def _cell(value, text: str) -> dict:
+    return {"value": value, "text": text}
+
+
+def _row(key: str, label: str, cells: dict, title: str | None = None) -> dict:
+    return {"key": key, "label": label, "title": title, "cells": cells}
+
+
+def summary_rows(data: list) -> list[dict]:
+    h = {c.name: c.report["head"] for c in data}
+    num = lambda key, label, digits=0: _row(key, label, {n: _cell(v[key], _num(v[key], digits)) for n, v in h.items()})  # noqa: E731
+    return [
+        _row("day", "report covers data up to", {c.name: _cell(c.day.isoformat(), f"{c.day:%Y-%m-%d}") for c in data}),
+        _row("nodes", "nodes", {c.name: _cell(n, _num(n)) for c in data
+                                for n in [sum(s["nodes"] for s in c.report["node_sizes"])]}),
+        num("job_instances", "job instances"), num("gpu_hours", "GPU-hours of jobs"),
+        _row("goodput_7d", "goodput, last 7 days", {n: _cell(v["goodput_7d"], _pct(v["goodput_7d"])) for n, v in h.items()}),
+        num("r_per_1000_node_days", "failures per 1,000 node-days (Meta's r)", 2),
+        num("infra_failed_jobs", "job instances failed by infrastructure"),
+        num("infra_lost_gpu_hours", "GPU-hours lost to infrastructure failures"),
+    ]
+
+
+def rate_frame(data: list, labels: dict[str, str]) -> pl.DataFrame:
+    """Failures per 1,000 node-days per cause over each cluster's whole period; a cause a cluster never had is a
+    rate of 0 there (it ran and had none), so every cluster with runtime has a bar for every cause."""
+    rows = [{"cluster": c.name, **r} for c in data for r in c.by_cause.select("cause", "failures", "rate").to_dicts()]
+    causes = sorted({r["cause"] for r in rows})
+    ran = [c.name for c in data if c.report["head"]["r_per_1000_node_days"] is not None]
+    if not causes or not ran:
+        return pl.DataFrame()
+    grid = pl.DataFrame({"cluster": ran}).join(pl.DataFrame({"cause": causes}), how="cross")
+    got = pl.DataFrame(rows, schema={"cluster": pl.Utf8, "cause": pl.Utf8, "failures": pl.Int64, "rate": pl.Float64})
+    out = grid.join(got, on=["cluster", "cause"], how="left").with_columns(
+        pl.col("failures").fill_null(0), pl.col("rate").fill_null(0.0),
+        cause_label=pl.col("cause").replace_strict({k: cause_label(k, labels) for k in causes}, return_dtype=pl.Utf8))
+    return out.sort("cause", "cluster")
+
+
+def rate_rows(frame: pl.DataFrame, labels: dict[str, str]) -> list[dict]:
+    if frame.height == 0:
+        return []
+    order = frame.group_by("cause").agg(pl.col("rate").sum()).sort(["rate", "cause"], descending=[True, False])
+    return [_row(f"rate:{cause}", cause_label(cause, labels), {
+        r["cluster"]: _cell(r["rate"], f"{_num(r['rate'], 2)} ({_num(r['failures'])})")
+        for r in frame.filter(pl.col("cause") == cause).iter_rows(named=True)}, title=cause) for cause in order["cause"]]
+
+
+def _measured(c) -> list[dict]:
+    return [m for m in c.report["mttf"] if m["mttf_hours"] is not None]
+
+
+def mttf_frame(data: list) -> pl.DataFrame:
+    cols = ["bucket_gpus", "failures", "mttf_hours", "mttf_ci_low_hours", "mttf_ci_high_hours"]
+    rows = [{"cluster": c.name, **{k: m[k] for k in cols}} for c in data for m in _measured(c)]
+    return pl.DataFrame(rows) if rows else pl.DataFrame()
+
+
+def mttf_rows(data: list) -> list[dict]:
+    """A row per job-size bucket any cluster measured: MTTF with its 90% interval; where a cluster ran the size
+    without an infrastructure failure, the runtime it has so far (a lower bound, not an MTTF)."""
+    buckets = sorted({m["bucket_gpus"] for c in data for m in _measured(c)})
+    rows = []
+    for b in buckets:
+        cells = {}
+        for c in data:
+            m = next((m for m in c.report["mttf"] if m["bucket_gpus"] == b), None)
+            if m is None:
+                cells[c.name] = _cell(None, "no job")
+            elif m["mttf_hours"] is None:
+                cells[c.name] = _cell(None, f"no failure in {_num(m['runtime_hours'])} h")
+            else:
+                cells[c.name] = _cell(m["mttf_hours"], f"{_num(m['mttf_hours'], 1)} h ({_num(m['mttf_ci_low_hours'], 1)}–"
+                                                       f"{_num(m['mttf_ci_high_hours'], 1)}), {_num(m['failures'])} failed")
+        rows.append(_row(f"mttf:{b}", f"{b:,} GPUs", cells))
+    return rows
+
+
+def _medians(c) -> list[dict]:
+    return c.report["charts"]["ettr"]["datasets"]["medians"]  # what the cluster report draws as the dark ticks
+
+
+def ettr_frame(data: list) -> pl.DataFrame:
+    rows = [{"cluster": c.name, **m} for c in data for m in _medians(c)]
+    return pl.DataFrame(rows) if rows else pl.DataFrame()
+
+
+def ettr_rows(data: list) -> list[dict]:
+    rows = [_row("runs", f"runs measured ({RUN_MIN_GPUS}+ GPUs, {RUN_MIN_HOURS}+ hours)",
+                 {c.name: _cell(c.report["runs"], _num(c.report["runs"])) for c in data}),
+            _row("runs_mean_ettr", "their mean ETTR", {c.name: _cell(v, _num(v, 3)) for c in data
+                                                        for v in [c.report["runs_mean_ettr"]]}),
+            _row("ettr_largest", "median ETTR of the largest runs", {c.name: _cell(
+                h["ettr_largest"], f"{_num(h['ettr_largest'], 3)} ({_num(h['largest_runs'])} of {_num(h['largest_min_gpus'])}+ GPUs)"
+                if h["largest_runs"] else "none yet") for c in data for h in [c.report["head"]]})]
+    for size in sorted({m["size"] for c in data for m in _medians(c)}):
+        cells = {c.name: _cell(m["median_ettr"], f"{_num(m['median_ettr'], 3)} ({_num(m['runs'])})")
+                 for c in data for m in _medians(c) if m["size"] == size}
+        rows.append(_row(f"ettr_median:{size}", f"median ETTR, {size:,}-GPU bucket (runs)", cells))
+    return rows
+
+
+def capacity_frame(data: list) -> pl.DataFrame:
+    rows = [{"cluster": c.name, "part": p["name"], "share": p["share"], "order": i,
+             "gpu_hours": p["share"] * c.report["capacity"]["gpu_hours"]}
+            for c in data if c.report["capacity"] for i, p in enumerate(c.report["capacity"]["parts"])]
+    return pl.DataFrame(rows) if rows else pl.DataFrame()
+
+
+def capacity_rows(data: list) -> list[dict]:
+    caps = {c.name: c.report["capacity"] for c in data if c.report["capacity"]}
+    rows = [_row("capacity_gpu_hours", "GPU-hours of capacity",
+                 {n: _cell(v["gpu_hours"], f"{_num(v['gpu_hours'])} over {_num(v['days'])} days") for n, v in caps.items()})]
+    # the losses are a few percent or less: two decimals, or they would all read 0.0%
+    rows += [_row(f"share:{key}", name, {n: _cell(v[key], _pct(v[key], 1 if key in ("productive", "idle") else 2))
+                                         for n, v in caps.items()}) for key, name in CAPACITY_PARTS]
+    return rows + [_row("win_back", "reliability can win back", {n: _cell(v["win_back"], _pct(v["win_back"], 2))
+                                                                  for n, v in caps.items()})]
+
+
+def second_order_rows(data: list) -> list[dict]:
+    """Preemptions made to requeue jobs that infrastructure ended: a cost on top of the failures' own."""
+    lost = {c.name: [x for x in c.report["loss"] if x["kind"] == SECOND_ORDER] for c in data}
+    hours = {n: sum(x["lost_gpu_hours"] for x in v) for n, v in lost.items()}
+    infra = {c.name: c.report["head"]["infra_lost_gpu_hours"] for c in data}
+    ratio = {n: hours[n] / infra[n] if infra[n] else None for n in hours}
+    caps = {c.name: c.report["capacity"] for c in data if c.report["capacity"]}
+    return [_row("second_order_instances", "second-order preemptions",
+                 {n: _cell(s, _num(s)) for n, v in lost.items() for s in [sum(x["instances"] for x in v)]}),
+            _row("second_order_gpu_hours", "GPU-hours they lost", {n: _cell(v, _num(v, 1)) for n, v in hours.items()}),
+            _row("share:second_order", "share of capacity", {n: _cell(v["second_order"], _pct(v["second_order"], 2))
+                                                             for n, v in caps.items()}),
+            _row("second_order_per_infra", "per GPU-hour the failures themselves lost",
+                 {n: _cell(v, _num(v, 2) if v is not None else "no infrastructure loss") for n, v in ratio.items()})]
+
+
+def node_rows(data: list) -> list[dict]:
+    modelled = [c for c in data if c.models]
+    count = lambda key, label: _row(key, label, {c.name: _cell(v, _num(v)) for c in modelled  # noqa: E731
+                                                 for v in [c.models["counts"].get(key, 0)]})
+    return [_row("lemons", "lemons (of the nodes scored)", {c.name: _cell(c.lemons["lemons"], f"{_num(c.lemons['lemons'])} "
+                                                           f"of {_num(c.lemons['scored'])}") for c in modelled}),
+            count("drain_now", "blocklist: drain now"), count("drain_after_job", "blocklist: drain after the job"),
+            count("watch", "watch"),
+            _row("left_alone", "of those to drain, already drained or down in Slurm",
+                 {c.name: _cell(c.models["left_alone"], _num(c.models["left_alone"])) for c in modelled}),
+            _row("nodes_out_of_service", "drained or down in Slurm at the end of the report's day",
+                 {c.name: _cell(v, _num(v)) for c in data for v in [c.report["head"]["nodes_out_of_service"]]})]
+
+
+def _window_cell(w) -> dict:
+    return _cell(w.rate, f"{_num(w.rate, 2)} ({_num(w.failures)} in {_num(w.node_days)} node-days)")
+
+
+def _verdict_cell(t: dict) -> dict:
+    if t["judged"]:
+        return _cell(t["verdict"], t["verdict"])
+    return _cell(None, "not judged: no failure yet" if t["no_failure"] else f"not judged: {t['days']} of {t['needed']} days")
+
+
+def trend_rows(data: list) -> list[dict]:
+    judged = [c for c in data if c.trend["judged"]]
+    return [_row("recent", f"last {WINDOW_DAYS} days: failures per 1,000 node-days",
+                 {c.name: _window_cell(c.trend["recent"]) for c in judged}),
+            _row("before", f"the {WINDOW_DAYS} days before", {c.name: _window_cell(c.trend["before"]) for c in judged}),
+            _row("verdict", "verdict", {c.name: _verdict_cell(c.trend) for c in data})]
+
+
+def top_nodes(data: list) -> list[dict]:
+    """Each cluster's costliest nodes (its report's first rows) ranked together, each named with its cluster: host
+    names repeat across clusters."""
+    rows = [{"cluster": c.name, **n} for c in data for n in c.report["top_nodes"][:TOP_NODES]]
+    return sorted(rows, key=lambda n: (-n["lost_gpu_hours"], -n["incidents"], n["cluster"], n["host"]))
+
+
+def notes(clusters: list) -> dict[str, list[str]]:
+    """Per section, the clusters it cannot show and why (a section with too little data says so in words)."""
+    data = [c for c in clusters if c.report is not None]
+    out = {"all": [f"{c.name}: no job has ended in its warehouse yet, so it is in no comparison"
+                   for c in clusters if c.report is None],
+           "rates": [f"{c.name}: no infrastructure failure attributed yet" for c in data if not c.by_cause.height],
+           "mttf": [f"{c.name}: no job size has had an infrastructure failure yet, so no time to failure is measured"
+                    for c in data if not _measured(c)],
+           "ettr": [f"{c.name}: no run of {RUN_MIN_GPUS}+ GPUs scheduled {RUN_MIN_HOURS} hours or more has ended yet"
+                    for c in data if not c.report["runs"]],
+           "capacity": [f"{c.name}: no capacity measured yet" for c in data if not c.report["capacity"]],
+           "nodes": [f"{c.name}: the node models have not run on its warehouse yet" for c in data if not c.models]}
+    return out
