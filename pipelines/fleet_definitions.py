@@ -85,3 +85,12 @@ bound_native_threads()
 defs = Definitions(assets=[cluster_nightly, fleet_report], jobs=[fleet_nightly, fleet_report_job],
                    schedules=[fleet_nightly_schedule], sensors=[fleet_report_after_a_cluster],
                    resources={"fleet": FleetSettings()})
+
+
+def fleet_nightly_job():
+    """The resolved fleet_nightly job, for ``reconstructable`` (a run whose steps are subprocesses loads it)."""
+    return defs.resolve_job_def("fleet_nightly")
+
+
+def fleet_report_run_job():
+    return defs.resolve_job_def("fleet_report_job")

@@ -380,3 +380,27 @@ def test_lemon_cut_is_never_zero():
 
     assert best_threshold(np.zeros(10), np.array([1, 0] * 5)) == 0.5  # no fold predicted: never "every node"
     assert best_threshold(np.array([0.0, 0.2, 0.9, 0.8]), np.array([0, 0, 1, 1])) == 0.8
+
+
+def test_a_held_out_span_without_a_comparable_pair_gives_an_undefined_concordance_not_a_crash():
+    """A small cluster's few weeks can hold out one failure and nothing that outlives it: pycox divides by zero
+    there (it withheld node_actions of a 10-node simulated cluster)."""
+    import numpy as np
+
+    from analysis.nodes.incident_model import _metrics
+
+    grid = np.linspace(0, 24, 25)
+    test = pl.DataFrame({"duration_h": [5.0], "event": [1]})
+    surv = np.linspace(1.0, 0.2, 25).reshape(-1, 1)
+    metrics = _metrics(surv, grid, test, 24.0)
+    assert np.isnan(metrics["concordance_td"]) and 0.0 <= metrics["anubis_accuracy"] <= 1.0
+
+
+def test_drain_sh_names_the_cluster_when_the_warehouse_has_one():
+    """Host names repeat across clusters: a drain line names its cluster (scontrol(1) --clusters), the JSON too."""
+    actions = pl.DataFrame({"host": ["gpu0003"], "action": ["drain_now"], "reason": ["r"], "cause": ["lemon"],
+                            "score": [0.9]})
+    script = exports.drain_script(actions, "header", cluster="rsc2")
+    assert 'scontrol --clusters=rsc2 update NodeName=gpu0003 State=DOWN Reason="goodput: drain_now lemon score=0.90"' \
+        in script.splitlines()
+    assert "scontrol update" not in script and "--clusters" not in exports.drain_script(actions, "header")

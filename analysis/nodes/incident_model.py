@@ -74,8 +74,17 @@ def _metrics(surv: np.ndarray, grid: np.ndarray, test: pl.DataFrame, cap_h: floa
     # curve, and counting those ties as discordant would punish every model that
     # groups nodes, down to 0 for one that predicts the same curve for all.
     return {"anubis_accuracy": anubis_accuracy(survival.expected_hours(surv, grid)[seen], durations[seen], cap_h),
-            "concordance_td": float(ev.concordance_td("adj_antolini")),
+            "concordance_td": _concordance(ev),
             "integrated_brier_score": float(ev.integrated_brier_score(brier_grid)) if len(brier_grid) > 1 else float("nan")}
+
+
+def _concordance(ev) -> float:
+    """NaN when the held-out samples hold no comparable pair (no event before another sample's end: a small
+    cluster's few weeks), where pycox divides by zero; the evaluation table then says the metric is undefined."""
+    try:
+        return float(ev.concordance_td("adj_antolini"))
+    except ZeroDivisionError:
+        return float("nan")
 
 
 def evaluate(samples: pl.DataFrame, start: datetime, end: datetime, cfg: IncidentConfig = IncidentConfig(),
