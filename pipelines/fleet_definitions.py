@@ -61,8 +61,7 @@ def fleet_report(fleet: FleetSettings) -> MaterializeResult:
 
 # One run per cluster partition; steps in subprocesses (the multiprocess executor), so a cluster's run never
 # shares a Python process with another's.
-fleet_nightly = define_asset_job("fleet_nightly", selection=[cluster_nightly], partitions_def=clusters,
-                                 executor_def=multiprocess_executor)
+fleet_nightly = define_asset_job("fleet_nightly", selection=[cluster_nightly], executor_def=multiprocess_executor)
 fleet_report_job = define_asset_job("fleet_report_job", selection=[fleet_report], executor_def=multiprocess_executor)
 
 

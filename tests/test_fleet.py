@@ -24,7 +24,7 @@ from pipelines.runner import run_pipeline
 CLUSTERS = ("a", "b")
 # The run's own bookkeeping (when and from what each step was built) and the warehouse's name for itself.
 MACHINERY = {"asset_inputs", "derived_marks", "goodput_schema", "withheld_steps", "warehouse_cluster"}
-WALL_CLOCK = {"ingested_at", "verified_at"}  # when a file was read: the only columns two runs differ in
+WALL_CLOCK = {"ingested_at", "verified_at", "trained_at"}  # when a file was read or a model trained
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +134,7 @@ def test_dagster_materialises_each_cluster_partition_with_the_multiprocess_execu
     assert module.clusters.get_partition_keys() == list(CLUSTERS)
     job = module.fleet_nightly_job()
     assert job.executor_def.name == "multiprocess"
+    (tmp_path / "dagster").mkdir()
     with DagsterInstance.local_temp(str(tmp_path / "dagster")) as instance:
         for c in CLUSTERS:
             result = execute_job(reconstructable(module.fleet_nightly_job), instance=instance,
