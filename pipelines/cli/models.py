@@ -177,8 +177,8 @@ def export_command(db: Path | None, out: Path, force: bool) -> None:
     has drained or down are left alone; goodput never runs it), blocklist.json
     (schemas/blocklist.schema.json) and validation_plan.json (benchmarks per
     risky node, Anubis Alg. 1)."""
-    from analysis.nodes.exports import (LadderConfig, drain_excess, latest_actions, latest_plan, slurm_out_of_service,
-                                  unsafe_hosts, write_exports)
+    from analysis.nodes.exports import (LadderConfig, drain_excess, latest_actions, latest_plan,
+                                        slurm_out_of_service, unsafe_hosts, write_exports)
     from analysis.nodes.node_models import fleet_size
     from analysis.version import made_by
 
