@@ -128,7 +128,7 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
         "capacity": _capacity_totals(split),
         "rates_drawn": rates_drawn, "rate_window": RATE_WINDOW_DAYS, "rate_days": rates["day"].n_unique(),
         "failures_so_far": _failures_so_far(rates),
-        "cooccurrence_pairs": co.filter(co["cause_a"] != co["cause_b"]).sort("failures_with_both", descending=True).head(5).to_dicts(),
+        "cooccurrence_pairs": co.filter(co["cause_a"] != co["cause_b"]).sort(["failures_with_both", "cause_a", "cause_b"], descending=[True, False, False]).head(5).to_dicts(),
     }
 
 

@@ -28,9 +28,9 @@ from analysis.display import printable, utf8_path
 from analysis.ingest import batch as ingest_batch
 from analysis.ingest.accounting import AccountingError, Tally
 from analysis.ingest.hosts import MAX_HOSTS, benchmark_run, host_from_path
-from analysis.ingest.lines import (GZIP_MAGIC, MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge, LineFile,
-                            LineStream, RawFile, empty_rejects, first_line, hash_only, head_bytes, make_rejects,
-                            read_lines, read_raw)
+from analysis.ingest.lines import (GZIP_MAGIC, MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge,
+                                   LineFile, LineStream, RawFile, empty_rejects, first_line, hash_only, head_bytes,
+                                   make_rejects, read_lines, read_raw)
 from analysis.ingest.contract import (IngestOptions, JsonParser, ParquetParser, ParseContext, ParseResult,
                                       StreamingParser, UnrecognisedFormat)
 from analysis.ingest.options import CONFIG_NAMES, load_options  # noqa: F401 - re-exported

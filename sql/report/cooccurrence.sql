@@ -8,4 +8,4 @@ WITH per_failure AS (
 )
 SELECT p.cause_a, p.cause_b, p.failures_with_both, p.failures_with_both / t.n AS share_of_a
 FROM pairs p JOIN (SELECT cause, count(*) AS n FROM per_failure GROUP BY cause) t ON t.cause = p.cause_a
-ORDER BY cause_a, failures_with_both DESC
+ORDER BY cause_a, failures_with_both DESC, cause_b  -- ties in a fixed order: the report reads the same every run
