@@ -145,6 +145,14 @@ def test_dagster_materialises_each_cluster_partition_with_the_multiprocess_execu
             assert events[0].materialization.metadata["status"].value == "ok"
         report = execute_job(reconstructable(module.fleet_report_run_job), instance=instance)
         assert report.success
+    # the nightly schedule launches every cluster's partition, each its own run
+    from datetime import datetime
+
+    from dagster import build_schedule_context
+
+    requests = list(module.fleet_nightly_schedule(build_schedule_context(
+        scheduled_execution_time=datetime(2024, 3, 5, 3))))
+    assert sorted((r.partition_key, r.run_key) for r in requests) == [(c, f"2024-03-05-{c}") for c in CLUSTERS]
     assert (root / "out" / "fleet" / "fleet-report.html").is_file()
 
 
@@ -175,3 +183,14 @@ def test_a_fleet_source_is_a_folder_per_cluster(fleet, tmp_path):
         clusters_in(tmp_path)
     result = CliRunner().invoke(main, ["run", "--fleet", str(root / "src"), "--db", str(tmp_path / "w.duckdb")])
     assert result.exit_code == 2 and "leave out --db and --cluster" in result.output
+
+
+def test_a_run_named_for_a_cluster_fails_on_a_sacct_dump_of_another(fleet, tmp_path):
+    root, _, _ = fleet
+    shutil.copytree(root / "src" / "b" / "slurm", tmp_path / "src" / "slurm")
+    stray = sorted((root / "src" / "a" / "slurm").glob("sacct*"))[0]
+    shutil.copy(stray, tmp_path / "src" / "slurm" / f"from-a-{stray.name}")
+    result = CliRunner().invoke(main, ["run", "--source", str(tmp_path / "src"), "--cluster", "b", "-q",
+                                       "--db", str(tmp_path / "b.duckdb"), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1, result.output
+    assert f"from-a-{stray.name} says Cluster=a" in result.output and "goodput forget" in result.output
