@@ -56,7 +56,7 @@ DOCUMENTED = {
     "srun": {"-l", "--label"},
     # SuperBench CLI, microsoft.github.io/superbenchmark/docs/cli and user-tutorial/data-diagnosis
     "sb": {"--data-file", "--rule-file", "--baseline-file", "--output-dir", "--output-file-format", "--output-all"},
-    "scontrol": set(),
+    "scontrol": {"-M=", "--clusters"},  # scontrol(1): -M, --clusters=<string>: the cluster to issue commands to
     "gzip": set(), "perfquery": set(), "cat": set(),
 }
 # sacct(1) --helpformat, "Fields available" (the ones the docs name)
@@ -127,18 +127,37 @@ def test_goodput_commands_in_the_docs_are_goodput_commands(c):
         assert args[0] in _opts(main) or args[0] == "--version", c.text
         return
     assert args[0] in main.commands, f"{c.doc}: `{c.text}`: goodput has no command {args[0]}"
-    command = main.commands[args[0]]
+    command, named, args = _subcommand(args)
     if c.in_block:  # a full command: parsed as goodput parses it (types, required options, arguments)
-        words = [DEMO_SOURCE.as_posix() if w == "$SRC" else re.sub(r"\$\w+", "X", w) for w in args[1:]]
-        command.make_context(args[0], words)
+        words = [DEMO_SOURCE.as_posix() if w == "$SRC" else re.sub(r"\$\w+", "X", w) for w in args]
+        command.make_context(named, words)
         return
     opts = _opts(command)
-    for name, value in _option_names(args[1:]):
-        assert name in opts, f"{c.doc}: `{c.text}`: goodput {args[0]} has no option {name}"
+    for name, value in _option_names(args):
+        assert name in opts, f"{c.doc}: `{c.text}`: goodput {named} has no option {name}"
         param = opts[name]
         if isinstance(param.type, click.Choice) and value and not value.startswith("-"):
             for choice in value.strip("[]").split("|"):
                 assert choice in param.type.choices, f"{c.doc}: `{c.text}`: {name} takes no {choice}"
+
+
+def _subcommand(args: list[str]) -> tuple[click.Command, str, list[str]]:
+    """The command a goodput command line names (a group's subcommand: `fleet export`), its name, its arguments."""
+    command, path, args = main.commands[args[0]], [args[0]], list(args[1:])
+    while isinstance(command, click.Group) and args and args[0] in command.commands:
+        command = command.commands[args[0]]
+        path.append(args.pop(0))
+    return command, " ".join(path), args
+
+
+def _every_command(group: click.Group = main, prefix: str = "") -> dict[str, click.Command]:
+    out = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            out.update(_every_command(command, f"{prefix}{name} "))
+        else:
+            out[prefix + name] = command
+    return out
 
 
 def test_the_command_table_lists_every_command_and_option():
@@ -146,9 +165,11 @@ def test_the_command_table_lists_every_command_and_option():
     named: dict[str, set[str]] = {}
     for row in rows:
         synopsis = row.split("`")[1].replace("\\|", "|").split()
-        named.setdefault(synopsis[1], set()).update(o for o, _ in _option_names(synopsis[2:]))
-    assert set(main.commands) <= set(named), f"not in README's command table: {set(main.commands) - set(named)}"
-    for name, command in main.commands.items():
+        _, name, args = _subcommand(synopsis[1:])
+        named.setdefault(name, set()).update(o for o, _ in _option_names(args))
+    commands = _every_command()
+    assert set(commands) <= set(named), f"not in README's command table: {set(commands) - set(named)}"
+    for name, command in commands.items():
         missing = [p.opts[-1] for p in command.params if isinstance(p, click.Option) and p.opts[-1] != "--help"
                    and not set(p.opts) & named[name]]
         assert not missing, f"README's row for goodput {name} lacks {missing}"
@@ -166,8 +187,8 @@ def test_the_docs_check_command_runs_on_the_sample():
 
 
 def test_every_command_has_help_and_run_names_every_source_folder():
-    for name in main.commands:
-        result = CliRunner().invoke(main, [name, "--help"])
+    for name in _every_command():
+        result = CliRunner().invoke(main, [*name.split(), "--help"])
         assert result.exit_code == 0 and "Usage:" in result.output, name
     text = " ".join(CliRunner().invoke(main, ["run", "--help"]).output.split())
     assert all(f"{folder}/" in text for folder in SOURCES), text
