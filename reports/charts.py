@@ -98,6 +98,20 @@ CAPACITY_PARTS = (("productive", "productive work"), ("infrastructure", "lost to
 LOSS_PARTS = ("infrastructure", "second_order", "user_failures", "preemptions")  # the slivers the lower panel zooms on
 
 
+def whole_and_lost(mark: str, axis: str, encoding: dict, lost_format: str) -> tuple[alt.Chart, alt.Chart]:
+    """The capacity parts stacked to 100% along ``axis`` ("x": a bar per cluster, "y": an area over days), and
+    the loss parts alone on their own scale below (a few percent of capacity: a sliver in the whole)."""
+    channel = {"x": alt.X, "y": alt.Y}[axis]
+
+    def chart(stack: str, fmt: str, title: str) -> alt.Chart:
+        return getattr(alt.Chart(), f"mark_{mark}")().encode(
+            **{axis: channel("share:Q", stack=stack, axis=alt.Axis(format=fmt), title=title)}, **encoding)
+
+    lost = chart("zero", lost_format, "lost (share of capacity)").transform_filter(
+        alt.FieldOneOfPredicate(field="part", oneOf=[dict(CAPACITY_PARTS)[c] for c in LOSS_PARTS]))
+    return chart("normalize", "%", "share of GPU capacity"), lost
+
+
 def capacity_split(split: pl.DataFrame) -> dict:
     """Each day's capacity as stacked shares that add up to 100%; below it, the losses alone on their own
     scale (a few percent of capacity: a sliver in the upper panel)."""
@@ -110,11 +124,7 @@ def capacity_split(split: pl.DataFrame) -> dict:
     encoding = dict(x=_days(label=label), color=alt.Color("part:N", title=None, sort=[n for _, n in CAPACITY_PARTS]),
                     order="order:Q", tooltip=[_day_tip(title=label), "part:N", alt.Tooltip("share:Q", format=".2%"),
                                               alt.Tooltip("gpu_hours:Q", format=",.0f", title="GPU-hours")])
-    whole = alt.Chart().mark_area().encode(
-        y=alt.Y("share:Q", stack="normalize", axis=alt.Axis(format="%"), title="share of GPU capacity"), **encoding)
-    lost = alt.Chart().mark_area().encode(
-        y=alt.Y("share:Q", stack="zero", axis=alt.Axis(format=".1%"), title="lost (share of capacity)"), **encoding
-    ).transform_filter(alt.FieldOneOfPredicate(field="part", oneOf=[dict(CAPACITY_PARTS)[c] for c in LOSS_PARTS]))
+    whole, lost = whole_and_lost("area", "y", encoding, ".1%")
     chart = alt.vconcat(whole.properties(width=WIDTH, height=220), lost.properties(width=WIDTH, height=120),
                         data=_data("capacity"), spacing=12)
     return _spec(chart, capacity=long.drop("capacity"))

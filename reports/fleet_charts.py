@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from reports.charts import CAPACITY_PARTS, LOSS_PARTS, SIZE_TITLE, WIDTH, _data, _spec
+from reports.charts import CAPACITY_PARTS, SIZE_TITLE, WIDTH, _data, _spec, whole_and_lost
 
 
 def _colour(clusters: list[str]) -> alt.Color:
@@ -71,11 +71,7 @@ def capacity_split(split: pl.DataFrame, clusters: list[str]) -> dict:
                     color=alt.Color("part:N", title=None, sort=names), order="order:Q",
                     tooltip=["cluster:N", "part:N", alt.Tooltip("share:Q", format=".2%"),
                              alt.Tooltip("gpu_hours:Q", format=",.0f", title="GPU-hours")])
-    whole = alt.Chart().mark_bar().encode(
-        x=alt.X("share:Q", stack="normalize", axis=alt.Axis(format="%"), title="share of GPU capacity"), **encoding)
-    lost = alt.Chart().mark_bar().encode(
-        x=alt.X("share:Q", stack="zero", axis=alt.Axis(format=".2%"), title="lost (share of capacity)"), **encoding
-    ).transform_filter(alt.FieldOneOfPredicate(field="part", oneOf=[dict(CAPACITY_PARTS)[c] for c in LOSS_PARTS]))
+    whole, lost = whole_and_lost("bar", "x", encoding, ".2%")
     rows = alt.Step(26)
     chart = alt.vconcat(whole.properties(width=WIDTH - 80, height=rows), lost.properties(width=WIDTH - 80, height=rows),
                         data=_data("capacity"), spacing=14)
