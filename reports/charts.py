@@ -36,7 +36,7 @@ def _values(frame: pl.DataFrame) -> list[dict]:
     return out.to_dicts()
 
 
-def _spec(chart: alt.TopLevelMixin, **datasets: pl.DataFrame) -> dict:
+def vega_spec(chart: alt.TopLevelMixin, **datasets: pl.DataFrame) -> dict:
     """The spec with each named frame attached once, under top-level `datasets`."""
     if not isinstance(chart, alt.VConcatChart):  # panels of a concatenation carry their own width
         chart = chart.properties(width=WIDTH)
@@ -45,7 +45,7 @@ def _spec(chart: alt.TopLevelMixin, **datasets: pl.DataFrame) -> dict:
     return spec
 
 
-def _data(name: str) -> alt.NamedData:
+def named_data(name: str) -> alt.NamedData:
     return alt.NamedData(name=name)
 
 
@@ -75,19 +75,19 @@ def status_breakdown(status: pl.DataFrame) -> dict:
     long = status.select("state", pl.col("instance_share").alias("by job count"),
                          pl.col("gpu_hour_share").alias("by GPU-hours")).unpivot(index="state", variable_name="measure",
                                                                                  value_name="share")
-    chart = alt.Chart(_data("status")).mark_bar().encode(
+    chart = alt.Chart(named_data("status")).mark_bar().encode(
         y=alt.Y("state:N", sort="-x", title=None), x=alt.X("share:Q", axis=alt.Axis(format="%"), title="share"),
         color=alt.Color("measure:N", title=None), yOffset="measure:N",
         tooltip=["state:N", "measure:N", alt.Tooltip("share:Q", format=".1%")])
-    return _spec(chart.properties(height=alt.Step(11)), status=long)
+    return vega_spec(chart.properties(height=alt.Step(11)), status=long)
 
 
 def goodput_trend(daily: pl.DataFrame) -> dict:
     points, label = _per_period(daily, ["goodput"])
-    chart = alt.Chart(_data("goodput")).mark_line(point=True).encode(
+    chart = alt.Chart(named_data("goodput")).mark_line(point=True).encode(
         x=_days(label=label), y=alt.Y("goodput:Q", axis=alt.Axis(format="%"), title="goodput"),
         tooltip=[_day_tip(title=label), alt.Tooltip("goodput:Q", format=".1%")])
-    return _spec(chart.properties(height=180), goodput=points)
+    return vega_spec(chart.properties(height=180), goodput=points)
 
 
 CAPACITY_PARTS = (("productive", "productive work"), ("infrastructure", "lost to infrastructure failures"),
@@ -126,8 +126,8 @@ def capacity_split(split: pl.DataFrame) -> dict:
                                               alt.Tooltip("gpu_hours:Q", format=",.0f", title="GPU-hours")])
     whole, lost = whole_and_lost("area", "y", encoding, ".1%")
     chart = alt.vconcat(whole.properties(width=WIDTH, height=220), lost.properties(width=WIDTH, height=120),
-                        data=_data("capacity"), spacing=12)
-    return _spec(chart, capacity=long.drop("capacity"))
+                        data=named_data("capacity"), spacing=12)
+    return vega_spec(chart, capacity=long.drop("capacity"))
 
 
 def _labelled(frame: pl.DataFrame, labels: dict[str, str], *cols: str) -> pl.DataFrame:
@@ -140,15 +140,15 @@ def _labelled(frame: pl.DataFrame, labels: dict[str, str], *cols: str) -> pl.Dat
 def failure_rate_over_time(rates: pl.DataFrame, checks: pl.DataFrame, labels: dict[str, str] | None = None) -> dict:
     points, label = _per_period(rates, ["rate"], by=("cause",))
     points = _labelled(points, labels or {}, "cause")
-    lines = alt.Chart(_data("rates")).mark_line().encode(
+    lines = alt.Chart(named_data("rates")).mark_line().encode(
         x=_days(label=label), y=alt.Y("rate:Q", title="failures per 1,000 node-days (30-day rolling)"),
         color=alt.Color("cause_label:N", title="cause"),
         tooltip=[_day_tip(title=label), alt.Tooltip("cause_label:N", title="cause"),
                  alt.Tooltip("cause:N", title="id"), alt.Tooltip("rate:Q", format=".2f")])
-    marks = alt.Chart(_data("checks")).mark_rule(strokeDash=[4, 3], color="#555").encode(
+    marks = alt.Chart(named_data("checks")).mark_rule(strokeDash=[4, 3], color="#555").encode(
         x=_days("first_seen"), tooltip=["health_check:N", _day_tip("first_seen", "first seen")])
     labels = marks.mark_text(align="left", dx=3, dy=-110, fontSize=10, color="#555").encode(text="health_check:N")
-    return _spec(alt.layer(lines, marks, labels).properties(height=260), rates=points,
+    return vega_spec(alt.layer(lines, marks, labels).properties(height=260), rates=points,
                  checks=checks.select("health_check", "first_seen"))
 
 
@@ -156,17 +156,17 @@ def mttf_by_size(mttf: pl.DataFrame, projection: pl.DataFrame) -> dict:
     measured = mttf.filter(pl.col("mttf_hours").is_not_null()).select(
         "bucket_gpus", "failures", "mttf_hours", "mttf_ci_low_hours", "mttf_ci_high_hours")
     x = alt.X("bucket_gpus:Q", scale=alt.Scale(type="log"), title=SIZE_TITLE)
-    points = alt.Chart(_data("mttf")).mark_point(filled=True, size=60).encode(
+    points = alt.Chart(named_data("mttf")).mark_point(filled=True, size=60).encode(
         x=x, y=alt.Y("mttf_hours:Q", scale=alt.Scale(type="log"), title="MTTF (hours)"),
         tooltip=["bucket_gpus:Q", "failures:Q", alt.Tooltip("mttf_hours:Q", format=".1f")])
-    bars = alt.Chart(_data("mttf")).mark_rule().encode(x=x, y="mttf_ci_low_hours:Q", y2="mttf_ci_high_hours:Q")
-    proj = alt.Chart(_data("projection")).mark_line(strokeDash=[5, 3], color="#d62728").encode(
+    bars = alt.Chart(named_data("mttf")).mark_rule().encode(x=x, y="mttf_ci_low_hours:Q", y2="mttf_ci_high_hours:Q")
+    proj = alt.Chart(named_data("projection")).mark_line(strokeDash=[5, 3], color="#d62728").encode(
         x=alt.X("gpus:Q", scale=alt.Scale(type="log")), y="projected_mttf_hours:Q",
         tooltip=["gpus:Q", alt.Tooltip("projected_mttf_hours:Q", format=".2f")])
     label = proj.transform_window(rank="rank()", sort=[alt.SortField("gpus", order="descending")]).transform_filter(
         "datum.rank == 1").mark_text(align="right", dx=-4, dy=-8, fontSize=10, color="#d62728").encode(
         text=alt.value("projection: 1/N at the fleet's r"))
-    return _spec(alt.layer(bars, points, proj, label).properties(height=280), mttf=measured,
+    return vega_spec(alt.layer(bars, points, proj, label).properties(height=280), mttf=measured,
                  projection=_projection_span(projection.filter(pl.col("projected_mttf_hours").is_not_null()),
                                              measured["bucket_gpus"].max() if measured.height else None))
 
@@ -208,24 +208,24 @@ def ettr_by_size(runs: pl.DataFrame, r_per_node_day: float, u0_h: float, dt_h: f
     # the curve's span with a margin: a log scale's nice rounding would add empty decades
     scale = alt.Scale(type="log", domain=[sizes[0] / 1.5, sizes[-1] * 1.5], nice=False)
     x = alt.X("size:Q", scale=scale, title=SIZE_TITLE)
-    bins = alt.Chart(_data("runs")).mark_circle(opacity=0.8).encode(
+    bins = alt.Chart(named_data("runs")).mark_circle(opacity=0.8).encode(
         x=x, y=alt.Y("ettr:Q", scale=alt.Scale(domain=[0, 1]), title="ETTR"),
         size=alt.Size("runs:Q", title="runs", scale=alt.Scale(range=[12, 420]), legend=alt.Legend(format=",d", tickMinStep=1)),
         color=alt.Color("median_hours:Q", title="median length (h)", scale=alt.Scale(type="log", scheme="viridis")),
         tooltip=[alt.Tooltip("gpus:N", title="GPUs"), alt.Tooltip("band:N", title="ETTR"), "runs:Q",
                  alt.Tooltip("median_hours:Q", title="median length (h)", format=".1f"), "failures:Q"])
-    median = alt.Chart(_data("medians")).mark_tick(color="#222", thickness=2, size=22).encode(
+    median = alt.Chart(named_data("medians")).mark_tick(color="#222", thickness=2, size=22).encode(
         x=alt.X("size:Q", scale=scale), y="median_ettr:Q",
         tooltip=[alt.Tooltip("gpus:N", title="GPUs"), "runs:Q", alt.Tooltip("median_ettr:Q", title="median ETTR", format=".3f")])
     present = set(curve["method"])
     methods = [(m, d) for m, d in (("closed form", [1, 0]), ("Monte Carlo", [5, 3]), ("no progress", [1, 3])) if m in present]
     # one line through every point, dashed where simulated: the segments share their boundary points
-    line = alt.Chart(_data("expected")).mark_line(color="#d62728", point=alt.OverlayMarkDef(size=14, color="#d62728")).encode(
+    line = alt.Chart(named_data("expected")).mark_line(color="#d62728", point=alt.OverlayMarkDef(size=14, color="#d62728")).encode(
         x=alt.X("n_gpus:Q", scale=scale), y="expected:Q",
         strokeDash=alt.StrokeDash("method:N", title="expected ETTR",
                                   scale=alt.Scale(domain=[m for m, _ in methods], range=[d for _, d in methods])),
         tooltip=["n_gpus:Q", alt.Tooltip("expected:Q", format=".3f"), "method:N"])
-    return _spec(alt.layer(bins, median, line).properties(height=260),
+    return vega_spec(alt.layer(bins, median, line).properties(height=260),
                  runs=cells, medians=medians, expected=_joined_segments(curve))
 
 
@@ -255,27 +255,27 @@ def checkpoint_sweep(r_per_1000: float, u0_h: float, largest_gpus: int | None = 
     rates, gpus = sweep_axes(r_per_1000, largest_gpus)
     rows = E.sweep(TARGET_ETTR, rates, gpus, u0_h, gpus_per_node)
     frame = pl.DataFrame(rows).filter(pl.col("checkpoint_minutes").is_not_null())
-    lines = alt.Chart(_data("sweep")).mark_line(point=True).encode(
+    lines = alt.Chart(named_data("sweep")).mark_line(point=True).encode(
         x=alt.X("failures_per_1000_node_days:Q", title="failures per 1,000 node-days"),
         y=alt.Y("checkpoint_minutes:Q", scale=alt.Scale(type="log"), title=f"checkpoint interval for ETTR {TARGET_ETTR} (min)"),
         color=alt.Color("gpus:O", title="GPUs"),
         tooltip=["gpus:O", "failures_per_1000_node_days:Q", alt.Tooltip("checkpoint_minutes:Q", format=".1f")])
-    here = alt.Chart(_data("here")).mark_rule(color="#555", strokeDash=[4, 3]).encode(x="r:Q")
-    return _spec(alt.layer(lines, here).properties(height=260), sweep=frame,
+    here = alt.Chart(named_data("here")).mark_rule(color="#555", strokeDash=[4, 3]).encode(x="r:Q")
+    return vega_spec(alt.layer(lines, here).properties(height=260), sweep=frame,
                  here=pl.DataFrame({"r": [float(r_per_1000)]}))
 
 
 def loss_by_size(loss: pl.DataFrame) -> dict:
-    chart = alt.Chart(_data("loss")).mark_bar().encode(
+    chart = alt.Chart(named_data("loss")).mark_bar().encode(
         x=alt.X("bucket_gpus:O", sort="ascending", title=SIZE_TITLE), y=alt.Y("lost_gpu_hours:Q", title="lost GPU-hours"),
         color=alt.Color("kind:N", title=None),
         tooltip=["bucket_gpus:O", "kind:N", alt.Tooltip("lost_gpu_hours:Q", format=",.0f"), "instances:Q"])
-    return _spec(chart.properties(height=240), loss=loss)
+    return vega_spec(chart.properties(height=240), loss=loss)
 
 
 def cooccurrence(co: pl.DataFrame, labels: dict[str, str] | None = None) -> dict:
     """Which causes fire together: shares as colour, the failure counts written in the cells."""
-    base = alt.Chart(_data("cooccurrence")).encode(
+    base = alt.Chart(named_data("cooccurrence")).encode(
         x=alt.X("cause_b_label:N", title="also present"), y=alt.Y("cause_a_label:N", title="failures showing"))
     cells = base.mark_rect().encode(
         color=alt.Color("share_of_a:Q", title="share", scale=alt.Scale(scheme="blues", domain=[0, 1])),
@@ -284,7 +284,7 @@ def cooccurrence(co: pl.DataFrame, labels: dict[str, str] | None = None) -> dict
     counts = base.mark_text(fontSize=10).encode(
         text="failures_with_both:Q",
         color=alt.condition("datum.share_of_a > 0.5", alt.value("white"), alt.value("#222")))
-    return _spec(alt.layer(cells, counts).properties(height=alt.Step(22)),
+    return vega_spec(alt.layer(cells, counts).properties(height=alt.Step(22)),
                  cooccurrence=_labelled(co, labels or {}, "cause_a", "cause_b"))
 
 
@@ -292,10 +292,10 @@ def risk_distribution(risk: pl.DataFrame) -> dict:
     """Nodes by Cox-Time's 7-day incident probability, in 5-point bins (one bar per bin, not per node)."""
     bins = (risk.with_columns(lo=(pl.col("p_incident") * 20).floor().clip(0, 19) / 20)
             .group_by("lo").agg(nodes=pl.len()).with_columns(hi=pl.col("lo") + 0.05).sort("lo"))
-    chart = alt.Chart(_data("risk")).mark_bar().encode(
+    chart = alt.Chart(named_data("risk")).mark_bar().encode(
         x=alt.X("lo:Q", bin="binned", title="probability of an incident within 7 days (Cox-Time)",
                 scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=".0%")),
         x2="hi:Q", y=alt.Y("nodes:Q", title="nodes"),
         tooltip=[alt.Tooltip("lo:Q", format=".0%", title="from"), alt.Tooltip("hi:Q", format=".0%", title="to"),
                  "nodes:Q"])
-    return _spec(chart.properties(height=200), risk=bins)
+    return vega_spec(chart.properties(height=200), risk=bins)

@@ -23,7 +23,7 @@ from analysis.derive.taxonomy import load as load_taxonomy
 from analysis.fleet.clusters import warehouses_in
 from analysis.fleet.trend import WINDOW_DAYS, Window, verdict
 from reports import fleet_charts, fleet_tables as T
-from reports.render import _env, _javascript, gather, node_models
+from reports.render import template_env, inline_javascript, gather, node_models
 
 U0_H, DT_H = 5 / 60, 1.0  # restart and checkpoint (hours) `goodput run` reports with: MetricsSettings' defaults
 WINDOW, DAY = timedelta(days=WINDOW_DAYS), timedelta(days=1)
@@ -50,8 +50,8 @@ def render_fleet_report(db_dir: Path, out_dir: Path, cluster_reports: dict[str, 
     clusters = [read_cluster(name, path, u0_h, dt_h, labels) for name, path in warehouses_in(db_dir).items()]
     for c in clusters:
         c.link = _link(out_dir, (cluster_reports or {}).get(c.name))
-    html = _env(labels).get_template("fleet.html.j2").render(**context(clusters, labels),
-                                                              javascript=Markup(_javascript()))
+    html = template_env(labels).get_template("fleet.html.j2").render(**context(clusters, labels),
+                                                              javascript=Markup(inline_javascript()))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "fleet-report.html"
     path.write_text(html)

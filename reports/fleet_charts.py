@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from reports.charts import CAPACITY_PARTS, SIZE_TITLE, WIDTH, _data, _spec, whole_and_lost
+from reports.charts import CAPACITY_PARTS, SIZE_TITLE, WIDTH, named_data, vega_spec, whole_and_lost
 
 
 def _colour(clusters: list[str]) -> alt.Color:
@@ -15,12 +15,12 @@ def _colour(clusters: list[str]) -> alt.Color:
 
 def rates_by_cause(rates: pl.DataFrame, clusters: list[str]) -> dict:
     """Failures per 1,000 node-days per cause, a bar per cluster within each cause."""
-    chart = alt.Chart(_data("rates")).mark_bar().encode(
+    chart = alt.Chart(named_data("rates")).mark_bar().encode(
         y=alt.Y("cause_label:N", title=None), yOffset=alt.YOffset("cluster:N", sort=clusters),
         x=alt.X("rate:Q", title="infrastructure failures per 1,000 node-days"), color=_colour(clusters),
         tooltip=["cluster:N", alt.Tooltip("cause_label:N", title="cause"), alt.Tooltip("cause:N", title="id"),
                  alt.Tooltip("rate:Q", format=".2f"), "failures:Q"])
-    return _spec(chart, rates=rates)
+    return vega_spec(chart, rates=rates)
 
 
 def _spread(frame: pl.DataFrame, clusters: list[str], field: str, step: float = 1.08) -> pl.DataFrame:
@@ -43,24 +43,24 @@ def mttf_by_size(mttf: pl.DataFrame, clusters: list[str]) -> dict:
     tips = ["cluster:N", alt.Tooltip("bucket_gpus:Q", title="GPUs (bucket)"), "failures:Q",
             alt.Tooltip("mttf_hours:Q", format=".1f"), alt.Tooltip("mttf_ci_low_hours:Q", format=".1f", title="90% CI from"),
             alt.Tooltip("mttf_ci_high_hours:Q", format=".1f", title="to")]
-    bars = alt.Chart(_data("mttf")).mark_rule().encode(
+    bars = alt.Chart(named_data("mttf")).mark_rule().encode(
         x=x, y=alt.Y("mttf_ci_low_hours:Q", title="MTTF (hours)",
                      scale=_log_span(mttf["mttf_ci_low_hours"].min(), mttf["mttf_ci_high_hours"].max())),
         y2="mttf_ci_high_hours:Q", color=_colour(clusters))
-    points = alt.Chart(_data("mttf")).mark_point(filled=True, size=60).encode(
+    points = alt.Chart(named_data("mttf")).mark_point(filled=True, size=60).encode(
         x=x, y="mttf_hours:Q", color=_colour(clusters), tooltip=tips)
-    return _spec(alt.layer(bars, points).properties(height=280), mttf=mttf)
+    return vega_spec(alt.layer(bars, points).properties(height=280), mttf=mttf)
 
 
 def ettr_by_size(medians: pl.DataFrame, clusters: list[str]) -> dict:
     """The median measured ETTR of each job-size bucket's runs (the cluster report's dark ticks), per cluster."""
-    chart = alt.Chart(_data("ettr")).mark_line(point=alt.OverlayMarkDef(size=50)).encode(
+    chart = alt.Chart(named_data("ettr")).mark_line(point=alt.OverlayMarkDef(size=50)).encode(
         x=alt.X("size:Q", scale=_log_span(medians["size"].min(), medians["size"].max()), title=SIZE_TITLE),
         y=alt.Y("median_ettr:Q", scale=alt.Scale(domain=[0, 1]), title="median ETTR of the runs"),
         color=_colour(clusters),
         tooltip=["cluster:N", alt.Tooltip("gpus:N", title="GPUs"), "runs:Q",
                  alt.Tooltip("median_ettr:Q", title="median ETTR", format=".3f")])
-    return _spec(chart.properties(height=240), ettr=medians)
+    return vega_spec(chart.properties(height=240), ettr=medians)
 
 
 def capacity_split(split: pl.DataFrame, clusters: list[str]) -> dict:
@@ -74,5 +74,5 @@ def capacity_split(split: pl.DataFrame, clusters: list[str]) -> dict:
     whole, lost = whole_and_lost("bar", "x", encoding, ".2%")
     rows = alt.Step(26)
     chart = alt.vconcat(whole.properties(width=WIDTH - 80, height=rows), lost.properties(width=WIDTH - 80, height=rows),
-                        data=_data("capacity"), spacing=14)
-    return _spec(chart, capacity=split)
+                        data=named_data("capacity"), spacing=14)
+    return vega_spec(chart, capacity=split)

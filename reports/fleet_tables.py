@@ -10,7 +10,7 @@ import polars as pl
 from analysis.derive.taxonomy import cause_label
 from analysis.fleet.trend import WINDOW_DAYS
 from reports.charts import CAPACITY_PARTS
-from reports.render import RUN_MIN_GPUS, RUN_MIN_HOURS, _num, _pct
+from reports.render import RUN_MIN_GPUS, RUN_MIN_HOURS, fmt_num, fmt_pct
 
 SECOND_ORDER = "second-order preemption"  # its kind in sql/report/loss_by_size.sql
 TOP_NODES = 5  # per cluster: every cluster is in the table, and a large cluster does not crowd a small one out
@@ -26,13 +26,13 @@ def _row(key: str, label: str, cells: dict, title: str | None = None) -> dict:
 
 def summary_rows(data: list) -> list[dict]:
     h = {c.name: c.report["head"] for c in data}
-    num = lambda key, label, digits=0: _row(key, label, {n: _cell(v[key], _num(v[key], digits)) for n, v in h.items()})  # noqa: E731
+    num = lambda key, label, digits=0: _row(key, label, {n: _cell(v[key], fmt_num(v[key], digits)) for n, v in h.items()})  # noqa: E731
     return [
         _row("day", "report covers data up to", {c.name: _cell(c.day.isoformat(), f"{c.day:%Y-%m-%d}") for c in data}),
-        _row("nodes", "nodes", {c.name: _cell(n, _num(n)) for c in data
+        _row("nodes", "nodes", {c.name: _cell(n, fmt_num(n)) for c in data
                                 for n in [sum(s["nodes"] for s in c.report["node_sizes"])]}),
         num("job_instances", "job instances"), num("gpu_hours", "GPU-hours of jobs"),
-        _row("goodput_7d", "goodput, last 7 days", {n: _cell(v["goodput_7d"], _pct(v["goodput_7d"])) for n, v in h.items()}),
+        _row("goodput_7d", "goodput, last 7 days", {n: _cell(v["goodput_7d"], fmt_pct(v["goodput_7d"])) for n, v in h.items()}),
         num("r_per_1000_node_days", "failures per 1,000 node-days (Meta's r)", 2),
         num("infra_failed_jobs", "job instances failed by infrastructure"),
         num("infra_lost_gpu_hours", "GPU-hours lost to infrastructure failures"),
@@ -60,7 +60,7 @@ def rate_rows(frame: pl.DataFrame, labels: dict[str, str]) -> list[dict]:
         return []
     order = frame.group_by("cause").agg(pl.col("rate").sum()).sort(["rate", "cause"], descending=[True, False])
     return [_row(f"rate:{cause}", cause_label(cause, labels), {
-        r["cluster"]: _cell(r["rate"], f"{_num(r['rate'], 2)} ({_num(r['failures'])})")
+        r["cluster"]: _cell(r["rate"], f"{fmt_num(r['rate'], 2)} ({fmt_num(r['failures'])})")
         for r in frame.filter(pl.col("cause") == cause).iter_rows(named=True)}, title=cause) for cause in order["cause"]]
 
 
@@ -86,10 +86,10 @@ def mttf_rows(data: list) -> list[dict]:
             if m is None:
                 cells[c.name] = _cell(None, "no job")
             elif m["mttf_hours"] is None:
-                cells[c.name] = _cell(None, f"no failure in {_num(m['runtime_hours'])} h")
+                cells[c.name] = _cell(None, f"no failure in {fmt_num(m['runtime_hours'])} h")
             else:
-                cells[c.name] = _cell(m["mttf_hours"], f"{_num(m['mttf_hours'], 1)} h ({_num(m['mttf_ci_low_hours'], 1)}–"
-                                                       f"{_num(m['mttf_ci_high_hours'], 1)}), {_num(m['failures'])} failed")
+                cells[c.name] = _cell(m["mttf_hours"], f"{fmt_num(m['mttf_hours'], 1)} h ({fmt_num(m['mttf_ci_low_hours'], 1)}–"
+                                                       f"{fmt_num(m['mttf_ci_high_hours'], 1)}), {fmt_num(m['failures'])} failed")
         rows.append(_row(f"mttf:{b}", f"{b:,} GPUs", cells))
     return rows
 
@@ -105,14 +105,14 @@ def ettr_frame(data: list) -> pl.DataFrame:
 
 def ettr_rows(data: list) -> list[dict]:
     rows = [_row("runs", f"runs measured ({RUN_MIN_GPUS}+ GPUs, {RUN_MIN_HOURS}+ hours)",
-                 {c.name: _cell(c.report["runs"], _num(c.report["runs"])) for c in data}),
-            _row("runs_mean_ettr", "their mean ETTR", {c.name: _cell(v, _num(v, 3)) for c in data
+                 {c.name: _cell(c.report["runs"], fmt_num(c.report["runs"])) for c in data}),
+            _row("runs_mean_ettr", "their mean ETTR", {c.name: _cell(v, fmt_num(v, 3)) for c in data
                                                         for v in [c.report["runs_mean_ettr"]]}),
             _row("ettr_largest", "median ETTR of the largest runs", {c.name: _cell(
-                h["ettr_largest"], f"{_num(h['ettr_largest'], 3)} ({_num(h['largest_runs'])} of {_num(h['largest_min_gpus'])}+ GPUs)"
+                h["ettr_largest"], f"{fmt_num(h['ettr_largest'], 3)} ({fmt_num(h['largest_runs'])} of {fmt_num(h['largest_min_gpus'])}+ GPUs)"
                 if h["largest_runs"] else "none yet") for c in data for h in [c.report["head"]]})]
     for size in sorted({m["size"] for c in data for m in _medians(c)}):
-        cells = {c.name: _cell(m["median_ettr"], f"{_num(m['median_ettr'], 3)} ({_num(m['runs'])})")
+        cells = {c.name: _cell(m["median_ettr"], f"{fmt_num(m['median_ettr'], 3)} ({fmt_num(m['runs'])})")
                  for c in data for m in _medians(c) if m["size"] == size}
         rows.append(_row(f"ettr_median:{size}", f"median ETTR, {size:,}-GPU bucket (runs)", cells))
     return rows
@@ -128,11 +128,11 @@ def capacity_frame(data: list) -> pl.DataFrame:
 def capacity_rows(data: list) -> list[dict]:
     caps = {c.name: c.report["capacity"] for c in data if c.report["capacity"]}
     rows = [_row("capacity_gpu_hours", "GPU-hours of capacity",
-                 {n: _cell(v["gpu_hours"], f"{_num(v['gpu_hours'])} over {_num(v['days'])} days") for n, v in caps.items()})]
+                 {n: _cell(v["gpu_hours"], f"{fmt_num(v['gpu_hours'])} over {fmt_num(v['days'])} days") for n, v in caps.items()})]
     # the losses are a few percent or less: two decimals, or they would all read 0.0%
-    rows += [_row(f"share:{key}", name, {n: _cell(v[key], _pct(v[key], 1 if key in ("productive", "idle") else 2))
+    rows += [_row(f"share:{key}", name, {n: _cell(v[key], fmt_pct(v[key], 1 if key in ("productive", "idle") else 2))
                                          for n, v in caps.items()}) for key, name in CAPACITY_PARTS]
-    return rows + [_row("win_back", "reliability can win back", {n: _cell(v["win_back"], _pct(v["win_back"], 2))
+    return rows + [_row("win_back", "reliability can win back", {n: _cell(v["win_back"], fmt_pct(v["win_back"], 2))
                                                                   for n, v in caps.items()})]
 
 
@@ -144,30 +144,30 @@ def second_order_rows(data: list) -> list[dict]:
     ratio = {n: hours[n] / infra[n] if infra[n] else None for n in hours}
     caps = {c.name: c.report["capacity"] for c in data if c.report["capacity"]}
     return [_row("second_order_instances", "second-order preemptions",
-                 {n: _cell(s, _num(s)) for n, v in lost.items() for s in [sum(x["instances"] for x in v)]}),
-            _row("second_order_gpu_hours", "GPU-hours they lost", {n: _cell(v, _num(v, 1)) for n, v in hours.items()}),
-            _row("share:second_order", "share of capacity", {n: _cell(v["second_order"], _pct(v["second_order"], 2))
+                 {n: _cell(s, fmt_num(s)) for n, v in lost.items() for s in [sum(x["instances"] for x in v)]}),
+            _row("second_order_gpu_hours", "GPU-hours they lost", {n: _cell(v, fmt_num(v, 1)) for n, v in hours.items()}),
+            _row("share:second_order", "share of capacity", {n: _cell(v["second_order"], fmt_pct(v["second_order"], 2))
                                                              for n, v in caps.items()}),
             _row("second_order_per_infra", "per GPU-hour the failures themselves lost",
-                 {n: _cell(v, _num(v, 2) if v is not None else "no infrastructure loss") for n, v in ratio.items()})]
+                 {n: _cell(v, fmt_num(v, 2) if v is not None else "no infrastructure loss") for n, v in ratio.items()})]
 
 
 def node_rows(data: list) -> list[dict]:
     modelled = [c for c in data if c.models]
-    count = lambda key, label: _row(key, label, {c.name: _cell(v, _num(v)) for c in modelled  # noqa: E731
+    count = lambda key, label: _row(key, label, {c.name: _cell(v, fmt_num(v)) for c in modelled  # noqa: E731
                                                  for v in [c.models["counts"].get(key, 0)]})
-    return [_row("lemons", "lemons (of the nodes scored)", {c.name: _cell(c.lemons["lemons"], f"{_num(c.lemons['lemons'])} "
-                                                           f"of {_num(c.lemons['scored'])}") for c in modelled}),
+    return [_row("lemons", "lemons (of the nodes scored)", {c.name: _cell(c.lemons["lemons"], f"{fmt_num(c.lemons['lemons'])} "
+                                                           f"of {fmt_num(c.lemons['scored'])}") for c in modelled}),
             count("drain_now", "blocklist: drain now"), count("drain_after_job", "blocklist: drain after the job"),
             count("watch", "watch"),
             _row("left_alone", "of those to drain, already drained or down in Slurm",
-                 {c.name: _cell(c.models["left_alone"], _num(c.models["left_alone"])) for c in modelled}),
+                 {c.name: _cell(c.models["left_alone"], fmt_num(c.models["left_alone"])) for c in modelled}),
             _row("nodes_out_of_service", "drained or down in Slurm at the end of the report's day",
-                 {c.name: _cell(v, _num(v)) for c in data for v in [c.report["head"]["nodes_out_of_service"]]})]
+                 {c.name: _cell(v, fmt_num(v)) for c in data for v in [c.report["head"]["nodes_out_of_service"]]})]
 
 
 def _window_cell(w) -> dict:
-    return _cell(w.rate, f"{_num(w.rate, 2)} ({_num(w.failures)} in {_num(w.node_days)} node-days)")
+    return _cell(w.rate, f"{fmt_num(w.rate, 2)} ({fmt_num(w.failures)} in {fmt_num(w.node_days)} node-days)")
 
 
 def _verdict_cell(t: dict) -> dict:

@@ -27,7 +27,7 @@ TEMPLATES = resources.path("reports", "templates")
 
 
 @lru_cache(maxsize=1)
-def _javascript() -> str:
+def inline_javascript() -> str:
     """Vega, Vega-Lite and vega-embed in one inline script (no CDN: the report
     must open offline). A literal `</script` would end the tag early: escaped
     (`<\\/script` means the same inside JS strings and regexes)."""
@@ -41,23 +41,23 @@ def _json(spec: dict) -> Markup:
     return Markup(text)
 
 
-def _pct(value, digits: int = 1) -> str:
+def fmt_pct(value, digits: int = 1) -> str:
     return "n/a" if value is None or value != value else f"{100 * value:.{digits}f}%"  # value != value: NaN
 
 
-def _num(value, digits: int = 0) -> str:
+def fmt_num(value, digits: int = 0) -> str:
     return "n/a" if value is None or value != value else f"{value:,.{digits}f}"
 
 
 def _count(value, noun: str) -> str:
     """'1 job run', '2 job runs': a caption reads as a sentence."""
-    return f"{_num(value)} {noun}{'' if value == 1 else 's'}"
+    return f"{fmt_num(value)} {noun}{'' if value == 1 else 's'}"
 
 
-def _env(labels: dict[str, str] | None = None) -> Environment:
+def template_env(labels: dict[str, str] | None = None) -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=_pct, num=_num, count=_count, spec=_json, cause=lambda c: _cause(c, labels or {}))
+    env.filters.update(pct=fmt_pct, num=fmt_num, count=_count, spec=_json, cause=lambda c: _cause(c, labels or {}))
     return env
 
 
@@ -249,7 +249,7 @@ def render_with_headline(con: duckdb.DuckDBPyConnection, day: date, out_dir: Pat
     context["telemetry"] = telemetry_alerts(con, day)
     if context["models"] and context["models"]["chart"]:
         context["charts"]["risk"] = context["models"]["chart"]
-    html = _env(labels).get_template("report.html.j2").render(**context, javascript=Markup(_javascript()))
+    html = template_env(labels).get_template("report.html.j2").render(**context, javascript=Markup(inline_javascript()))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"reliability-{day:%Y-%m-%d}.html"
     path.write_text(html)

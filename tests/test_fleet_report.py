@@ -14,7 +14,7 @@ from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.runner import run_pipeline
 from reports.fleet import DT_H, U0_H, render_fleet_report
-from reports.render import _num, gather, node_models
+from reports.render import fmt_num, gather, node_models
 from tests.shared import quick_telemetry
 from tests.test_report import _ChartDivs, _browser, embedded_specs
 
@@ -162,7 +162,7 @@ def test_hosts_are_named_with_their_cluster(fleet, own):
     for cluster, host, shown_cluster, shown_host, lost in rows:
         assert (shown_cluster, shown_host) == (cluster, host)
         theirs = {n["host"]: n for n in own[cluster]["report"]["top_nodes"]}
-        assert lost == _num(theirs[host]["lost_gpu_hours"]), (cluster, host)
+        assert lost == fmt_num(theirs[host]["lost_gpu_hours"]), (cluster, host)
 
 
 def test_escaped_self_contained_and_linked(fleet):
