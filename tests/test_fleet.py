@@ -194,3 +194,20 @@ def test_a_run_named_for_a_cluster_fails_on_a_sacct_dump_of_another(fleet, tmp_p
                                        "--db", str(tmp_path / "b.duckdb"), "--out", str(tmp_path / "out")])
     assert result.exit_code == 1, result.output
     assert f"from-a-{stray.name} says Cluster=a" in result.output and "goodput forget" in result.output
+
+
+def test_one_broken_cluster_fails_alone_and_the_fleet_report_keeps_the_others(tmp_path):
+    """Degrade, don't die: a cluster whose tree cannot be read fails its own run; the other cluster's run, its
+    report and the fleet report are built, and the fleet's exit code says a cluster failed."""
+    from analysis.resources import demo_source
+    from pipelines.fleet_runner import run_fleet
+
+    shutil.copytree(demo_source(), tmp_path / "src" / "good")
+    (tmp_path / "src" / "broken" / "slurm").mkdir(parents=True)
+    (tmp_path / "src" / "broken" / "slurm" / "sacct.txt").write_bytes(b"\xff\xfe not a sacct dump\n")
+    result = run_fleet(tmp_path / "src", tmp_path / "db", tmp_path / "out", jobs=1)
+    status = {r.cluster: r.status for r in result.runs}
+    assert status == {"broken": "failed", "good": "ok"}, result.summary()
+    assert result.exit_code == 1 and result.report is not None and not result.problems
+    page = result.report.read_text()
+    assert "../good/reports/" in page and (tmp_path / "out" / "good" / "exports" / "blocklist.json").is_file()
