@@ -91,6 +91,7 @@ def main() -> None:
     db, out = work / "warehouse.duckdb", work / "out"
     db.unlink(missing_ok=True)
     shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(db.parent / "models", ignore_errors=True)  # a fresh run trains its models: none saved from before
     results = {}
     if args.only_throughput:
         throughput(base, work)

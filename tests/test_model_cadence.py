@@ -250,3 +250,22 @@ def test_retrain_after_days_from_the_environment(monkeypatch):
         TelemetrySettings().cadence("/x/w.duckdb")
     monkeypatch.delenv("GOODPUT_RETRAIN_AFTER_DAYS")
     assert retrain_after_days_default() == 7.0
+
+
+def test_a_saved_model_that_no_longer_loads_is_retrained(tmp_path):
+    """A models/ folder written by an older goodput, whose pickled classes have moved since (analysis.survival
+    became analysis.nodes.survival), is retrained from, not crashed on (it withheld node_actions at 2,000 nodes)."""
+    import pickle
+
+    from analysis.nodes import cadence
+
+    meta = {"version": "v1", "data_to": "2024-03-01T00:00:00"}
+    old = tmp_path / "incident-v1.json"
+    old.with_suffix(".pkl").write_bytes(b"canalysis.survival\nCoxTime\n.")  # a class of a module that is gone
+    loading = cadence.ModelState("incident", False, "saved model is 1.0 days old", "v1", 1.0, old)
+    model, state = cadence.load_saved("incident", loading, (meta, old))
+    assert model is None and state.trained and "incident-v1.pkl no longer loads (ModuleNotFoundError" in state.reason
+    old.with_suffix(".pkl").write_bytes(pickle.dumps({"fitted": [1, 2]}))
+    assert cadence.load_saved("incident", loading, (meta, old)) == ({"fitted": [1, 2]}, loading)
+    training = cadence.ModelState("incident", True, "no saved model")
+    assert cadence.load_saved("incident", training, None) == (None, training)

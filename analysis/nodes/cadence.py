@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -112,6 +113,19 @@ def decide(kind: str, saved: tuple[dict, Path] | None, fp: str, data_to: datetim
                                       f"{cadence.retrain_after_days:g})")
     return ModelState(kind, False, f"saved model is {age:.1f} days old", meta.get("version"), age, path,
                       meta.get("trained_at"))
+
+
+def load_saved(kind: str, state: ModelState, saved: tuple[dict, Path] | None) -> tuple[object | None, ModelState]:
+    """The pickled model ``decide`` chose to load, or, when it no longer loads (its classes moved or changed
+    with goodput's code: a new version reading an older models/ folder), nothing and a decision to retrain."""
+    if state.trained or saved is None:
+        return None, state
+    path = saved[1].with_suffix(".pkl")
+    try:
+        return pickle.loads(path.read_bytes()), state
+    except (OSError, pickle.UnpicklingError, ImportError, AttributeError, EOFError, TypeError) as exc:
+        return None, ModelState(kind, True, f"saved model {path.name} no longer loads ({type(exc).__name__}: "
+                                            f"{str(exc).splitlines()[0] if str(exc) else ''})")
 
 
 def common_meta(kind: str, fp: str, definition: dict, data_to: datetime, cadence: Cadence) -> dict:

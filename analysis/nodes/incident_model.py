@@ -167,6 +167,7 @@ def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: I
     fp = cadence.fingerprint(definition(cfg))
     last = cadence.latest(model_dir, PREFIX, cad.scope)
     state = cadence.decide("incident", last, fp, as_of, cad, model_dir)
+    fitted, state = cadence.load_saved("incident", state, last)
     t0 = time.process_time()
     steps = [("schema/node_risk", None), ("models/store_node_risk", {"as_of": as_of})]
     evaluation = _frame([])
@@ -189,7 +190,6 @@ def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: I
         steps += [("schema/model_evaluation", None), ("models/store_model_evaluation", {"as_of": as_of, "family": "incident"})]
         t0 = time.process_time()
     else:
-        fitted = pickle.loads(last[1].with_suffix(".pkl").read_bytes())
         saved = _evaluation_to_restore(con, last[1].with_suffix(".pkl"))
         if saved is not None:
             evaluation = saved

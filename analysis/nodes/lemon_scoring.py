@@ -74,6 +74,7 @@ def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, 
         fp = cadence.fingerprint(definition(cfg, labels))
         last = cadence.latest(model_dir, PREFIX, cad.scope)
         state = cadence.decide("lemon", last, fp, as_of, cad, model_dir)
+        model, state = cadence.load_saved("lemon", state, last)
     # the weekly snapshots are training data; scoring (and the thresholds) needs the last one only
     snaps = lemons.snapshots(start or as_of, as_of, cfg.snapshot_days, cfg.window_days) \
         if state is not None and state.trained else [as_of]
@@ -97,7 +98,6 @@ def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, 
         else:
             why, state = "the labelled lemons have no history before as_of", None
     elif state is not None:
-        model = pickle.loads(last[1].with_suffix(".pkl").read_bytes())
         model_path = last[1].with_suffix(".pkl")
         scored = lemons.predict(model, current).with_columns(method=pl.lit("classifier"))
         evaluation = saved_evaluation(con, last[0])
