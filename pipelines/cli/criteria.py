@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from analysis import warehouse
+from pipelines.cli.common import _db_option
 from pipelines.cli.models import _open
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
@@ -13,8 +14,7 @@ from pipelines.cli.models import _open
 
 
 @click.command("criteria")
-@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")
+@_db_option
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/exports/criteria"),
               show_default=True, help="Directory for criteria.json, rules.yaml and baseline.json (the default is where "
                                       "`goodput run` writes them with its default --out).")

@@ -9,6 +9,7 @@ import click
 from analysis import fingerprints, warehouse
 from analysis.commands import data_health
 from analysis.nodes.cadence import KINDS
+from pipelines.cli.common import _db_option
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
 # (Dagster, DuckDB, polars, torch take seconds).
@@ -38,8 +39,7 @@ def _open(db: Path | None, read_only: bool):
 
 
 @click.command("models")
-@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")
+@_db_option
 @click.option("--as-of", "as_of", default=None, metavar="YYYY-MM-DD",
               help="Train and score with data strictly before this day (00:00 UTC) [default: the end of the data].")
 @click.option("--labels", "labels", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -163,8 +163,7 @@ def _print_models(result, db: Path) -> None:
 
 
 @click.command("export")
-@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")
+@_db_option
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/exports"),
               show_default=True, help="Directory for blocklist.txt, drain.sh, blocklist.json and validation_plan.json "
                                       "(the default is where `goodput run` writes them with its default --out).")
