@@ -35,14 +35,15 @@ clusters = StaticPartitionsDefinition(_cluster_names())
 @asset(partitions_def=clusters, group_name="fleet",
        description="One cluster's nightly: its warehouse, report and exports (FLEET_OUT/<cluster>/).")
 def cluster_nightly(context: AssetExecutionContext, fleet: FleetSettings) -> MaterializeResult:
-    from pipelines.fleet_runner import EXIT_FAILED, run_cluster
+    from analysis.commands import data_health
+    from pipelines.fleet_runner import run_cluster
 
     name = context.partition_key
     out = Path(fleet.out_dir) / name
     run = run_cluster(Cluster(name, Path(fleet.source_dir) / name), warehouse_of(Path(fleet.db_dir), name), out,
                        quiet=False, options={})
     context.log.info(run.text)
-    if run.exit_code == EXIT_FAILED:
+    if run.status == data_health.FAILED:
         raise Failure(description=f"cluster {name}: {run.status}", metadata={"summary": MetadataValue.md(run.text)})
     return MaterializeResult(metadata={"status": run.status, "exit_code": run.exit_code,
                                        "report": MetadataValue.path(str(run.report)) if run.report else None})
@@ -51,11 +52,10 @@ def cluster_nightly(context: AssetExecutionContext, fleet: FleetSettings) -> Mat
 @asset(deps=[cluster_nightly], group_name="fleet",
        description="FLEET_OUT/fleet/fleet-report.html: the clusters side by side, linking each cluster's report.")
 def fleet_report(fleet: FleetSettings) -> MaterializeResult:
-    from reports.fleet import render_fleet_report
+    from reports.fleet import cluster_reports, render_fleet_report
 
     out = Path(fleet.out_dir)
-    reports = {p.parent.parent.name: p for p in sorted(out.glob("*/reports/*.html"))}
-    path = render_fleet_report(Path(fleet.db_dir), out / "fleet", reports)
+    path = render_fleet_report(Path(fleet.db_dir), out / "fleet", cluster_reports(out))
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path))})
 
 

@@ -11,19 +11,22 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.commands import data_health
 from analysis.fleet.clusters import Cluster, clusters_in, warehouse_of
 
 progress_log = logging.getLogger("goodput.progress")
-EXIT_OK, EXIT_FAILED, EXIT_DEGRADED = 0, 1, 3
 
 
 @dataclass
 class ClusterRun:
     cluster: str
-    exit_code: int
-    status: str
+    status: str  # ok, degraded or failed (analysis.commands.data_health)
     text: str  # the cluster run's summary, as `goodput run` prints it
     report: Path | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return data_health.EXIT_CODES[self.status]
 
 
 @dataclass
@@ -33,12 +36,13 @@ class FleetResult:
     problems: list[str] = field(default_factory=list)  # the fleet step's own (its report could not be built)
 
     @property
+    def status(self) -> str:
+        """The worst of the clusters', degraded at least when the fleet report failed."""
+        return data_health.worst([*(r.status for r in self.runs), *([data_health.DEGRADED] if self.problems else [])])
+
+    @property
     def exit_code(self) -> int:
-        """The worst of the clusters' (failed over degraded over ok), degraded when the fleet report failed."""
-        codes = {r.exit_code for r in self.runs}
-        if EXIT_FAILED in codes:
-            return EXIT_FAILED
-        return EXIT_DEGRADED if EXIT_DEGRADED in codes or self.problems else EXIT_OK
+        return data_health.EXIT_CODES[self.status]
 
     def summary(self) -> str:
         lines = []
@@ -82,11 +86,11 @@ def run_cluster(cluster: Cluster, db: Path, out: Path, quiet: bool, options: dic
     try:
         result = run_pipeline(cluster.source, db, out, cluster=cluster.name, record_steps=False, **options)
     except (SourceError, FleetError) as exc:
-        return ClusterRun(cluster.name, EXIT_FAILED, "failed", f"  {one_line(exc)}")
+        return ClusterRun(cluster.name, data_health.FAILED, f"  {one_line(exc)}")
     except Exception as exc:  # noqa: BLE001 - one cluster's crash is its own: the others' runs stand
-        return ClusterRun(cluster.name, EXIT_FAILED, "failed", f"  goodput stopped on {type(exc).__name__}: "
+        return ClusterRun(cluster.name, data_health.FAILED, f"  goodput stopped on {type(exc).__name__}: "
                           f"{one_line(exc)}")
-    return ClusterRun(cluster.name, result.exit_code, result.status, result.report(), result.report_path)
+    return ClusterRun(cluster.name, result.status, result.report(), result.report_path)
 
 
 def _prefix_progress(cluster: str, quiet: bool) -> None:

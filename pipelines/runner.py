@@ -33,8 +33,9 @@ ERRORS_LOG = "goodput-errors.log"
 PROBLEMS_SHOWN = 10
 
 
-# Exit codes a cron job or systemd unit can act on (docs/operations.md#exit-codes). 2 is the usage error of click.
-EXIT_OK, EXIT_FAILED, EXIT_DEGRADED = 0, 1, 3
+# The exit codes of the statuses (analysis.commands.data_health.EXIT_CODES), by name for scripts and tests.
+EXIT_OK, EXIT_FAILED, EXIT_DEGRADED = (data_health.EXIT_CODES[s] for s in (data_health.OK, data_health.FAILED,
+                                                                           data_health.DEGRADED))
 HEALTH_SHOWN = 10
 
 
@@ -66,7 +67,7 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        return {data_health.FAILED: EXIT_FAILED, data_health.DEGRADED: EXIT_DEGRADED}.get(self.status, EXIT_OK)
+        return data_health.EXIT_CODES[self.status]
 
     def report(self) -> str:
         with pl.Config(tbl_rows=50, tbl_cols=-1, tbl_width_chars=160, tbl_hide_dataframe_shape=True,
@@ -89,7 +90,7 @@ class RunResult:
         if self.unchanged:
             lines.append(f"{self.unchanged} of {self.steps} steps unchanged since the last run (their inputs did not "
                          "change; `goodput run --rebuild` rebuilds everything).")
-        if self.status == "ok":
+        if self.status == data_health.OK:
             lines.append("All assets materialized; all checks passed.")
         if self.report_path:
             lines.append(f"Report: {self.report_path.resolve()}")

@@ -41,6 +41,12 @@ class Cluster:
     link: str | None = None  # its own report, relative to the fleet report
 
 
+def cluster_reports(out: Path) -> dict[str, Path]:
+    """Each cluster's newest report under OUT/<cluster>/reports/ (`goodput run --fleet`'s layout; the files are
+    reliability-YYYY-MM-DD.html, so the newest sorts last)."""
+    return {p.parent.parent.name: p for p in sorted(Path(out).glob("*/reports/*.html"))}
+
+
 def render_fleet_report(db_dir: Path, out_dir: Path, cluster_reports: dict[str, Path] | None = None,
                         u0_h: float = U0_H, dt_h: float = DT_H, labels: dict[str, str] | None = None) -> Path:
     """Write out_dir/fleet-report.html comparing every cluster warehouse of ``db_dir`` (<cluster>.duckdb) and

@@ -31,7 +31,10 @@ MISSING_WITHOUT_STEP: dict[str, str] = {
 MAX_REJECT_RATE = 0.02  # of the lines of a source's newly read files: over it, the source degrades the run,
 MIN_REJECTS = 20  # if at least this many lines were rejected (one odd line of a 12-line file is not a broken feed)
 COLUMNS = {"what": pl.Utf8, "severity": pl.Utf8, "reason": pl.Utf8, "missing": pl.Utf8}
-DEGRADED, FAILED = "degraded", "failed"
+OK, DEGRADED, FAILED = "ok", "degraded", "failed"
+# The exit code of each status, for a cron job or systemd unit (docs/operations.md#exit-codes); 2 is click's
+# usage error.
+EXIT_CODES = {OK: 0, FAILED: 1, DEGRADED: 3}
 
 
 def recent_start() -> datetime:
@@ -72,7 +75,13 @@ def status(health: pl.DataFrame) -> str:
     """ok | degraded | failed: the worst severity."""
     if health.filter(pl.col("severity") == FAILED).height:
         return FAILED
-    return DEGRADED if health.height else "ok"
+    return DEGRADED if health.height else OK
+
+
+def worst(statuses) -> str:
+    """failed over degraded over ok (a fleet's status from its clusters')."""
+    statuses = set(statuses)
+    return FAILED if FAILED in statuses else DEGRADED if DEGRADED in statuses else OK
 
 
 LATE_RUNS_MISSING = "their verdicts: a failed validation drains no node and is no lemon signal"

@@ -49,11 +49,10 @@ def report_command(db_dir: Path, out: Path) -> None:
     import duckdb
 
     from analysis.fleet.clusters import FleetError
-    from reports.fleet import render_fleet_report
+    from reports.fleet import cluster_reports, render_fleet_report
 
-    reports = {p.parent.parent.name: p for p in sorted(Path(out).glob("*/reports/*.html"))}
     try:
-        path = render_fleet_report(db_dir, Path(out) / "fleet", reports)
+        path = render_fleet_report(db_dir, Path(out) / "fleet", cluster_reports(out))
     except (FleetError, duckdb.Error, OSError) as exc:
         raise click.ClickException(_one_line(exc)) from None
     click.echo(f"Fleet report: {path.resolve()}")
