@@ -16,7 +16,7 @@ BUILDS = {"classified_events": lambda con, s: attribution.classify_events(con, s
 
 @asset(deps=["node_events"], group_name="attribution",
        description="Node events explained by a taxonomy rule (cause, domain, severity, priority).",
-       metadata=writes("classified_events", "taxonomy_rules"))
+       metadata=writes("classified_events", "taxonomy_rules", "taxonomy_causes", "operator_reasons"))
 @unless_unchanged
 def classified_events(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -55,9 +55,10 @@ def job_runs(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResul
     return MaterializeResult(metadata={"instances": n})
 
 
-@asset(deps=["classified_events", "node_state_periods", "tickets"], group_name="attribution",
+@asset(deps=["classified_events", "node_state_periods", "tickets", "jobs"], group_name="attribution",
        description="One row per node incident: first event, cause, severity, drain, return to service, ticket.",
-       metadata=writes("node_incidents", "cause_cooccurrence", "top_offending_nodes"))
+       metadata=writes("node_incidents", "cause_cooccurrence", "top_offending_nodes", "node_outages",
+                       "node_availability", "availability_by_cause", "availability_by_week", "event_episodes"))
 @unless_unchanged
 def node_incidents(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:

@@ -122,13 +122,21 @@ class ModelSettings(ConfigurableResource):
     clean_checks: int = 1
     clean_jobs: int = 3
     clean_job_hours: float = 2.0
+    # repeat offenders: hardware incidents in a node's own history (analysis.nodes.offenders.OffenderConfig)
+    offender_days: int = 180
+    offender_p: float = 0.01
+    offender_min: int = 3
+    rma_repeats: int = 3
 
     def ladder(self):
         from analysis.nodes.exports import LadderConfig
+        from analysis.nodes.offenders import OffenderConfig
 
         return LadderConfig(self.expiry_days, self.clean_days, self.repeat_min, self.risk_p7, self.max_drain_share,
                             self.max_drain_floor, clean_checks=self.clean_checks, clean_jobs=self.clean_jobs,
-                            clean_job_hours=self.clean_job_hours)
+                            clean_job_hours=self.clean_job_hours,
+                            offenders=OffenderConfig(self.offender_days, self.offender_p, self.offender_min,
+                                                     self.rma_repeats))
 
     def labels_path(self, source_dir: str) -> Path:
         return Path(self.labels_file) if self.labels_file else Path(source_dir) / "labels" / "lemons.csv"

@@ -19,16 +19,53 @@ MESSAGE_RULE = {"rule_id": "rule_id", "m_message": "pattern", "m_kind": "kinds",
 def classify_events(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> int:
     """One statement per message-pattern rule, with the rule's fields as parameters:
     DuckDB compiles a constant pattern once, where a pattern column joined
-    against the events was compiled again for every row (100x slower)."""
-    rules = taxonomy.rules.filter(pl.col("m_message").is_not_null()).select(list(MESSAGE_RULE)).rename(MESSAGE_RULE)
-    con.register("staged_rules", taxonomy.rules)
-    try:
-        sql.run_steps(con, [("derive/store_taxonomy_rules", None), ("derive/stage_classified_events", None),
-                            *[("derive/match_rule_message", rule) for rule in rules.iter_rows(named=True)],
-                            ("derive/build_classified_events", None)])
-    finally:
-        con.unregister("staged_rules")
+    against the events was compiled again for every row (100x slower). The reason
+    rules run over each distinct operator text once (operator_reasons), not over the events."""
+    is_reason = pl.col("reason_order").is_not_null()
+    rules = (taxonomy.rules.filter(pl.col("m_message").is_not_null() & ~is_reason)
+             .select(list(MESSAGE_RULE)).rename(MESSAGE_RULE))
+    sql.run_staged(con, {"staged_rules": taxonomy.rules, "staged_causes": causes_frame(taxonomy)}, [
+        ("derive/store_taxonomy_rules", None), ("derive/store_taxonomy_causes", None),
+        ("derive/stage_classified_events", None),
+        *[("derive/match_rule_message", rule) for rule in rules.iter_rows(named=True)],
+        ("derive/reason_words_macro", None), ("derive/stage_reason_texts", None),
+        *[("derive/match_reason_text", rule) for rule in reason_rules(taxonomy)],
+        ("derive/reason_winners", None), ("derive/store_operator_reasons", None), ("derive/build_classified_events", None)])
     return sql.count(con, "classified_events")
+
+
+def reason_rules(taxonomy: Taxonomy) -> list[dict]:
+    """The parameters of match_reason_text for each reason rule."""
+    return taxonomy.rules.filter(pl.col("reason_order").is_not_null()).select(
+        "rule_id", "reason_order", pattern="m_message").to_dicts()
+
+
+def classify_texts(texts: list[str], taxonomy: Taxonomy) -> pl.DataFrame:
+    """text, rule, cause, family for each text, as the pipeline's reason rules classify a drain reason, ticket or
+    health message (the same statements, on a connection of its own); rule NULL: unclassified."""
+    frame = pl.DataFrame({"text": list(dict.fromkeys(texts))}, schema={"text": pl.Utf8})
+    with duckdb.connect() as con:
+        con.execute("CREATE TEMP TABLE reason_hits (rule_id VARCHAR, reason_order INTEGER, text VARCHAR)")
+        con.register("staged_texts", frame)
+        sql.run_steps(con, [("derive/reason_words_macro", None),
+                            ("derive/reason_texts_of", None),*[("derive/match_reason_text", rule) for rule in reason_rules(taxonomy)],
+                            ("derive/reason_winners", None)])
+        winners = con.sql("SELECT text, rule_id AS rule FROM reason_winners").pl()
+    causes = taxonomy.rules.select(rule="rule_id", cause="cause")
+    families = pl.DataFrame([(c, s["family"]) for c, s in taxonomy.causes.items()], schema=["cause", "family"],
+                            orient="row")
+    return (frame.join(winners, on="text", how="left").join(causes, on="rule", how="left")
+            .join(families, on="cause", how="left"))
+
+
+def causes_frame(taxonomy: Taxonomy) -> pl.DataFrame:
+    """taxonomy_causes: one row per cause in force."""
+    return pl.DataFrame(
+        [{"cause": c, "label": label, "domain": spec["domain"], "component": spec["component"],
+          "family": spec["family"], "planned": spec["planned"], "description": spec.get("description")}
+         for (c, spec), label in zip(taxonomy.causes.items(), taxonomy.labels().values())],
+        schema={"cause": pl.Utf8, "label": pl.Utf8, "domain": pl.Utf8, "component": pl.Utf8, "family": pl.Utf8,
+                "planned": pl.Boolean, "description": pl.Utf8})
 
 
 def attribute_failures(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> dict[str, int]:
@@ -48,7 +85,9 @@ def build_job_runs(con: duckdb.DuckDBPyConnection, gap_s: int = 3600, crash_loop
 
 def build_node_incidents(con: duckdb.DuckDBPyConnection, gap_s: int = 1800) -> int:
     sql.run_steps(con, [("derive/build_node_incidents", {"gap_s": gap_s}), ("derive/view_cause_cooccurrence", None),
-                       ("derive/view_top_offending_nodes", None)])
+                       ("derive/view_top_offending_nodes", None), ("derive/build_node_outages", None),
+                       ("derive/build_node_availability", None),
+                       ("derive/view_event_episodes", None)])
     return sql.count(con, "node_incidents")
 
 

@@ -22,17 +22,25 @@ from analysis import resources
 TAXONOMY_DIR = resources.taxonomy_dir()
 SEVERITIES = ("critical", "warning", "info")
 DOMAINS = ("user", "system_software", "hardware", "infrastructure", "network")
-TOP_KEYS = {"rules", "xid_overrides", "windows", "causes", "version"}
+TOP_KEYS = {"rules", "xid_overrides", "windows", "causes", "version", "reasons"}
 RULE_KEYS = {"id", "cause", "severity", "transient", "priority", "match", "count", "distributed", "description"}
 MATCH_KEYS = {"source", "kind", "code", "severity", "message"}
 COUNT_KEYS = {"n", "window_minutes", "per"}
 XID_KEYS = {"cause", "severity", "transient", "priority"}
-CAUSE_KEYS = {"domain", "description", "label"}  # label: the readable name reports show
+CAUSE_KEYS = {"domain", "description", "label", "component", "family", "planned"}  # label: the readable name reports show
+# the part of the system a cause is in, as Llama 3's interruption table groups them (docs/methods.md)
+COMPONENTS = ("GPU", "Host", "Network", "Dependency", "Maintenance", "Software", "Facility", "User", "Unknown")
 WINDOW_KEYS = {"before_minutes", "after_minutes"}
+REASON_KEYS = {"id", "cause", "severity", "transient", "priority", "pattern", "description"}
+# The records whose free text the reason rules read (taxonomy/reasons.yaml): Slurm's drain/down reasons,
+# repair tickets, failing health checks. A reason rule outranks the rules on their codes: the words say more.
+REASON_SOURCES = ["slurm", "ticket", "health"]
+REASON_PRIORITY = 46
 # node_events.source values a rule can name ("app": application/NCCL logs fed in as events;
 # "telemetry": machines goodput's detector confirmed as drifting from their peers;
 # "network": fabric port counter deltas over their thresholds)
-SOURCES = {"kernel", "switch", "health", "slurm", "app", "telemetry", "network"}
+# "ticket": repair tickets, one event per ticket at its opening)
+SOURCES = {"kernel", "switch", "health", "slurm", "app", "telemetry", "network", "ticket"}
 # Bounds on an override file: far above any real one, low enough that a hostile one costs little.
 MAX_FILE_BYTES = 1 << 20
 MAX_NESTING = 32
@@ -44,6 +52,7 @@ RULE_SCHEMA = {
     "priority": pl.Int32, "distributed": pl.Boolean, "m_source": pl.List(pl.Utf8), "m_kind": pl.List(pl.Utf8),
     "m_code": pl.List(pl.Utf8), "m_severity": pl.List(pl.Utf8), "m_message": pl.Utf8, "count_n": pl.Int32,
     "count_window_s": pl.Int64, "count_per": pl.Utf8,
+    "reason_order": pl.Int32,  # a reason rule's place in the list (the first that matches a text wins), else NULL
 }
 
 
@@ -224,7 +233,42 @@ def _rule_row(rule, causes: dict, where: str) -> dict:
         "count_window_s": int(_minutes(count.get("window_minutes", 10), f"{at}: count.window_minutes", False) * 60)
         if count else None,
         "count_per": _choice(count.get("per", "host"), f"{at}: count.per", ("host", "device")) if count else None,
+        "reason_order": None,
     }
+
+
+def _reason_rows(docs, causes: dict) -> list[dict]:
+    """The reason rules in matching order: an override's new entries first (tried before the shipped ones), an
+    entry with a shipped id in the shipped one's place."""
+    shipped, added = [], []
+    for where, doc in docs:
+        entries = doc.get("reasons") or []
+        if not isinstance(entries, list) or len(entries) > MAX_RULES:
+            raise TaxonomyError(f"{where}: reasons: must be a list of at most {MAX_RULES} entries, not {_what(entries)}")
+        for entry in entries:
+            entry = _mapping(entry, f"{where}: a reason", REASON_KEYS)
+            if not isinstance(entry.get("pattern"), str) or not entry["pattern"]:
+                raise TaxonomyError(f"{where}: reason {entry.get('id')}: pattern must be a regular expression")
+            rule = {"id": f"reason-{entry.get('id')}", "cause": entry.get("cause"), "severity": entry.get("severity"),
+                    "transient": entry.get("transient", entry.get("severity") != "critical"),
+                    "priority": entry.get("priority", REASON_PRIORITY),
+                    "description": entry.get("description", ""),
+                    "match": {"source": REASON_SOURCES, "message": "(?i)" + entry["pattern"]}}
+            if not isinstance(entry.get("id"), (str, int)) or isinstance(entry.get("id"), bool):
+                raise TaxonomyError(f"{where}: a reason: id must be a string, not {_what(entry.get('id'))}")
+            row = _rule_row(rule, causes, where)
+            ids = [r["rule_id"] for r in shipped]
+            if where == "reasons.yaml" or row["rule_id"] in ids:
+                if row["rule_id"] in ids:
+                    shipped[ids.index(row["rule_id"])] = row
+                else:
+                    shipped.append(row)
+            else:
+                added.append(row)
+    rows = added + shipped
+    for i, row in enumerate(rows):
+        row["reason_order"] = i
+    return rows
 
 
 def _causes(doc: dict, where: str) -> dict:
@@ -232,6 +276,13 @@ def _causes(doc: dict, where: str) -> dict:
     for cid, spec in _mapping(doc.get("causes"), f"{where}: causes").items():
         spec = _mapping(spec, f"{where}: causes.{cid}", CAUSE_KEYS)
         _choice(spec.get("domain"), f"{where}: causes.{cid}.domain", DOMAINS)
+        spec = dict(spec)
+        spec["component"] = _choice(spec.get("component", "Unknown"), f"{where}: causes.{cid}.component", COMPONENTS)
+        family = spec.get("family", str(cid))
+        if not isinstance(family, str) or not family:
+            raise TaxonomyError(f"{where}: causes.{cid}.family: must be a string, not {_what(family)}")
+        spec["family"] = family
+        spec["planned"] = _flag(spec.get("planned"), f"{where}: causes.{cid}.planned", False)
         out[str(cid)] = spec
     return out
 
@@ -250,6 +301,7 @@ def load(override: Path | str | None = None, base_dir: Path = TAXONOMY_DIR) -> T
     """The shipped taxonomy, with ``override`` (an operator's file) merged over it."""
     base = _read(base_dir / "rules.yaml")
     xid_file = _read(base_dir / "xids.yaml")
+    reason_file = _read(base_dir / "reasons.yaml")
     extra = _read(Path(override), TOP_KEYS) if override else {}
     docs = (("rules.yaml", base), (str(override), extra))
     causes = {**_causes(base, "rules.yaml"), **_causes(extra, str(override))}
@@ -278,5 +330,8 @@ def load(override: Path | str | None = None, base_dir: Path = TAXONOMY_DIR) -> T
         for rule in rules:
             row = _rule_row(rule, causes, where)
             rows[row["rule_id"]] = row  # an operator's rule replaces the shipped one with its id
+    for row in _reason_rows((("reasons.yaml", reason_file), (str(override), extra)), causes):
+        rows.pop(row["rule_id"], None)
+        rows[row["rule_id"]] = row
     return Taxonomy(pl.DataFrame(list(rows.values()), schema=RULE_SCHEMA), causes, xids,
                     int(windows.get("before_minutes", 10) * 60), int(windows.get("after_minutes", 5) * 60))

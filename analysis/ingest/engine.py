@@ -274,7 +274,13 @@ class FileIdentity:
     fingerprint: str | None  # of the options that change how this file parses
 
 
-def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None, run_time: datetime | None = None) -> str:
+# A source whose parser now writes more than it did: its files are read again once, on the first run after
+# an upgrade (tickets: each ticket is also a node event since the reason rules read its words).
+READ_AGAIN = {"tickets": "ticket-events"}
+
+
+def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None, run_time: datetime | None = None,
+                 source: str | None = None) -> str:
     """Options that change this file's rows: a new --tz, boot time or benchmark run time re-reads it."""
     sidecar = path.with_name(path.name + ".boottime")
     parts = [options.tz, options.sacct_delimiter, options.sacct_columns, options.syslog_year,
@@ -285,6 +291,8 @@ def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None, run_
         parts.append(limits)
     if run_time is not None:  # likewise
         parts.append(str(run_time))
+    if source in READ_AGAIN:
+        parts.append(READ_AGAIN[source])
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
@@ -353,7 +361,7 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
     host_hint = host_from_path(path.relative_to(source_dir))
     host_hint = utf8_path(host_hint) if host_hint else None
     run_time = _run_time(options, source, path.relative_to(source_dir))
-    ident = FileIdentity(key, source, None, host_hint, _fingerprint(options, path, host_hint, run_time))
+    ident = FileIdentity(key, source, None, host_hint, _fingerprint(options, path, host_hint, run_time, source))
     try:
         stat = path.stat()
     except OSError as exc:
@@ -535,7 +543,7 @@ def _known_files(con: duckdb.DuckDBPyConnection, files: list[tuple[Path, str | N
         hint = host_from_path(rel)
         hint = utf8_path(hint) if hint else None
         run_time = _run_time(options, source, rel)
-        rows.append((key, stat.st_size, stat.st_mtime_ns, _fingerprint(options, path, hint, run_time)))
+        rows.append((key, stat.st_size, stat.st_mtime_ns, _fingerprint(options, path, hint, run_time, source)))
     if not rows:
         return {}
     staged = pl.DataFrame(rows, schema={"path": pl.Utf8, "size_bytes": pl.Int64, "mtime_ns": pl.Int64,

@@ -71,9 +71,9 @@ BUILT_IN = (
     Source("network", "analysis.ingest.parsers.network", ("telemetry",), "network_counters",
            "link faults seen only in port counters are not attributed",
            names_hosts=True, sample="ingest/check_sample_counters"),
-    Source("tickets", "analysis.ingest.parsers.tickets", ("tickets",), "tickets",
+    Source("tickets", "analysis.ingest.parsers.tickets", ("tickets", "node_events"), "tickets",
            "repairs are unknown: nodes repaired since their last fault may still be listed for draining",
-           names_hosts=True),
+           names_hosts=True, events="ticket"),
     Source("joblogs", "analysis.ingest.parsers.joblogs", ("job_log_lines",), "job_logs",
            "failures seen only in the jobs' own logs (NCCL, CUDA, PyTorch errors) are not attributed"),
 )

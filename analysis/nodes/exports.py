@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,6 +20,7 @@ import polars as pl
 
 from analysis import resources, sql
 from analysis.ingest.hosts import compress_hostlist
+from analysis.nodes import offenders
 
 SCHEMA = resources.schema("blocklist.schema.json")
 DRAIN_ACTIONS = ("drain_now", "drain_after_job")
@@ -53,6 +54,8 @@ class LadderConfig:
     clean_checks: int = 1
     clean_jobs: int = 3
     clean_job_hours: float = 2.0
+    # nodes with repeated hardware incidents in their own history (analysis/nodes/offenders.py)
+    offenders: offenders.OffenderConfig = field(default_factory=offenders.OffenderConfig)
 
 
 def drain_limit(cfg: LadderConfig, fleet: int) -> int:
@@ -96,7 +99,9 @@ def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: Lad
     # the models' and the criteria's tables, empty when those steps never ran: the ladder reads them either way
     sql.run_steps(con, [("models/build_incidents_as_of", {"as_of": as_of}), ("models/build_clean_evidence", clean),
                         ("schema/node_risk", None), ("schema/lemon_scores", None), ("schema/benchmark_verdicts", None),
-                        ("models/build_node_actions", {**clean, "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
+                        ("schema/node_outages", None), ("models/view_node_population", None)])
+    offenders.build(con, as_of, cfg.offenders, cfg.attribution_after_s)
+    sql.run_steps(con, [("models/build_node_actions", {**clean, "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
                                                 "risk_p7": cfg.risk_p7, "after_s": cfg.attribution_after_s,
                                                 "bench_days": cfg.benchmark_window_days,
                                                 "bench_min_failed": cfg.benchmark_min_failed,

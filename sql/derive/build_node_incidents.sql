@@ -2,13 +2,30 @@
 -- incident while they follow each other within $gap_s; with the drain that
 -- took the node out (a DRAIN/DOWN period starting within 6 h), when it came
 -- back, and the repair ticket opened for it (within 2 days).
+-- An operator's record (a drain/down reason or a repair ticket the reason rules classified) is an
+-- incident of its own when no machine line explains it: nothing on the node in the 6 h before a drain
+-- (2 days before a ticket). That is how a node whose faults only Slurm or the tickets recorded has a
+-- history; one that the kernel or a health check saw first keeps that event as its cause, and the drain
+-- and ticket attach to it as before. from_operator: the incident began with such a record.
 CREATE OR REPLACE TABLE node_incidents AS
-WITH ev AS (
+WITH graded AS (
     SELECT * FROM classified_events
-    WHERE severity IN ('critical', 'warning') AND source <> 'slurm' AND domain <> 'user'  -- OOMs and segfaults are the job's
+    WHERE severity IN ('critical', 'warning') AND domain <> 'user'  -- OOMs and segfaults are the job's
       -- a collective's symptom (a timeout, a transport error) is reported on every host of the job:
       -- not an incident of the host that printed it (attribution decides whose it is)
       AND NOT distributed
+), lone AS (
+    SELECT o.* FROM graded o
+    WHERE o.source IN ('slurm', 'ticket') AND NOT EXISTS (
+        SELECT 1 FROM graded g
+        WHERE g.host = o.host AND (g.file, g.line_no) <> (o.file, o.line_no)
+          AND g.event_time >= o.event_time - CASE WHEN o.source = 'ticket' THEN INTERVAL 2 DAY ELSE INTERVAL 6 HOUR END
+          AND (g.event_time < o.event_time
+               OR (g.source NOT IN ('slurm', 'ticket') AND g.event_time <= o.event_time + INTERVAL 10 MINUTE)))
+), ev AS (
+    SELECT *, false AS operator_record FROM graded WHERE source NOT IN ('slurm', 'ticket')
+    UNION ALL
+    SELECT *, true AS operator_record FROM lone
 ), gaps AS (
     SELECT *, CASE WHEN lag(event_time) OVER w IS NULL
                      OR event_time > lag(event_time) OVER w + to_seconds($gap_s) THEN 1 ELSE 0 END AS new_incident
@@ -22,7 +39,8 @@ WITH ev AS (
            first(cause ORDER BY priority DESC, event_time, file, line_no) AS cause,
            first(rule ORDER BY priority DESC, event_time, file, line_no) AS rule,
            CASE WHEN bool_or(severity = 'critical') THEN 'critical' ELSE 'warning' END AS severity,
-           bool_and(transient) AS transient, list(DISTINCT cause ORDER BY cause) AS causes
+           bool_and(transient) AS transient, list(DISTINCT cause ORDER BY cause) AS causes,
+           first(operator_record ORDER BY event_time, file, line_no) AS from_operator
     FROM numbered GROUP BY host, n
 ), drains AS (
     SELECT host, time_start, time_end, state, reason FROM node_states
@@ -39,6 +57,7 @@ WITH ev AS (
     ) t ON t.host = w.host AND t.opened >= w.first_event - INTERVAL 1 HOUR
 )
 SELECT host || '#' || n AS incident_id, host, first_event, last_event, events, cause, rule, severity, transient, causes,
+       from_operator,
        (d_start IS NOT NULL AND d_start <= first_event + INTERVAL 6 HOUR) AS drained,
        CASE WHEN d_start <= first_event + INTERVAL 6 HOUR THEN d_start END AS drained_at,
        CASE WHEN d_start <= first_event + INTERVAL 6 HOUR THEN d_end END AS returned_at,

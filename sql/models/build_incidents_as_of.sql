@@ -23,7 +23,9 @@ WITH known AS (
     SELECT k.incident_id, e.event_time, e.cause, e.severity, e.transient, e.priority, e.file, e.line_no
     FROM known k JOIN classified_events e
       ON e.host = k.host AND e.event_time >= k.first_event AND e.event_time <= k.last_event AND e.event_time < $as_of
-    WHERE e.severity IN ('critical', 'warning') AND e.source <> 'slurm' AND e.domain <> 'user' AND NOT e.distributed
+    WHERE e.severity IN ('critical', 'warning') AND e.domain <> 'user' AND NOT e.distributed
+      -- an operator's record counts where it began the incident (node_incidents.from_operator), not beside a machine line
+      AND (e.source NOT IN ('slurm', 'ticket') OR k.from_operator)
 ), agg AS (
     SELECT incident_id, max(event_time) AS last_event, count(*) AS events,
            first(cause ORDER BY priority DESC, event_time, file, line_no) AS cause,

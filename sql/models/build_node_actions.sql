@@ -8,6 +8,9 @@
 --                    run (re-validate before new work), or a 7-day incident
 --                    probability of at least $risk_p7 (node_risk's Cox-Time, when it could be trained);
 --   watch            any other incident.
+-- A repeat offender (repeat_offenders, analysis/nodes/offenders.py: more hardware incidents in its own
+-- history than chance gives at the fleet's rate) is drained: at once when one part failed again and again
+-- (escalation rma), after its job otherwise; it stays listed while clean, as a lemon does.
 -- An incident is confirmed when it took the node out of service or was blamed
 -- for a job failure: a critical line nobody acted on and no job felt is watched, not drained.
 -- A repair ticket closed after an incident repairs it, and one still open holds the node;
@@ -98,18 +101,22 @@ WITH window_incidents AS (
            count(*) FILTER (WHERE failed) >= $bench_min_failed AND count(*) FILTER (WHERE failed) >= $bench_min_share * count(*) AS bench_repeated
     FROM bench_runs GROUP BY host
     HAVING arg_max(failed, run_time) AND max(run_time) >= $as_of - to_days($expiry_days)
+), offenders AS (
+    SELECT host, escalation, reason AS offender_reason, top_cause AS offender_cause, incidents AS offender_incidents,
+           threshold AS offender_threshold
+    FROM repeat_offenders WHERE as_of = $as_of
 ), candidates AS (
-    SELECT coalesce(h.host, l.host, k.host, b.host) AS host, h.*  EXCLUDE (host), l.score AS lemon_score, l.suggested_component,
+    SELECT coalesce(h.host, l.host, k.host, b.host, o.host) AS host, o.* EXCLUDE (host), o.host IS NOT NULL AS is_offender, h.*  EXCLUDE (host), l.score AS lemon_score, l.suggested_component,
            l.top_signals, k.p_incident, k.model AS risk_model, l.host IS NOT NULL AS is_lemon,
            b.bench_run, b.bench_time, b.bench_failing, coalesce(b.bench_repeated, false) AS bench_repeated,
            b.host IS NOT NULL AS bench_failed
     FROM per_host h FULL JOIN lemons l USING (host) FULL JOIN (SELECT * FROM risk WHERE p_incident >= $risk_p7) k USING (host)
-         FULL JOIN bench b USING (host)
+         FULL JOIN bench b USING (host) FULL JOIN offenders o USING (host)
 ), laddered AS (
     SELECT c.*, j.jobs,
-        CASE WHEN c.is_lemon OR c.confirmed_since_repair OR c.bench_repeated THEN 'drain_now'
+        CASE WHEN c.is_lemon OR c.confirmed_since_repair OR c.bench_repeated OR c.escalation = 'rma' THEN 'drain_now'
              WHEN coalesce(c.confirmed_incidents, 0) >= $repeat_min OR c.p_incident IS NOT NULL OR c.bench_failed
-                 THEN 'drain_after_job'
+                  OR c.is_offender THEN 'drain_after_job'
              ELSE 'watch' END AS action,
         -- back in service and clean since: the evidence no longer holds the node
         c.returned_at IS NOT NULL AND c.returned_at >= c.last_evidence
@@ -118,6 +125,8 @@ WITH window_incidents AS (
 )
 SELECT host, $as_of::TIMESTAMP AS as_of, action,
        CASE WHEN is_lemon THEN 'lemon node (' || coalesce(array_to_string(top_signals, ', '), 'signals') || ')'
+                                || coalesce('; ' || offender_reason, '')
+            WHEN is_offender THEN offender_reason || coalesce('; ' || critical_note, '')
             WHEN confirmed_since_repair THEN critical_note
             WHEN bench_repeated THEN 'failed validation again (' || bench_run || ': ' || array_to_string(bench_failing[1:3], ', ') || ')'
             WHEN coalesce(confirmed_incidents, 0) >= $repeat_min THEN confirmed_incidents || ' confirmed incidents in ' || $expiry_days || ' days'
@@ -125,17 +134,22 @@ SELECT host, $as_of::TIMESTAMP AS as_of, action,
             WHEN p_incident IS NOT NULL THEN 'incident risk ' || round(p_incident, 2) || ' within 7 days (' || risk_model || ')'
             ELSE 'first incident: ' || cause END
        -- a node held for something else, or only watched, says why its critical incident does not drain it
-       || CASE WHEN NOT is_lemon AND NOT coalesce(confirmed_since_repair, false) THEN coalesce('; ' || critical_note, '') ELSE '' END AS reason,
+       || CASE WHEN NOT is_lemon AND NOT is_offender AND NOT coalesce(confirmed_since_repair, false)
+               THEN coalesce('; ' || critical_note, '') ELSE '' END AS reason,
        CASE WHEN NOT is_lemon AND NOT coalesce(confirmed_since_repair, false)
                  AND (bench_repeated OR (bench_failed AND coalesce(confirmed_incidents, 0) < $repeat_min)) THEN 'benchmark'
+            WHEN is_offender AND NOT is_lemon THEN offender_cause
             ELSE coalesce(cause, CASE WHEN is_lemon THEN 'lemon' ELSE 'risk' END) END AS cause,
-       round(greatest(coalesce(lemon_score, 0), coalesce(p_incident, 0), least(coalesce(confirmed_incidents, 0) / 4.0, 1)), 3) AS score,
+       -- a repeat offender at its threshold scores 0.5, at twice it 1
+       round(greatest(coalesce(lemon_score, 0), coalesce(p_incident, 0), least(coalesce(confirmed_incidents, 0) / 4.0, 1),
+                      least(coalesce(offender_incidents, 0) / (2.0 * coalesce(offender_threshold, 1)), 1)), 3) AS score,
        coalesce(event_times, []) AS event_times, coalesce(jobs, []) AS jobs, coalesce(tickets, []) AS tickets,
        CASE WHEN bench_failed THEN [bench_run || ': ' || m FOR m IN bench_failing] ELSE [] END AS benchmarks,
        coalesce(least(first_evidence, bench_time), $as_of::TIMESTAMP) AS since,
        coalesce(greatest(last_evidence, bench_time), $as_of::TIMESTAMP) + to_days($expiry_days) AS expires,
-       action = 'drain_now' AS suggest_ticket, suggested_component,
+       action = 'drain_now' AS suggest_ticket,
+       coalesce(suggested_component, CASE WHEN escalation = 'rma' THEN offender_cause END) AS suggested_component,
        critical_event, checks_passed, jobs_completed, restarted_at, returned_to_service
 FROM laddered
-WHERE NOT coalesce(stayed_clean, false) OR is_lemon OR bench_failed
+WHERE NOT coalesce(stayed_clean, false) OR is_lemon OR bench_failed OR is_offender
 ORDER BY action, host;

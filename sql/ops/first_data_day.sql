@@ -1,2 +1,2 @@
--- The first day any job ended on: where the daily partitions start (the report's days are job-end days).
-SELECT min(end_time)::DATE FROM jobs WHERE end_time IS NOT NULL
+-- The first day any source has data on (source_spans): where the daily partitions start.
+SELECT min(first_time)::DATE FROM source_spans

@@ -102,6 +102,12 @@ ALTER TABLE node_events ADD COLUMN IF NOT EXISTS peer VARCHAR;
 -- The report's one job-size bucket (Meta §III, Fig. 7: MTTF by job size, GPUs rounded up to the next multiple
 -- of 8): every chart and table by size (goodput_losses, mttf_by_job_size, the runs' ETTR) uses it.
 CREATE OR REPLACE MACRO size_bucket(n_gpus) AS (8 * ceil(greatest(n_gpus, 1) / 8.0))::BIGINT;
+-- A node event written in an operator's own words, which the reason rules (taxonomy/reasons.yaml) read: a Slurm
+-- drain/down reason, a repair ticket, a failing health check's message (a passing one says nothing wrong).
+CREATE OR REPLACE MACRO operator_text(source, severity) AS
+    source IN ('slurm', 'ticket')
+    OR (source = 'health' AND lower(severity) IN ('critical', 'error', 'fail', 'failed', 'fatal', 'warning', 'warn',
+                                                  'unhealthy', 'degraded'));
 -- node_state_periods keeps every dump's rows (file, line_no: every line accounted for), but sacctmgr lists every
 -- event overlapping the window asked for, so an event open across midnight is in two daily dumps. node_states:
 -- each event once (same host, start, state and reason), from the record that knows its end, else the newest
@@ -118,6 +124,20 @@ CREATE OR REPLACE MACRO nodes_out_of_service(day) AS TABLE
       AND (time_end IS NULL OR time_end > day::TIMESTAMP + INTERVAL 1 DAY)
       AND (state LIKE '%DRAIN%' OR state LIKE 'DOWN%')
     GROUP BY host;
+-- When each source's data begins and ends (its records' own times, UTC): the report's day is the last day any
+-- source has data, and where sources end on different days the report says which ends when. A node-history
+-- source (sacctmgr events, tickets) can run long after the last job, and its days are judged too.
+CREATE OR REPLACE VIEW source_spans AS
+SELECT * FROM (
+    SELECT 'slurm' AS source, min(coalesce(start_time, submit_time)) AS first_time,
+           max(coalesce(end_time, start_time, submit_time)) AS last_time FROM sacct_records
+    UNION ALL SELECT 'slurm_events', min(time_start), max(greatest(time_start, time_end)) FROM node_state_periods
+    UNION ALL SELECT source, min(event_time), max(event_time) FROM node_events
+              WHERE source NOT IN ('slurm', 'app', 'telemetry', 'network', 'ticket') GROUP BY source
+    UNION ALL SELECT 'tickets', min(opened), max(greatest(opened, closed)) FROM tickets
+    UNION ALL SELECT 'benchmarks', min(run_time), max(run_time) FROM benchmark_results
+    UNION ALL SELECT 'telemetry', min(time), max(time) FROM telemetry
+) WHERE last_time IS NOT NULL;
 -- Validation runs, as the benchmark criteria read them (sql/criteria/samples.sql): a run is the folder a results
 -- file sits in under benchmarks/ (SuperBench writes one results-summary.jsonl per run; the simulator one folder per
 -- weekly run), or the file itself when it sits directly in benchmarks/. Its time is the earliest timestamp its

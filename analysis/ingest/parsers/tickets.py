@@ -11,6 +11,10 @@ lines is stored on its first line and the rest count as merged.
   placed on a node and in time is useless to the analysis);
 * closed written but unparseable -> reject too: storing NULL would silently
   turn a closed ticket into an open one.
+
+Each ticket is also a node event (source ``ticket``, kind ``ticket``, at its opening; code the component,
+message "component: resolution"): the operator's words are classified by the taxonomy's reason rules
+(taxonomy/reasons.yaml) like a drain reason, so a ticket names a cause and can be a node's incident.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 REQUIRED = ("host", "opened")
 FREE_TEXT = ("resolution",)  # the one column whose quoted value may span lines (a note with newlines)
 COLUMNS = ["ticket_id", "host", "opened", "closed", "component", "resolution", "line_no"]
+EVENTS = ["event_time", "host", "source", "kind", "code", "severity", "message", "device", "reporter", "line_no"]
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
@@ -48,7 +53,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     good = rows.filter(pl.col("reason").is_null()).select(
         "ticket_id", "host", pl.col("opened_t").alias("opened"), pl.col("closed_t").alias("closed"),
         "component", "resolution", "line_no")
+    events = good.select(
+        pl.col("opened").alias("event_time"), "host", pl.lit("ticket").alias("source"), pl.lit("ticket").alias("kind"),
+        pl.col("component").alias("code"), pl.lit(None, pl.Utf8).alias("severity"),
+        pl.concat_str([pl.col("component"), pl.col("resolution")], separator=": ", ignore_nulls=True).alias("message"),
+        pl.lit(None, pl.Utf8).alias("device"), pl.col("ticket_id").alias("reporter"), "line_no")
     return ParseResult(
-        tables={"tickets": good.select(COLUMNS)},
+        tables={"tickets": good.select(COLUMNS), "node_events": events},
         rejects=rejects_frame(table.rejects, rows.filter(pl.col("reason").is_not_null())),
         skipped=table.skipped, merged=table.merged, format="tickets-csv")
