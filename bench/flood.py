@@ -6,7 +6,8 @@ For each size N, a source folder with
   kernel/gpu0001.log  N journal short-iso-precise lines from one node, one GPU (PCI 0000:b3:00), every
                       --step-ms (0.1 s: 1 M lines span ~28 h):
                       `<ts>+0000 gpu0001 kernel: NVRM: Xid (PCI:0000:b3:00): 95, pid=<varying>, name=python, ...`
-                      plus a handful of unrelated lines (nvswitch open, audit, an EDAC CE), a blank line;
+                      plus a handful of unrelated lines (nvswitch open, audit, an EDAC CE), a blank line, an
+                      indented continuation line and a line with no header (the parser's folding path);
   slurm/sacct.txt     one job on gpu0001 (allocation + batch + step 0) that FAILED during the flood.
 Then, each phase in a child process of its own (so peak RSS is that phase's, imports included; wall and CPU
 seconds are the phase's own, without interpreter start-up and imports; --repeat runs of each, the fastest
@@ -80,6 +81,8 @@ def write_kernel(path: Path, n: int, step_ms: int = 100) -> dict:
             lines.append(extra[i])
         if i == n // 3:
             lines.append("")  # skipped
+        if i == n // 2:  # a continuation (merged into the line above) and a line with no header (rejected)
+            lines += ["  continued: the rest of the message above", "garbage without a timestamp header"]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return {"lines": len(lines), "xid": n, "first": START.isoformat(),
@@ -238,7 +241,7 @@ def main() -> None:
             table[n][phase] = r
             extra = f"  {r['count']:,} rows" if "count" in r else ""
             print(f"N={n:>9,} {phase:10} {r['wall']:7.2f} s {r['cpu']:7.2f} CPU-s  peak RSS {r['peak_mb']:6,.0f} MB "
-                  f"(at start {r["base_mb"]:4,.0f})  {r["wall"] / n * 1e6:6.2f} us/line{extra}",
+                  f"(at start {r['base_mb']:4,.0f})  {r['wall'] / n * 1e6:6.2f} us/line{extra}",
                   flush=True)
         bad = check(n, info, table[n]["ingest"], table[n]["episodes"])
         xid = [e for e in table[n]["episodes"]["episodes"] if e[2] == "xid" and e[3] == "95"]

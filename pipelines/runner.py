@@ -56,6 +56,8 @@ class RunResult:
     degraded: list[str] = field(default_factory=list)  # failed non-blocking checks: what they found
     unchanged: int = 0  # steps whose output is the last run's (not rebuilt: their inputs did not change)
     steps: int = 0  # steps materialized
+    # the drain reasons, tickets and health messages no reason rule understood (the most frequent first)
+    unclassified: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def status(self) -> str:
@@ -87,6 +89,7 @@ class RunResult:
         if self.errors_log:
             lines.append(f"Full tracebacks of what failed: {self.errors_log}")
         lines += self._health_lines()
+        lines += self._unclassified_lines()
         if self.unchanged:
             lines.append(f"{self.unchanged} of {self.steps} steps unchanged since the last run (their inputs did not "
                          "change; `goodput run --rebuild` rebuilds everything).")
@@ -100,6 +103,16 @@ class RunResult:
             lines.append("No report: the warehouse has no finished job yet (the report covers days with jobs).")
         lines.append(f"Run {self.status} (exit {self.exit_code}).")
         return "\n".join(lines)
+
+    def _unclassified_lines(self) -> list[str]:
+        if not self.unclassified.height:
+            return []
+        u = self.unclassified
+        examples = "; ".join(f"'{t[:60]}' ({n})" for t, n in zip(u["text"], u["events"]))
+        return [printable(f"Reasons not understood: {u['texts'][0]} distinct drain reason, ticket or health message text(s)"
+                          f" ({u['all_events'][0]} events), e.g. {examples}"),
+                "  add a rule for them under `reasons:` in your rules file (goodput run --rules FILE): "
+                "goodput sql \"SELECT * FROM unclassified_reasons\" lists them all"]
 
     def _health_lines(self) -> list[str]:
         if not self.health.height:
@@ -196,6 +209,8 @@ def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, s
         summary = sql.query(con, "ops/ingest_summary", {"since": since})
         problems = sql.query(con, "ops/file_problems")
         withheld = sql.query(con, "ops/withheld_steps_list").filter(pl.col("since") >= since)
+        unclassified = (sql.query(con, "ops/unclassified_reasons_top", {"n": 3})
+                        if sql.table_exists(con, "operator_reasons") else pl.DataFrame())
     finally:
         con.close()
     traces += [f"== step {r['step']} withheld: {r['reason']}\n{r['trace']}" for r in withheld.iter_rows(named=True)
@@ -209,7 +224,7 @@ def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, s
     summary.write_csv(out / "ingest_summary.csv")
     unchanged = sum(bool(_meta(e, UNCHANGED)) for e in materialized)
     return RunResult(not failed, summary, problems, failed, warned, db, report, not_built, errors_log, health, degraded,
-                     unchanged, len(materialized))
+                     unchanged, len(materialized), unclassified)
 
 
 def _forget_built(db: Path) -> None:

@@ -71,11 +71,14 @@ def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
         blamed_before = p["host"] if p and p.get("host") else None
         if inst.end_time is not None:
             lo, hi = _window(inst, taxonomy)
-            lines.append(f"  events on its nodes in [{_t(lo)}, {_t(hi)}]: {inst.events.height}")
+            lines_seen = int(inst.events["repeats"].sum()) if inst.events.height else 0
+            repeated = f" ({lines_seen:,} lines: repeats of one event are one row)" if lines_seen > inst.events.height else ""
+            lines.append(f"  events on its nodes in [{_t(lo)}, {_t(hi)}]: {inst.events.height}{repeated}")
         for e in inst.events.head(40).iter_rows(named=True):
             what = " ".join(str(x) for x in (e["source"], e["kind"], e["code"]) if x)
+            flood = f"  x{e['repeats']:,} until {_t(e['last_time'])}" if e["repeats"] > 1 else ""
             lines.append(f"    {e['host']}  {_t(e['event_time'])}  {_cut(what, 32):32}  {_cut(e['rule'], 40):40} "
-                         f"{_cut(e['cause'], 20):20} {e['severity']:8} {_cut(_where(e), 28):28} {_cut(e['message'], 90)}")
+                         f"{_cut(e['cause'], 20):20} {e['severity']:8} {_cut(_where(e), 28):28} {_cut(e['message'], 90)}{flood}")
         if inst.events.height > 40:
             lines.append(f"    ... {inst.events.height - 40} more")
     return "\n".join(lines)
@@ -99,5 +102,6 @@ def as_json(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
             "primary": None if p is None else {**{k: p[k] for k in p if k != "event_time"},
                                                "event_time": iso(p["event_time"])},
             "window": [iso(lo), iso(hi)],
-            "events": [{**e, "event_time": iso(e["event_time"])} for e in inst.events.iter_rows(named=True)]})
+            "events": [{**e, "event_time": iso(e["event_time"]), "last_time": iso(e["last_time"])}
+                       for e in inst.events.iter_rows(named=True)]})
     return json.dumps(out, indent=2, default=str)

@@ -77,14 +77,17 @@ def sql_command(db: Path | None, as_csv: bool, as_json: bool, vertical: bool, ma
 @click.option("--rules", "rules", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Taxonomy override file (for the attribution window) [default: $GOODPUT_RULES].")
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON (times in UTC, ISO 8601).")
-@click.argument("job_id")
+@click.argument("job_id", metavar="JOB_ID|HOST")
 def why(db: Path | None, rules: Path | None, as_json: bool, job_id: str) -> None:
-    """Explain why JOB_ID failed: every instance, the events near its end, the primary cause and its rule."""
+    """Explain why JOB_ID failed: every instance, the events near its end, the primary cause and its rule.
+    Given a HOST instead: its availability, times out of service with the operator's reasons, incidents, floods
+    of the same event as episodes, and what goodput says to do with it."""
     import duckdb
 
     from analysis.derive.attribution import explain_job
     from analysis.derive.taxonomy import TaxonomyError, load
     from analysis.commands.explain import render
+    from analysis.commands import node_history
     from analysis.commands.preflight import warehouse_error
 
     db = db or warehouse.default_db_path()
@@ -97,6 +100,7 @@ def why(db: Path | None, rules: Path | None, as_json: bool, job_id: str) -> None
         raise click.ClickException(warehouse_error(exc, db)) from None
     try:
         instances = explain_job(con, job_id, taxonomy)
+        node = None if instances or not node_history.known_host(con, job_id) else node_history.explain_node(con, job_id)
     except duckdb.CatalogException as exc:  # a table `goodput run` builds is missing: its run stopped before it
         import re
 
@@ -108,8 +112,12 @@ def why(db: Path | None, rules: Path | None, as_json: bool, job_id: str) -> None
         raise click.ClickException(_one_line(exc)) from None
     finally:
         con.close()
+    if node is not None:
+        click.echo(node_history.as_json(node) if as_json else node_history.render(node))
+        return
     if not instances:
-        raise click.ClickException(f"no job {job_id} in the warehouse (array tasks are 123_4, het components 123+1)")
+        raise click.ClickException(f"no job or host {job_id} in the warehouse (array tasks are 123_4, het components"
+                                   " 123+1)")
     if as_json:
         from analysis.commands.explain import as_json as why_json
         click.echo(why_json(instances, taxonomy))

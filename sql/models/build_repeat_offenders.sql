@@ -34,7 +34,7 @@ SELECT p.host, $as_of::TIMESTAMP, $offender_days, p.incidents, $min_incidents, $
        CASE WHEN t.n >= $rma_repeats THEN 'rma' ELSE 'repair' END,
        'repeat offender: ' || p.incidents || ' hardware incidents in ' || $offender_days || ' days ('
        || (SELECT array_to_string(list(label || ' x' || n ORDER BY n DESC, cause)[1:3], ', ') FROM per_cause c WHERE c.host = p.host)
-       || '; the fleet averages ' || printf('%.2f', $fleet_rate) || ', ' || $min_incidents || '+ is not chance), '
+       || '; the fleet averages ' || printf('%.2f', $fleet_rate) || ' a node, ' || $min_incidents || ' or more is not chance), '
        || printf('%.0f', coalesce(o.hours_out, 0)) || ' h out of service'
        || CASE WHEN t.n >= $rma_repeats THEN ': ' || t.label || ' failed ' || t.n || ' times, RMA it'
                ELSE ': repair and validate' END
