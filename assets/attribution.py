@@ -16,7 +16,8 @@ BUILDS = {"classified_events": lambda con, s: attribution.classify_events(con, s
 
 @asset(deps=["node_events"], group_name="attribution",
        description="Node events explained by a taxonomy rule (cause, domain, severity, priority).",
-       metadata=writes("classified_events", "taxonomy_rules", "taxonomy_causes", "operator_reasons"))
+       metadata=writes("classified_events", "taxonomy_rules", "taxonomy_causes", "operator_reasons",
+                       "unclassified_reasons"))
 @unless_unchanged
 def classified_events(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:

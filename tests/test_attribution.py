@@ -153,4 +153,4 @@ def test_goodput_why_explains_a_simulated_failure(attributed):
     block = looped.split(f"instance {loop[1]}:", 1)[1].split("\ninstance ", 1)[0]
     assert f"note: this instance ran on {loop[2]} again, the node blamed for the instance before" in block
     missing = CliRunner().invoke(main, ["why", "--db", str(root / "w.duckdb"), "424242"])
-    assert missing.exit_code != 0 and "no job 424242" in missing.output
+    assert missing.exit_code != 0 and "no job or host 424242" in missing.output

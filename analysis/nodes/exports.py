@@ -99,7 +99,10 @@ def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: Lad
     # the models' and the criteria's tables, empty when those steps never ran: the ladder reads them either way
     sql.run_steps(con, [("models/build_incidents_as_of", {"as_of": as_of}), ("models/build_clean_evidence", clean),
                         ("schema/node_risk", None), ("schema/lemon_scores", None), ("schema/benchmark_verdicts", None),
-                        ("schema/node_outages", None), ("models/view_node_population", None)])
+                        ("models/view_node_population", None)])
+    for table in ("node_outages", "taxonomy_causes"):  # built by the attribution steps; absent on an older warehouse
+        if not sql.table_exists(con, table):
+            sql.run(con, f"models/stand_in_{table}")
     offenders.build(con, as_of, cfg.offenders, cfg.attribution_after_s)
     sql.run_steps(con, [("models/build_node_actions", {**clean, "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
                                                 "risk_p7": cfg.risk_p7, "after_s": cfg.attribution_after_s,

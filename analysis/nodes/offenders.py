@@ -45,6 +45,7 @@ def build(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: OffenderConfig =
     """Write repeat_offenders for ``as_of`` (incidents_as_of and node_population built for it; a job's blame
     known ``after_s`` after its end); -> the fleet's rate per node over the window, the threshold used and
     how many nodes reach it."""
+    sql.run(con, "schema/repeat_offenders")
     sql.run(con, "models/stage_hardware_incidents", {"as_of": as_of, "offender_days": cfg.window_days,
                                                      "after_s": after_s})
     counts = sql.query(con, "models/offender_fleet_rate", {"as_of": as_of})

@@ -4,10 +4,6 @@
 -- rate with probability under offender_p (a Poisson tail, analysis/nodes/offenders.py), never under
 -- offender_min. escalation: rma when one cause (one component) came back $rma_repeats times or more
 -- (repairs did not hold), else repair. One row per node and as-of; the rows of this as-of are replaced.
-CREATE TABLE IF NOT EXISTS repeat_offenders (
-    host VARCHAR, as_of TIMESTAMP, window_days INTEGER, incidents BIGINT, threshold INTEGER, fleet_rate DOUBLE,
-    causes VARCHAR[], top_cause VARCHAR, top_cause_incidents BIGINT, hours_out DOUBLE, median_gap_days DOUBLE,
-    first_incident TIMESTAMP, last_incident TIMESTAMP, escalation VARCHAR, reason VARCHAR);
 DELETE FROM repeat_offenders WHERE as_of = $as_of;
 INSERT INTO repeat_offenders
 WITH hw AS (
