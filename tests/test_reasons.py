@@ -1,6 +1,6 @@
 """The reason rules (taxonomy/reasons.yaml) on what operators write: a corpus of 436 real-world drain reasons,
-NHC and DCGM messages, XID names, repair-ticket root causes (LANL), Kubernetes conditions and a public fault trace's classes, each labelled
-with the cause family it names (tests/fixtures/reasons/README.md: sources, licences, the dev/held-out split).
+NHC and DCGM messages, XID names, repair-ticket root causes (LANL), Kubernetes conditions and a public fault
+trace's classes, each labelled with the cause family it names (tests/fixtures/reasons/README.md: sources, licences, the dev/held-out split).
 The rules were written from the vocabulary, then checked on the dev half; docs/methods.md gives the figures."""
 from __future__ import annotations
 
