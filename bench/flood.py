@@ -135,6 +135,7 @@ def peak_mb():
 from analysis import warehouse
 phase, src, db = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 con = warehouse.connect(db)
+con.execute("SET enable_progress_bar = false")  # its bar on stdout (a query over 2 s) would garble the JSON line
 from analysis.derive import attribution
 from analysis.derive.taxonomy import load
 taxonomy = load()
@@ -182,7 +183,7 @@ def child(phase: str, src: Path, db: Path) -> dict:
                          text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     if run.returncode:
         raise SystemExit(f"{phase} failed:\n{run.stderr[-3000:]}")
-    return json.loads(run.stdout.splitlines()[-1])
+    return json.loads([line for line in run.stdout.splitlines() if line.startswith("{")][-1])
 
 
 def check(n: int, info: dict, ingest: dict, episodes: dict) -> list[str]:

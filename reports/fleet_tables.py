@@ -64,6 +64,37 @@ def rate_rows(frame: pl.DataFrame, labels: dict[str, str]) -> list[dict]:
         for r in frame.filter(pl.col("cause") == cause).iter_rows(named=True)}, title=cause) for cause in order["cause"]]
 
 
+def interruption_rows(data: list) -> list[dict]:
+    """Llama 3's interruption table side by side (each cluster's report/interruptions at its own day): a row per
+    cause any cluster had, unplanned by their count over the fleet, planned work after them; each cluster's count
+    and rate per 1,000 node-days (value: the count, rate: the rate). A cause a cluster never had is 0 there; a
+    cluster with no incident or planned outage at all has "—" in every row (its note says why)."""
+    its = {c.name: c.report["interruptions"] for c in data if c.report.get("interruptions")}
+    if not its:
+        return []
+    causes: dict[str, dict] = {}
+    for it in its.values():
+        for r in it["rows"] + it["planned"]:
+            k = causes.setdefault(r["cause"], {"label": r["label"], "component": r["component"],
+                                               "planned": r["planned"], "total": 0})
+            k["total"] += r["interruptions"]
+    rows = [_row("interruptions_node_days", "node-days observed (nodes)", {
+                n: _cell(it["node_days"], f"{fmt_num(it['node_days'])} ({fmt_num(it['nodes'])})") for n, it in its.items()}),
+            _row("interruptions_total", "unplanned interruptions, all causes", {
+                n: {**_cell(it["total"], f"{fmt_num(it['total'])} ({fmt_num(it['per_1000'], 2)})"), "rate": it["per_1000"]}
+                for n, it in its.items()})]
+    for cause in sorted(causes, key=lambda k: (causes[k]["planned"], -causes[k]["total"], causes[k]["label"], k)):
+        k, cells = causes[cause], {}
+        for n, it in its.items():
+            r = next((r for r in it["rows"] + it["planned"] if r["cause"] == cause), None)
+            count, rate = (r["interruptions"], r["per_1000_node_days"]) if r else (0, 0.0)
+            cells[n] = {**_cell(count, f"{fmt_num(count)} ({fmt_num(rate, 2)})"), "rate": rate}
+        label = k["label"] + (" (scheduled work, not in the totals)" if k["planned"] else "")
+        rows.append({**_row(f"interruptions:{cause}", label, cells, title=cause), "component": k["component"],
+                     "planned": k["planned"], "first_planned": k["planned"] and not rows[-1].get("planned")})
+    return rows
+
+
 def _measured(c) -> list[dict]:
     return [m for m in c.report["mttf"] if m["mttf_hours"] is not None]
 
@@ -202,5 +233,7 @@ def notes(clusters: list) -> dict[str, list[str]]:
            "ettr": [f"{c.name}: no run of {RUN_MIN_GPUS}+ GPUs scheduled {RUN_MIN_HOURS} hours or more has ended yet"
                     for c in data if not c.report["runs"]],
            "capacity": [f"{c.name}: no capacity measured yet" for c in data if not c.report["capacity"]],
-           "nodes": [f"{c.name}: the node models have not run on its warehouse yet" for c in data if not c.models]}
+           "nodes": [f"{c.name}: the node models have not run on its warehouse yet" for c in data if not c.models],
+           "interruptions": [f"{c.name}: no node incident or planned outage recorded yet" for c in data
+                             if not c.report.get("interruptions")]}
     return out

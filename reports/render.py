@@ -74,6 +74,9 @@ RATE_WINDOW_DAYS = 30  # the rolling failure rate's window (sql/report/failure_r
 # a model judged on fewer held-out samples is not compared: one sample more or less moves its accuracy or
 # concordance by several points, so its numbers would say nothing about the model
 MIN_HELD_OUT = 30
+AVAILABILITY_NODES = 10  # the nodes out of service longest, in the availability section
+FLOOD_MIN_EVENTS, FLOODS_SHOWN = 100, 10  # an episode of this many repeats is a flood; the largest shown
+UNCLASSIFIED_SHOWN = 15  # the operator texts no reason rule knows, the most frequent shown
 
 
 def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, window: tuple[int, int] = (600, 300),
@@ -129,7 +132,90 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
         "rates_drawn": rates_drawn, "rate_window": RATE_WINDOW_DAYS, "rate_days": rates["day"].n_unique(),
         "failures_so_far": _failures_so_far(rates),
         "cooccurrence_pairs": co.filter(co["cause_a"] != co["cause_b"]).sort(["failures_with_both", "cause_a", "cause_b"], descending=[True, False, False]).head(5).to_dicts(),
+        **node_history(con, day),
     }
+
+
+def _present(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The tables and views the warehouse holds (another cluster's, built by an older goodput, may lack some)."""
+    return set(sql.query(con, "report/present_tables")["name"].to_list())
+
+
+def _and(words: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
+
+
+def node_history(con: duckdb.DuckDBPyConnection, day: date) -> dict:
+    """What the nodes' own history says up to ``day``: the sources' spans (a note when they end on different
+    days), interruptions by root cause (Llama 3's Table 5), availability, event floods, and the operators' texts no
+    reason rule understood. A section with nothing to show is None (the template leaves it out)."""
+    present = _present(con)
+    spans = sql.query(con, "report/source_spans") if "source_spans" in present else pl.DataFrame()
+    return {"sources_note": sources_note(spans, day), "interruptions": interruptions(con, day, present),
+            "availability": availability(con, spans, present), "floods": event_floods(con, day, present),
+            "unclassified": unclassified_reasons(con, present)}
+
+
+def sources_note(spans: pl.DataFrame, day: date) -> dict | None:
+    """Where the sources' last days differ: each last day with the sources that end on it, earliest first (the
+    report's day is the last day any source has data: a source that stopped earlier says nothing after it)."""
+    if spans.height == 0 or spans["last_day"].n_unique() < 2:
+        return None
+    ends = spans.group_by("last_day").agg(pl.col("source").sort()).sort("last_day")
+    return {"day": day, "ends": [{"day": last, "sources": _and(sources), "many": len(sources) > 1}
+                                 for last, sources in ends.iter_rows()]}
+
+
+def interruptions(con: duckdb.DuckDBPyConnection, day: date, present: set[str]) -> dict | None:
+    """Interruptions per root cause up to ``day`` (sql/report/interruptions.sql): unplanned rows, planned apart."""
+    if not {"node_incidents", "node_outages", "node_availability", "taxonomy_causes"} <= present:
+        return None
+    rows = sql.query(con, "report/interruptions", {"day": day})
+    if rows.height == 0:
+        return None
+    unplanned, first = rows.filter(~pl.col("planned")), rows.row(0, named=True)
+    total = int(unplanned["interruptions"].sum())
+    return {"rows": unplanned.to_dicts(), "planned": rows.filter(pl.col("planned")).to_dicts(), "total": total,
+            "from_operator": int(unplanned["from_operator"].sum()), "drained": int(unplanned["drained"].sum()),
+            "first_day": first["first_day"], "last_day": first["last_day"], "nodes": first["nodes"],
+            "node_days": first["node_days"],
+            "per_1000": 1000 * total / first["node_days"] if first["node_days"] else None}
+
+
+def availability(con: duckdb.DuckDBPyConnection, spans: pl.DataFrame, present: set[str]) -> dict | None:
+    """Node outages per cause and the nodes out of service longest, over the whole data span; None without any."""
+    if not {"availability_by_cause", "node_availability", "node_outages", "taxonomy_causes"} <= present:
+        return None
+    by_cause = sql.query(con, "report/availability_by_cause")
+    nodes = sql.query(con, "report/availability_nodes", {"limit": AVAILABILITY_NODES})
+    if by_cause.height == 0 or nodes.height == 0:
+        return None
+    fleet = nodes.select(pl.col("^fleet_.*$", "nodes_out_ever")).row(0, named=True)
+    return {"by_cause": by_cause.to_dicts(), "nodes": nodes.to_dicts(), **fleet,
+            "first_day": spans["first_day"].min() if spans.height else None,
+            "last_day": spans["last_day"].max() if spans.height else None}
+
+
+def event_floods(con: duckdb.DuckDBPyConnection, day: date, present: set[str]) -> dict | None:
+    """The largest floods of one event (episodes of FLOOD_MIN_EVENTS repeats or more) begun by ``day``."""
+    if not {"event_episodes", "taxonomy_causes"} <= present:
+        return None
+    rows = sql.query(con, "report/event_floods", {"day": day, "min_events": FLOOD_MIN_EVENTS, "limit": FLOODS_SHOWN})
+    if rows.height == 0:
+        return None
+    return {"rows": rows.to_dicts(), "count": rows["floods"][0], "events": rows["flood_events"][0],
+            "min_events": FLOOD_MIN_EVENTS}
+
+
+def unclassified_reasons(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict | None:
+    """The operators' texts no reason rule understood, the most frequent first; None when every one is understood."""
+    if "unclassified_reasons" not in present:
+        return None
+    rows = sql.query(con, "report/unclassified_reasons", {"limit": UNCLASSIFIED_SHOWN})
+    if rows.height == 0:
+        return None
+    return {"rows": rows.to_dicts(), "texts": rows["texts"][0], "events": rows["text_events"][0]}
 
 
 def _failures_so_far(rates: pl.DataFrame) -> list[dict]:
@@ -195,6 +281,8 @@ def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:
         "plan": q("report/validation_plan").row(0, named=True) if "validation_plan" in present else None,
         "risk_nodes": risk.height,
         "chart": charts.risk_distribution(risk) if risk.height else None,
+        # written by the node models since repeat offenders were added: absent on an older warehouse
+        "offenders": q("report/repeat_offenders").to_dicts() if sql.table_exists(con, "repeat_offenders") else [],
     }
 
 

@@ -20,7 +20,7 @@ from tests.test_report import _ChartDivs, _browser, embedded_specs
 
 CLUSTERS = {"rsc1", "rsc2"}
 CHARTS = {"rates", "mttf", "ettr", "capacity"}  # each chart's dataset has the chart's name
-TABLES = ("summary", "trend", "rates-by-cause", "mttf", "ettr", "capacity-split", "second-order", "nodes")
+TABLES = ("summary", "trend", "rates-by-cause", "interruptions", "mttf", "ettr", "capacity-split", "second-order", "nodes")
 EVIL = "<script>alert(1)</script>"
 # 64 days: the last 30 days can be judged against the 30 before; no telemetry (the fleet report shows none)
 SIM = dict(nodes=24, days=64, seed=3, telemetry_jobs=0)
@@ -212,3 +212,36 @@ def test_fleet_report_renders_in_headless_chromium(fleet, tmp_path):
     subprocess.run([*flags, "--window-size=1100,5000", f"--screenshot={shot}", fleet["path"].as_uri()],
                    capture_output=True, timeout=180)
     assert shot.exists() and shot.stat().st_size > 50_000
+
+
+def test_interruptions_side_by_side(fleet, own):
+    """Llama 3's interruption table per cluster: each cause's count is a direct count of that cluster's node
+    incidents up to its day (planned work: its planned outages), its rate per 1,000 of its node-days; a cause a
+    cluster never had is 0 there."""
+    html, cells = fleet["html"], _cells(fleet["html"])
+    rates = dict(((c, k), float(v)) for c, k, v in re.findall(r'data-cluster="(\w+)" data-key="([^"]+)"[^>]*data-rate="([^"]+)"', html))
+    causes = set()
+    for cluster in CLUSTERS:
+        con = warehouse.connect(fleet["db"] / f"{cluster}.duckdb", read_only=True)
+        try:
+            end = {"day": own[cluster]["day"]}
+            counts = dict(con.execute("""
+                SELECT i.cause, count(*) FROM node_incidents i JOIN taxonomy_causes t USING (cause)
+                WHERE t.domain <> 'user' AND NOT t.planned AND i.first_event < $day::TIMESTAMP + INTERVAL 1 DAY
+                GROUP BY i.cause""", end).fetchall())
+            counts |= dict(con.execute("SELECT cause, count(*) FROM node_outages WHERE planned "
+                                       "AND time_start < $day::TIMESTAMP + INTERVAL 1 DAY GROUP BY cause", end).fetchall())
+            node_days = con.execute("SELECT sum(hours_observed) / 24 FROM node_availability").fetchone()[0]
+        finally:
+            con.close()
+        assert counts, cluster
+        causes |= set(counts)
+        for cause, n in counts.items():
+            assert float(cells[(cluster, f"interruptions:{cause}")]) == n, (cluster, cause)
+            assert rates[(cluster, f"interruptions:{cause}")] == pytest.approx(1000 * n / node_days, rel=1e-9)
+        it = own[cluster]["report"]["interruptions"]  # and the cluster's own report says the same
+        assert {r["cause"]: r["interruptions"] for r in it["rows"] + it["planned"]} == counts
+    keys = re.findall(r'<tr data-key="interruptions:(\w+)"', html)
+    assert set(keys) == causes and len(keys) == len(causes)
+    only_one = [c for c in causes if any(cells[(k, f"interruptions:{c}")] == "0" for k in CLUSTERS)]
+    assert only_one  # the hand-made cluster has a few causes, the simulated one more

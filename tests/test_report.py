@@ -598,3 +598,180 @@ def test_largest_runs_card_counts_only_runs_up_to_the_day_and_one_node_reads_sin
     assert "(1 run of 128+ GPUs)" in re.sub(r"\s+", " ", card[:card.index("</div>")])  # not the one ending later
     assert '<div class="v">0.500</div><div class="k">median ETTR of the largest runs' in html
     assert "were learned from 1 node's validation runs" in html and "1 nodes" not in html
+
+
+# --- the nodes' own history: interruptions, availability, floods, repeat offenders, sources, unknown reasons ---
+
+def _cells_of(html: str, ident: str, attr: str = "data-cause") -> list[tuple[str, bool, list[str]]]:
+    """(key, planned, cell texts without tags) per body row of a table whose rows carry ``attr``."""
+    body = re.search(rf'<table id="{ident}">(.*?)</table>', html, re.S)
+    assert body, f"no table {ident}"
+    rows = re.findall(rf'<tr {attr}="([^"]+)"([^>]*)>(.*?)</tr>', body.group(1), re.S)
+    return [(key, 'data-planned="true"' in rest, [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", cells, re.S)])
+            for key, rest, cells in rows]
+
+
+def _day_of(report: Path) -> date:
+    return date.fromisoformat(report.stem.removeprefix("reliability-"))
+
+
+def test_interruptions_are_node_incidents_per_cause(report):
+    """Llama 3's table: each unplanned cause's count is a direct count of node_incidents up to the day (the user's
+    own left out), planned work counted from the planned outages apart; shares of the unplanned, rates per 1,000
+    node-days of node_availability, mean repair from drain to return."""
+    from reports.render import fmt_num, fmt_pct
+    html, day = report.read_text(), _day_of(report)
+    con = duckdb.connect(str(report.parents[2] / "w.duckdb"), read_only=True)
+    try:
+        end = {"end": datetime.combine(day, datetime.min.time()) + timedelta(days=1)}
+        unplanned = {c: (n, r, k) for c, n, r, k in con.execute("""
+            SELECT i.cause, count(*), avg(epoch(i.returned_at) - epoch(i.drained_at)) / 3600, count(i.returned_at)
+            FROM node_incidents i JOIN taxonomy_causes t USING (cause)
+            WHERE t.domain <> 'user' AND NOT t.planned AND i.first_event < $end GROUP BY i.cause""", end).fetchall()}
+        planned = dict(con.execute("SELECT cause, count(*) FROM node_outages WHERE planned AND time_start < $end "
+                                   "GROUP BY cause", end).fetchall())
+        node_days, nodes = con.execute("SELECT sum(hours_observed) / 24, count(*) FROM node_availability").fetchone()
+        first = con.execute("SELECT min(first_time)::DATE FROM source_spans").fetchone()[0]
+    finally:
+        con.close()
+    assert unplanned and planned  # the simulated cluster has both
+    rows = _cells_of(html, "interruptions")
+    shown = {cause: cells for cause, is_planned, cells in rows if not is_planned}
+    assert {c: int(v[2].replace(",", "")) for c, v in shown.items()} == {c: n for c, (n, _, _) in unplanned.items()}
+    assert {c: int(v[2]) for c, p, v in rows if p} == planned
+    total = sum(n for n, _, _ in unplanned.values())
+    for cause, (n, repair, repaired) in unplanned.items():
+        component, label, _, share, rate, mean_repair = shown[cause]
+        assert share == fmt_pct(n / total) and rate == fmt_num(1000 * n / node_days, 2)
+        assert mean_repair == ("—" if repair is None else f"{fmt_num(repair, 1)} ({repaired})"), cause
+        assert "_" not in label and component in ("GPU", "Host", "Network", "Dependency", "Maintenance", "Software",
+                                                  "Facility", "User", "Unknown")
+    counts = [int(v[2].replace(",", "")) for c, p, v in rows if not p]
+    assert counts == sorted(counts, reverse=True) and [p for _, p, _ in rows] == sorted(p for _, p, _ in rows)
+    summary = re.sub(r"<[^>]+>", "", re.search(r'<p id="interruptions-summary">(.*?)</p>', html, re.S).group(1))
+    assert f"{total} unplanned interruptions of {nodes} nodes from {first} to {day}" in summary
+    assert f"{fmt_num(1000 * total / node_days, 2)} per 1,000 node-days" in summary
+
+
+def test_availability_is_the_outages_own(report):
+    """Per cause, MTTR is the mean length of the outages that ended; the nodes out longest are node_availability's,
+    each with its longest outage's reason as the operator wrote it."""
+    from reports.render import AVAILABILITY_NODES, fmt_num
+    html = report.read_text()
+    con = duckdb.connect(str(report.parents[2] / "w.duckdb"), read_only=True)
+    try:
+        closed = dict(con.execute("SELECT cause, avg(hours) FILTER (WHERE NOT still_out) FROM node_outages "
+                                  "GROUP BY cause").fetchall())
+        hours = dict(con.execute("SELECT host, sum(hours) FILTER (WHERE NOT planned) FROM node_outages "
+                                 "GROUP BY host").fetchall())
+        ranked = [h for (h,) in con.execute("SELECT host FROM node_outages GROUP BY host ORDER BY coalesce(sum(hours) "
+                                            "FILTER (WHERE NOT planned), 0) DESC, sum(hours) FILTER (WHERE planned) "
+                                            "DESC NULLS LAST, host LIMIT $n", {"n": AVAILABILITY_NODES}).fetchall()]
+        longest = dict(con.execute("SELECT host, arg_max(reason, hours) FROM node_outages GROUP BY host").fetchall())
+        out = con.execute("SELECT count(DISTINCT host) FROM node_outages").fetchone()[0]
+    finally:
+        con.close()
+    by_cause = {cause: cells for cause, _, cells in _cells_of(html, "availability-by-cause")}
+    assert set(by_cause) == set(closed)
+    for cause, mttr in closed.items():
+        assert by_cause[cause][6] == (fmt_num(mttr, 1) if mttr is not None else "still out"), cause
+    nodes = _cells_of(html, "availability-nodes", "data-host")
+    assert len(nodes) == min(out, AVAILABILITY_NODES) and [h for h, _, _ in nodes] == ranked
+    top, _, cells = nodes[0]
+    assert cells[3].startswith(fmt_num(hours[top], 1)) and longest[top] in cells[7]
+
+
+def test_repeat_offenders_in_the_node_models(report):
+    html = report.read_text()
+    con = duckdb.connect(str(report.parents[2] / "w.duckdb"), read_only=True)
+    try:
+        want = con.execute("SELECT host, incidents, escalation, top_cause_incidents FROM repeat_offenders "
+                           "WHERE as_of = (SELECT max(as_of) FROM repeat_offenders)").fetchall()
+    finally:
+        con.close()
+    assert want  # the simulated lemon
+    rows = {host: cells for host, _, cells in _cells_of(html, "repeat-offenders", "data-host")}
+    section = html[html.index("<h2>Nodes to act on"):html.index("<h2>Validation runs")]
+    assert 'id="repeat-offenders"' in section
+    for host, incidents, escalation, top in want:
+        assert rows[host][1].startswith(f"{incidents} in ") and rows[host][2].endswith(f"×{top}")
+        assert rows[host][4] == ("RMA" if escalation == "rma" else "repair")
+        assert "_" not in rows[host][2]  # the cause in words, not its id
+
+
+def _later_copy(report: Path, dest: Path) -> duckdb.DuckDBPyConnection:
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(report.parents[2] / "w.duckdb", dest / "w.duckdb")
+    return duckdb.connect(str(dest / "w.duckdb"))
+
+
+def test_sources_ending_on_different_days_are_named(report, tmp_path):
+    """A note names each source's last day only when they differ: Slurm's node events running a month past the
+    rest make the report's day theirs, and the note says so."""
+    from analysis import sql
+    from reports.render import sources_note
+    same = pl.DataFrame({"source": ["slurm", "kernel"], "first_day": [date(2024, 3, 1)] * 2, "last_day": [date(2024, 3, 14)] * 2})
+    assert sources_note(same, date(2024, 3, 14)) is None
+    con = _later_copy(report, tmp_path)
+    try:
+        con.execute("DELETE FROM benchmark_results")  # weekly runs end early: without them all sources end one day
+        day = sql.scalar(con, "ops/last_data_day")
+        html = render_report(con, day, tmp_path / "same").read_text()
+        assert 'id="sources-note"' not in html
+        later = day + timedelta(days=30)
+        con.execute("INSERT INTO node_state_periods VALUES ('gpu0001', $t, $t + INTERVAL 2 HOUR, 'DRAIN', 'later', "
+                    "'root', 'x.txt', 1)", {"t": datetime.combine(later, datetime.min.time()) + timedelta(hours=3)})
+        assert sql.scalar(con, "ops/last_data_day") == later
+        html = render_report(con, later, tmp_path / "later").read_text()
+    finally:
+        con.close()
+    note = re.sub(r"\s+", " ", re.search(r'<p class="sub" id="sources-note">(.*?)</p>', html, re.S).group(1))
+    assert f"slurm_events runs to {later}" in note and f"this report covers to {later}" in note
+    assert re.search(rf"health, kernel, slurm, switch, telemetry and tickets end {day}", note), note
+
+
+def test_floods_and_unknown_reasons_are_shown_escaped(report, tmp_path):
+    """A flood of one event is one row with its count; an operator's text no rule knows is listed, hostile or not,
+    as text; the hint says where a rule goes."""
+    day = _day_of(report)
+    con = _later_copy(report, tmp_path)
+    try:
+        con.execute("""INSERT INTO classified_events (event_time, host, source, kind, code, event_severity, message,
+                           device, file, line_no, rule, cause, domain, severity, transient, priority, distributed)
+                       SELECT $t + to_seconds(30 * k), 'gpu0042', 'kernel', 'xid', '95', 'error', $msg || k, 'GPU3',
+                              'flood.log', k, 'xid-95', 'gpu_memory', 'hardware', 'critical', false, 50, false
+                       FROM range(150) t(k)""", {"t": datetime.combine(day, datetime.min.time()), "msg": EVIL})
+        con.execute("INSERT INTO operator_reasons VALUES ('slurm', $text, NULL, NULL, 7, 2, $t, $t, ['gpu0001'])",
+                    {"text": EVIL + " bad optic", "t": datetime.combine(day, datetime.min.time())})
+        html = render_report(con, day, tmp_path / "out").read_text()
+    finally:
+        con.close()
+    assert EVIL not in html
+    floods = _cells_of(html, "event-floods", "data-host")
+    assert floods[0][0] == "gpu0042" and floods[0][2][3] == "150" and floods[0][2][1] == "GPU memory (ECC)"
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;0" in floods[0][2][6] and "xid 95 on GPU3" in floods[0][2][2]
+    table = re.search(r'<table id="unclassified-reasons">(.*?)</table>', html, re.S).group(1)
+    assert "<code>&lt;script&gt;alert(1)&lt;/script&gt; bad optic</code>" in table
+    assert "1 distinct operator text (7 records" in html and "<code>reasons:</code>" in html and "--rules FILE" in html
+
+
+def test_empty_sections_are_left_out(report, tmp_path):
+    """No incident, outage, flood, repeat offender or unknown reason: none of their sections, not an empty table;
+    nor on a warehouse from before repeat offenders, episodes and reason rules (their tables and views absent)."""
+    day = _day_of(report)
+    con = _later_copy(report, tmp_path)
+    try:
+        before = render_report(con, day, tmp_path / "before").read_text()
+        for statement in ("DELETE FROM node_incidents", "DELETE FROM node_outages", "DROP TABLE repeat_offenders",
+                          "DROP VIEW event_episodes", "DROP VIEW unclassified_reasons"):
+            con.execute(statement)
+        html = render_report(con, day, tmp_path / "out").read_text()
+    finally:
+        con.close()
+    assert "Interruptions by root cause" in before and 'id="availability-nodes"' in before
+    for ident in ("interruptions", "availability-by-cause", "availability-nodes", "repeat-offenders", "event-floods",
+                  "unclassified-reasons"):
+        assert f'id="{ident}"' not in html, ident
+    assert "<h2>Interruptions by root cause" not in html and "<h2>Node availability" not in html
+    assert "<h2>Event floods" not in html and "<h2>Event floods" not in before  # the simulator floods nothing
+    assert 'id="node-actions"' in html  # the node models' other tables stay

@@ -4,7 +4,7 @@
 -- back, and the repair ticket opened for it (within 2 days).
 -- An operator's record (a drain/down reason or a repair ticket the reason rules classified) is an
 -- incident of its own when no machine line explains it: nothing on the node in the 6 h before a drain
--- (2 days before a ticket). That is how a node whose faults only Slurm or the tickets recorded has a
+-- (2 days before a ticket, where a drain explains it too). That is how a node whose faults only Slurm or the tickets recorded has a
 -- history; one that the kernel or a health check saw first keeps that event as its cause, and the drain
 -- and ticket attach to it as before. from_operator: the incident began with such a record.
 CREATE OR REPLACE TABLE node_incidents AS
@@ -17,11 +17,13 @@ WITH graded AS (
 ), lone AS (
     SELECT o.* FROM graded o
     WHERE o.source IN ('slurm', 'ticket') AND NOT EXISTS (
+        -- a machine line explains a drain or a ticket; a drain explains the ticket opened after it (another
+        -- drain does not explain a drain: each time Slurm took the node out is an interruption)
         SELECT 1 FROM graded g
         WHERE g.host = o.host AND (g.file, g.line_no) <> (o.file, o.line_no)
           AND g.event_time >= o.event_time - CASE WHEN o.source = 'ticket' THEN INTERVAL 2 DAY ELSE INTERVAL 6 HOUR END
-          AND (g.event_time < o.event_time
-               OR (g.source NOT IN ('slurm', 'ticket') AND g.event_time <= o.event_time + INTERVAL 10 MINUTE)))
+          AND ((g.source NOT IN ('slurm', 'ticket') AND g.event_time <= o.event_time + INTERVAL 10 MINUTE)
+               OR (o.source = 'ticket' AND g.source = 'slurm' AND g.event_time <= o.event_time)))
 ), ev AS (
     SELECT *, false AS operator_record FROM graded WHERE source NOT IN ('slurm', 'ticket')
     UNION ALL

@@ -30,7 +30,8 @@ WITH span AS (
     SELECT o.host, o.n, first(c.cause ORDER BY c.event_time, c.file, c.line_no) AS reason_cause,
            first(c.rule ORDER BY c.event_time, c.file, c.line_no) AS reason_rule
     FROM outages o JOIN classified_events c
-      ON c.host = o.host AND c.source = 'slurm' AND c.event_time >= o.time_start AND c.event_time < o.until
+      ON c.host = o.host AND c.source = 'slurm' AND c.event_time >= o.time_start
+     AND (c.event_time < o.until OR c.event_time = o.time_start)  -- an outage may start and end in the same second
      AND c.rule LIKE 'reason-%'
     GROUP BY o.host, o.n
 ), incident AS (
@@ -38,7 +39,7 @@ WITH span AS (
            first(i.cause ORDER BY i.first_event) AS incident_cause,
            first(i.ticket_id ORDER BY i.first_event) FILTER (WHERE i.ticket_id IS NOT NULL) AS ticket_id
     FROM outages o JOIN node_incidents i
-      ON i.host = o.host AND i.drained_at >= o.time_start AND i.drained_at < o.until
+      ON i.host = o.host AND i.drained_at >= o.time_start AND (i.drained_at < o.until OR i.drained_at = o.time_start)
     GROUP BY o.host, o.n
 )
 SELECT o.host || '@' || strftime(o.time_start, '%Y-%m-%dT%H:%M:%S') AS outage_id, o.host, o.time_start,
