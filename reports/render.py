@@ -157,10 +157,22 @@ def node_history(con: duckdb.DuckDBPyConnection, day: date) -> dict:
             "unclassified": unclassified_reasons(con, present)}
 
 
+# How far behind the last day of data a source may end before the report says so: a day (a dump taken before
+# midnight), a week for the validation runs (weekly, not daily).
+SOURCE_LAG_DAYS = 1
+PERIODIC_SOURCE_LAG_DAYS = {"benchmarks": 7}
+
+
 def sources_note(spans: pl.DataFrame, day: date) -> dict | None:
-    """Where the sources' last days differ: each last day with the sources that end on it, earliest first (the
-    report's day is the last day any source has data: a source that stopped earlier says nothing after it)."""
-    if spans.height == 0 or spans["last_day"].n_unique() < 2:
+    """Where the sources' last days differ by more than their usual lag: each last day with the sources that end
+    on it, earliest first (the report's day is the last day any source has data: a source that stopped earlier says
+    nothing after it)."""
+    if spans.height == 0:
+        return None
+    last = spans["last_day"].max()
+    lag = pl.col("source").replace_strict(PERIODIC_SOURCE_LAG_DAYS, default=SOURCE_LAG_DAYS, return_dtype=pl.Int64)
+    behind = spans.filter((pl.lit(last) - pl.col("last_day")).dt.total_days() > lag)
+    if behind.height == 0:
         return None
     ends = spans.group_by("last_day").agg(pl.col("source").sort()).sort("last_day")
     return {"day": day, "ends": [{"day": last, "sources": _and(sources), "many": len(sources) > 1}

@@ -84,11 +84,11 @@ def test_a_crashed_optional_step_is_withheld_and_the_rest_is_built(source, tmp_p
 
 
 def test_no_report_is_a_failed_run(tmp_path):
+    """No source has a dated record (every sacct line rejected): no day to report on. (A kernel log alone has days:
+    its node history is reported, tests/test_node_history.py.)"""
     src = tmp_path / "src"
     (src / "slurm").mkdir(parents=True)
     (src / "slurm" / "sacct.txt").write_text("JobID|State|Start|End\n1|COMPLETED|garbage|garbage\n")
-    (src / "kernel").mkdir()
-    shutil.copy(DEMO_SOURCE / "kernel" / "gpu003.log", src / "kernel" / "gpu003.log")
     result, _, out = run(src, tmp_path)
     assert result.exit_code == EXIT_FAILED, result.output
     assert not (out / "reports").exists() or not list((out / "reports").glob("*.html"))

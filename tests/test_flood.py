@@ -1,5 +1,6 @@
 """An XID flood on one GPU (bench/flood.py at test size): every line accounted for, the flood one episode in
-event_episodes with its count, first and last time; a burst 2 hours later a second episode."""
+event_episodes with its count, first and last time; a burst 2 hours later a second episode; `goodput why` shows
+the flood once."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -54,7 +55,7 @@ def flood(tmp_path_factory):
                        params=[HOST]).pl()
     con.close()
     return {"lines": len(lines), "outcomes": summary.outcomes, "files": files, "rejects": rejects,
-            "episodes": episodes, "last": last, "second": second}
+            "episodes": episodes, "last": last, "second": second, "db": root / "w.duckdb"}
 
 
 def test_every_line_is_accounted_for(flood):
@@ -82,3 +83,17 @@ def test_the_flood_is_one_episode(flood):
     # the other GPU's one line is an episode of its own; nothing else on the host is an XID 95 episode
     other = xid.filter(xid["device"] == OTHER_PCI)
     assert other["events"].to_list() == [1] and xid.height == 3
+
+
+def test_why_shows_the_flood_as_one_episode(flood):
+    """`goodput why HOST` lists the flood once, with its count and its span, in the driver's words."""
+    from click.testing import CliRunner
+
+    from pipelines.cli import main
+
+    out = CliRunner().invoke(main, ["why", "--db", str(flood["db"]), HOST])
+    assert out.exit_code == 0, out.output
+    lines = [line for line in out.output.splitlines() if f"x{N:,} " in line]
+    assert len(lines) == 1 and f"{START:%Y-%m-%d %H:%M:%S} -> {flood['last']:%Y-%m-%d %H:%M:%S}" in lines[0]
+    assert "kernel xid 95 0000:b3:00" in lines[0] and f"NVRM: Xid (PCI:{PCI}): 95" in lines[0]
+    assert f"x{SECOND_N:<9,}" in out.output  # the burst 2 hours later: its own episode

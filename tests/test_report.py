@@ -3,6 +3,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections import defaultdict
 from datetime import date, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -616,24 +617,47 @@ def _day_of(report: Path) -> date:
 
 
 def test_interruptions_are_node_incidents_per_cause(report):
-    """Llama 3's table: each unplanned cause's count is a direct count of node_incidents up to the day (the user's
-    own left out), planned work counted from the planned outages apart; shares of the unplanned, rates per 1,000
-    node-days of node_availability, mean repair from drain to return."""
+    """Llama 3's table: each unplanned cause's count is of the node incidents up to the day that interrupted
+    something (the user's own left out), planned work counted from the planned outages apart; shares of the
+    unplanned, rates per 1,000 node-days of node_availability, mean repair from drain to return."""
     from reports.render import fmt_num, fmt_pct
     html, day = report.read_text(), _day_of(report)
     con = duckdb.connect(str(report.parents[2] / "w.duckdb"), read_only=True)
     try:
         end = {"end": datetime.combine(day, datetime.min.time()) + timedelta(days=1)}
-        unplanned = {c: (n, r, k) for c, n, r, k in con.execute("""
-            SELECT i.cause, count(*), avg(epoch(i.returned_at) - epoch(i.drained_at)) / 3600, count(i.returned_at)
+        incidents = con.execute("""
+            SELECT i.host, i.first_event, i.last_event, i.cause, i.drained_at, i.returned_at, i.from_operator, i.ticket_id
             FROM node_incidents i JOIN taxonomy_causes t USING (cause)
-            WHERE t.domain <> 'user' AND NOT t.planned AND i.first_event < $end GROUP BY i.cause""", end).fetchall()}
+            WHERE t.domain <> 'user' AND NOT t.planned AND i.first_event < $end""", end).fetchall()
+        every = con.execute("SELECT host, first_event, drained_at FROM node_incidents").fetchall()
+        outages = con.execute("SELECT host, time_start, time_end FROM node_outages").fetchall()
+        blamed = con.execute("SELECT host, event_time FROM failure_attribution WHERE is_primary AND end_time < $end",
+                             end).fetchall()
         planned = dict(con.execute("SELECT cause, count(*) FROM node_outages WHERE planned AND time_start < $end "
                                    "GROUP BY cause", end).fetchall())
         node_days, nodes = con.execute("SELECT sum(hours_observed) / 24, count(*) FROM node_availability").fetchone()
         first = con.execute("SELECT min(first_time)::DATE FROM source_spans").fetchone()[0]
     finally:
         con.close()
+    # computed here, not in SQL: a drain is the latest incident's before it; an incident interrupts when it took its
+    # node out, a ticket or an operator's record began it, or a job failure was blamed on it, and not when its node
+    # was already out of service
+    latest = {}
+    for host, first_event, drained in every:
+        if drained is not None and (latest.get((host, drained)) is None or first_event > latest[(host, drained)]):
+            latest[(host, drained)] = first_event
+    per_cause = defaultdict(list)
+    for host, began, last, cause, drained, returned, operator, ticket in incidents:
+        own = drained if drained is not None and latest[(host, drained)] == began else None
+        interrupted = ((own is not None and own < end["end"]) or operator or ticket is not None
+                       or any(h == host and began <= t <= last for h, t in blamed))
+        already_out = any(h == host and s < began - timedelta(minutes=5) and (e is None or e > began) for h, s, e in outages)
+        if interrupted and not already_out:
+            per_cause[cause].append(((returned - own).total_seconds() / 3600)
+                                    if own is not None and returned is not None and returned < end["end"] else None)
+    unplanned = {c: (len(v), (sum(x for x in v if x is not None) / len([x for x in v if x is not None])
+                              if any(x is not None for x in v) else None), sum(x is not None for x in v))
+                 for c, v in per_cause.items()}
     assert unplanned and planned  # the simulated cluster has both
     rows = _cells_of(html, "interruptions")
     shown = {cause: cells for cause, is_planned, cells in rows if not is_planned}

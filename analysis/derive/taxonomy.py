@@ -33,7 +33,8 @@ COMPONENTS = ("GPU", "Host", "Network", "Dependency", "Maintenance", "Software",
 WINDOW_KEYS = {"before_minutes", "after_minutes"}
 REASON_KEYS = {"id", "cause", "severity", "transient", "priority", "pattern", "description"}
 # The records whose free text the reason rules read (taxonomy/reasons.yaml): Slurm's drain/down reasons,
-# repair tickets, failing health checks. A reason rule outranks the rules on their codes: the words say more.
+# repair tickets, failing health checks. A reason rule outranks the generic health rules (a check no code rule
+# knows, any message naming a GPU) but not a check known by its code (rules.yaml, priority 47).
 REASON_SOURCES = ["slurm", "ticket", "health"]
 REASON_PRIORITY = 46
 # node_events.source values a rule can name ("app": application/NCCL logs fed in as events;

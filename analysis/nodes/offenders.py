@@ -20,7 +20,7 @@ from analysis import sql
 
 @dataclass(frozen=True)
 class OffenderConfig:
-    window_days: int = 180  # the history judged
+    window_days: int = 180  # the history judged (the data's whole span when shorter)
     p: float = 0.01  # chance of reaching the threshold at the fleet's rate
     minimum: int = 3  # never fewer incidents than this
     rma_repeats: int = 3  # one cause this often in the window: the repair did not hold, RMA the part
@@ -45,15 +45,19 @@ def build(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: OffenderConfig =
     """Write repeat_offenders for ``as_of`` (incidents_as_of and node_population built for it; a job's blame
     known ``after_s`` after its end); -> the fleet's rate per node over the window, the threshold used and
     how many nodes reach it."""
+    start = sql.scalar(con, "models/data_start")
+    # the window the history covers: "6 in 180 days" would overstate 14 days of data
+    days = cfg.window_days
+    if start is not None:
+        days = max(1, min(days, math.ceil((as_of - start).total_seconds() / 86400)))
     sql.run(con, "schema/repeat_offenders")
-    sql.run(con, "models/stage_hardware_incidents", {"as_of": as_of, "offender_days": cfg.window_days,
-                                                     "after_s": after_s})
+    sql.run(con, "models/stage_hardware_incidents", {"as_of": as_of, "offender_days": days, "after_s": after_s})
     counts = sql.query(con, "models/offender_fleet_rate", {"as_of": as_of})
     incidents, nodes = counts.row(0)
     rate = incidents / nodes if nodes else 0.0
     threshold = poisson_threshold(rate, cfg.p, cfg.minimum)
     sql.run(con, "models/build_repeat_offenders", {
-        "as_of": as_of, "offender_days": cfg.window_days, "min_incidents": threshold, "fleet_rate": rate,
+        "as_of": as_of, "offender_days": days, "min_incidents": threshold, "fleet_rate": rate,
         "rma_repeats": cfg.rma_repeats})
     return {"fleet_rate": rate, "threshold": threshold, "offenders": sql.scalar(con, "models/offender_count",
                                                                                {"as_of": as_of})}
