@@ -7,7 +7,7 @@ from datetime import datetime
 from click.testing import CliRunner
 
 from pipelines.cli import DEMO_SOURCE, main
-from pipelines.runner import EXIT_FAILED
+from pipelines.runner import EXIT_DEGRADED
 
 SACCT = DEMO_SOURCE / "slurm" / "sacct-2024-03-01.txt"
 
@@ -28,7 +28,9 @@ def test_a_misnamed_folder_warns_with_the_right_name(tmp_path):
     shutil.copytree(DEMO_SOURCE, src)
     (src / "slurm").rename(src / "sacct")
     result = run(src, tmp_path)
-    assert result.exit_code == EXIT_FAILED, result.output  # no jobs, so no report: a cron job must hear it
+    # no jobs: a report on the nodes' history alone, and a degraded run (a cron job must hear it)
+    assert result.exit_code == EXIT_DEGRADED, result.output
+    assert "no job in the Slurm accounting: the report covers the nodes' history only" in result.output
     warned = warnings(result)
     assert "WARNING: 1 file(s) in folder sacct/ were not read, it is not a source folder: did you mean slurm/?" in warned
     assert any("no Slurm accounting" in w for w in warned)
@@ -50,7 +52,7 @@ def test_a_step_only_sacct_dump_warns(tmp_path):
     steps = [lines[0]] + [line for line in lines[1:] if "." in line.split("|")[0]]
     (src / "slurm" / "steps.txt").write_text("\n".join(steps) + "\n")
     result = run(src, tmp_path)
-    assert result.exit_code == EXIT_FAILED, result.output  # no jobs, so no report
+    assert result.exit_code == EXIT_DEGRADED, result.output  # no jobs: node history only, degraded
     warned = "\n".join(warnings(result))
     assert f"{(src / 'slurm' / 'steps.txt').resolve()}: {len(steps) - 1} job-step lines and no job allocation line" in warned
     assert "0 jobs" in warned
@@ -86,8 +88,6 @@ def test_a_validation_run_dated_after_the_as_of_day_warns_and_its_time_can_be_gi
     import json
 
     import duckdb
-
-    from pipelines.runner import EXIT_DEGRADED
 
     src = tmp_path / "src"
     shutil.copytree(DEMO_SOURCE, src)

@@ -20,18 +20,26 @@ from tests.test_taxonomy import _events
 
 # The statements replaced for speed, kept as the definition the new ones must meet:
 # every rule (its pattern a column) checked against every event, and a counting
-# rule's window counted by a correlated subquery.
+# rule's window counted by a correlated subquery. A reason rule (taxonomy/reasons.yaml) reads an operator's text
+# as written or with its words pulled apart, and only the first in the list's order that matches counts.
 PAIRWISE_CLASSIFY = """
 CREATE OR REPLACE TABLE pairwise_classified AS
 WITH events AS (SELECT * RENAME (severity AS event_severity) FROM node_events WHERE host IS NOT NULL),
 rules AS (SELECT * RENAME (severity AS rule_severity) FROM taxonomy_rules),
-matched AS (
+every_match AS (
     SELECT e.*, r.* FROM events e, rules r
     WHERE (r.m_kind IS NULL OR list_contains(r.m_kind, e.kind))
       AND (r.m_source IS NULL OR list_contains(r.m_source, e.source))
       AND (r.m_code IS NULL OR list_contains(r.m_code, e.code))
       AND (r.m_severity IS NULL OR list_contains(r.m_severity, lower(e.event_severity)))
-      AND (r.m_message IS NULL OR regexp_matches(e.message, r.m_message))
+      AND (r.m_message IS NULL
+           OR CASE WHEN r.reason_order IS NULL THEN regexp_matches(e.message, r.m_message)
+                   ELSE operator_text(e.source, e.event_severity)
+                        AND (regexp_matches(e.message, r.m_message) OR regexp_matches(reason_words(e.message), r.m_message))
+              END)
+), matched AS (
+    SELECT * FROM every_match
+    QUALIFY reason_order IS NULL OR reason_order = min(reason_order) OVER (PARTITION BY file, line_no, host)
 ), counted AS (
     SELECT m.*, (SELECT count(*) FROM matched o
                  WHERE o.rule_id = m.rule_id AND o.host = m.host

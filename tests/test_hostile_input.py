@@ -305,7 +305,9 @@ def test_stray_quotes_in_tickets_do_not_swallow_rows_but_a_note_may_span_lines(t
     assert got == [("T2", "replaced"), ("T4", "Replaced GPU 3.\nRan dcgmi diag -r 3, passed.")]
     reasons = dict(rejects(con))
     assert sorted(reasons) == [2, 4, 7, 8] and "rows of their own" in reasons[2] and "quoted host" in reasons[7]
-    assert (o.lines, o.rows, o.rejects) == (8, 2, 4)
+    assert (o.lines, o.rows, o.rejects) == (8, 4, 4)  # rows: 2 tickets and their 2 node events
+    assert con.execute("SELECT reporter, message FROM node_events WHERE source = 'ticket' ORDER BY reporter").fetchall() == [
+        ("T2", "gpu: replaced"), ("T4", "gpu: Replaced GPU 3.\nRan dcgmi diag -r 3, passed.")]
 
 
 def test_gzip_bomb_is_refused_while_streaming_in_bounded_memory(tmp_path, con):

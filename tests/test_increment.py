@@ -29,7 +29,7 @@ RUN_TABLES = {"withheld_steps", "asset_inputs", "asset_checks_recorded", "derive
 # holds yesterday's, which a fresh run never built. Compared on what both hold (what is kept of yesterday:
 # test_node_scores_keep_each_as_of).
 PARTITIONED = {"daily_source_volume": "day", **{t: "as_of" for t in ("lemon_scores", "node_risk", "validation_plan",
-                                                                       "model_evaluation")}}
+                                                                       "model_evaluation", "repeat_offenders")}}
 # Simulations whose increment once differed from a fresh run: 1 brings job logs on the last day (the builds
 # that extend rather than rebuild); 3 has failed jobs blamed on a machine before the last day (the
 # detector's metric ranking, learned at training from the previous run's attribution, which a fresh run

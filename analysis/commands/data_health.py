@@ -60,6 +60,9 @@ def assess(con: duckdb.DuckDBPyConnection, day: date | None = None, recent: date
     sources whose files ingested since then had more than ``reject_limit`` of their lines rejected.
     Lines lost are not judged here: the ingest assets' lines_accounted check finds them, and fails the run."""
     rows = [*_source_rows(con), *_withheld_rows(con)]
+    if not any(r[0] == "slurm/" for r in rows) and _no_jobs(con):
+        rows.append(("slurm/", DEGRADED, "no job in the Slurm accounting: the report covers the nodes' history only",
+                     sources.missing("slurm")))
     late = benchmark_runs_late(con)
     if late:
         rows.append(("benchmarks/", DEGRADED, late, LATE_RUNS_MISSING))
@@ -101,6 +104,11 @@ def benchmark_runs_late(con: duckdb.DuckDBPyConnection) -> str | None:
             f"modification time (from {r['first_time']:%Y-%m-%d %H:%M}), on or after the as-of day "
             f"{r['as_of']:%Y-%m-%d}: their verdicts are ignored ({r['failed_nodes']} node(s) failed in them); give "
             f"the time each ran in goodput.yaml: benchmark_run_times: {{{r['examples'][0]}: YYYY-MM-DDTHH:MM:SSZ}}")
+
+
+def _no_jobs(con) -> bool:
+    """The warehouse holds node history but no job (a source of node states, kernel logs or tickets alone)."""
+    return not sql.table_exists(con, "jobs") or sql.scalar(con, "ops/data_health_jobs") == 0
 
 
 def _source_rows(con) -> list[tuple]:

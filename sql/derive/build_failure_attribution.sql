@@ -3,8 +3,10 @@
 -- [end - $before_s, end + $after_s], and the primary cause chosen in Aegis'
 -- order: critical host-side events, then host-side warnings, then distributed
 -- symptoms (NCCL timeouts, resets: blamed on their 1-2 hosts, or on the host
--- they cluster on, else on no host: network or configuration); info events
--- are kept, never blamed.
+-- they cluster on, else on no host: network or configuration), then an
+-- operator's record (a drain reason or ticket the reason rules classified:
+-- written after the fact, it explains a failure only when no machine saw
+-- anything); info events are kept, never blamed.
 -- Job-log events (job_id set) count only for their own job, anywhere from the
 -- instance's start to its window's end. Among them, two kinds of evidence name
 -- the host ahead of clustering: transport errors naming a peer (the host most
@@ -29,9 +31,11 @@ WITH targets AS (
 ), hits AS (
     SELECT job_id, instance, state, end_time, host, event_time, source, kind, code, device, message, rule, cause,
            domain, severity, priority, distributed, file, line_no, peer, from_job_log,
-           CASE WHEN severity = 'critical' AND NOT distributed THEN 1
+           CASE WHEN severity = 'info' THEN 9
+                WHEN source IN ('slurm', 'ticket') THEN 4  -- an operator's record: written after the fact
+                WHEN severity = 'critical' AND NOT distributed THEN 1
                 WHEN severity = 'warning' AND NOT distributed THEN 2
-                WHEN distributed AND severity <> 'info' THEN 3 ELSE 9 END AS tier
+                WHEN distributed THEN 3 ELSE 9 END AS tier
     FROM (SELECT h.job_id, h.instance, h.state, h.end_time, FALSE AS from_job_log, c.* EXCLUDE (job_id)
           FROM job_hosts_by_time h JOIN classified_events c
             ON c.host = h.host AND c.job_id IS NULL

@@ -10,7 +10,7 @@
 --   watch            any other incident.
 -- A repeat offender (repeat_offenders, analysis/nodes/offenders.py: more hardware incidents in its own
 -- history than chance gives at the fleet's rate) is drained: at once when one part failed again and again
--- (escalation rma), after its job otherwise; it stays listed while clean, as a lemon does.
+-- (escalation rma) and no repair since, after its job otherwise; it stays listed while clean, as a lemon does.
 -- An incident is confirmed when it took the node out of service or was blamed
 -- for a job failure: a critical line nobody acted on and no job felt is watched, not drained.
 -- A repair ticket closed after an incident repairs it, and one still open holds the node;
@@ -102,9 +102,14 @@ WITH window_incidents AS (
     FROM bench_runs GROUP BY host
     HAVING arg_max(failed, run_time) AND max(run_time) >= $as_of - to_days($expiry_days)
 ), offenders AS (
-    SELECT host, escalation, reason AS offender_reason, top_cause AS offender_cause, incidents AS offender_incidents,
-           threshold AS offender_threshold
-    FROM repeat_offenders WHERE as_of = $as_of
+    -- repaired (a ticket closed) since its last incident: the part was dealt with; validate it before new work
+    SELECT o.host, CASE WHEN o.escalation = 'rma' AND (r.repaired_at IS NULL OR r.repaired_at < o.last_incident)
+                        THEN 'rma' ELSE 'repair' END AS escalation,
+           o.reason || CASE WHEN r.repaired_at >= o.last_incident
+                            THEN '; repaired ' || strftime(r.repaired_at, '%Y-%m-%d') || ' since: validate before new work'
+                            ELSE '' END AS offender_reason,
+           o.top_cause AS offender_cause, o.incidents AS offender_incidents, o.threshold AS offender_threshold
+    FROM repeat_offenders o LEFT JOIN last_repair r USING (host) WHERE o.as_of = $as_of
 ), candidates AS (
     SELECT coalesce(h.host, l.host, k.host, b.host, o.host) AS host, o.* EXCLUDE (host), o.host IS NOT NULL AS is_offender, h.*  EXCLUDE (host), l.score AS lemon_score, l.suggested_component,
            l.top_signals, k.p_incident, k.model AS risk_model, l.host IS NOT NULL AS is_lemon,
