@@ -111,6 +111,13 @@ def test_sql_over_the_fleet_and_the_parquet_lake_keep_the_clusters_apart(fleet):
                                   "SELECT cluster, count(*) AS n FROM jobs GROUP BY ALL ORDER BY cluster"])
     assert answer.exit_code == 0, answer.output
     assert {r["cluster"]: r["n"] for r in json.loads(answer.output)} == each
+    # a cluster's own views (node_states, event_episodes) read its own tables, not the fleet's union of them
+    for view in ("node_states", "event_episodes"):
+        own = {c: duckdb.connect(str(root / "db" / f"{c}.duckdb"), read_only=True).execute(
+            f"SELECT count(*) FROM {view}").fetchall()[0][0] for c in CLUSTERS}
+        answer = runner.invoke(main, ["sql", "--fleet", str(root / "db"), "--json",
+                                      f"SELECT cluster, count(*) AS n FROM {view} GROUP BY ALL ORDER BY cluster"])
+        assert answer.exit_code == 0 and {r["cluster"]: r["n"] for r in json.loads(answer.output)} == own, view
     refused = runner.invoke(main, ["sql", "--fleet", str(root / "db"), f"ATTACH '{root}/x.duckdb' AS x"])
     assert refused.exit_code != 0 and "refused" in refused.output
     lake = root / "lake"

@@ -65,8 +65,11 @@ def _write_source(root, rows) -> None:
     (root / "tickets").mkdir()
     with (root / "tickets" / "tickets.csv").open("w") as f:
         f.write("ticket_id,host,opened,closed,component,resolution\n")
-        for i, (h, s, e, _, reason, _) in enumerate(r for r in rows if r[0] == LEMON and r[4] in HARDWARE):
-            f.write(f"T-{i + 1},{h},{s + timedelta(hours=1):%Y-%m-%dT%H:%M:%S},{e:%Y-%m-%dT%H:%M:%S},GPU,\"replaced GPU, RMA\"\n")
+        faults = sorted((r for r in rows if r[0] == LEMON and r[4] in HARDWARE), key=lambda r: r[1])
+        for i, (h, s, e, _, reason, _) in enumerate(faults):
+            # each fault repaired but the last: its ticket is still open (a repaired node would be validated first)
+            closed = f"{e:%Y-%m-%dT%H:%M:%S}" if i < len(faults) - 1 else ""
+            f.write(f"T-{i + 1},{h},{s + timedelta(hours=1):%Y-%m-%dT%H:%M:%S},{closed},GPU,\"replaced GPU, RMA\"\n")
     (root / "slurm").mkdir()
     header = ("JobID|JobIDRaw|JobName|User|Account|Partition|QOS|Priority|State|ExitCode|Reason|Submit|Eligible|"
               "Start|End|Elapsed|NNodes|AllocTRES|NodeList|Restarts|SubmitLine")

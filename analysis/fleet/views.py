@@ -25,7 +25,7 @@ def literal(text: str) -> str:
 
 def connect(db_dir: Path, config: dict | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory connection with every cluster warehouse of ``db_dir`` attached read-only (by cluster name) and
-    a temporary view per table over all clusters; ``config`` (e.g. readonly.LOCKED_CONFIG) applies after the
+    a view per table over all clusters (in the in-memory database); ``config`` (e.g. readonly.LOCKED_CONFIG) applies after the
     attachments, so a locked connection can attach nothing more."""
     found = warehouses_in(db_dir)
     con = duckdb.connect()
