@@ -145,7 +145,7 @@ def _scores(method: str, models: Models, frame: JobFrame, windows: np.ndarray) -
         if len(idx) != len(models.metrics):  # the integrated VAE reads every metric it was trained on at once
             return {}
         stacked = np.moveaxis(windows[idx], 0, -1)  # (n_h, n_w, W, n_m)
-        return {"*": distance_scores(vae.embed(models.integrated, stacked, n_inputs=len(idx)))}
+        return {"*": distance_scores(vae.embed(models.integrated, stacked, n_inputs=len(idx), stacked=True))}
     if method == "md":
         return {"*": md_scores(windows[idx])}
     raise ValueError(f"unknown method {method!r}")

@@ -72,12 +72,15 @@ def train(windows: np.ndarray, n_inputs: int = 1, epochs: int = 30, batch: int =
 
 
 @torch.no_grad()
-def embed(model: LstmVae, windows: np.ndarray, n_inputs: int = 1) -> np.ndarray:
-    """(..., W[, n_inputs]) windows -> (..., latent) embeddings (the latent mean); NaN windows give NaN."""
+def embed(model: LstmVae, windows: np.ndarray, n_inputs: int = 1, stacked: bool = False) -> np.ndarray:
+    """(..., W) windows of one metric, or (..., W, n_inputs) when ``stacked`` (an integrated model's, whatever
+    n_inputs is: one metric stacked keeps its trailing axis) -> (..., latent) embeddings (the latent mean); NaN
+    windows give NaN."""
     bound_torch()
     x = np.asarray(windows, dtype=np.float32)
-    lead = x.shape[:-1] if n_inputs == 1 else x.shape[:-2]
-    w = x.shape[-1] if n_inputs == 1 else x.shape[-2]
+    stacked = stacked or n_inputs > 1
+    lead = x.shape[:-2] if stacked else x.shape[:-1]
+    w = x.shape[-2] if stacked else x.shape[-1]
     flat = x.reshape(-1, w, n_inputs) if x.size else np.empty((0, w, n_inputs), dtype=np.float32)
     ok = np.isfinite(flat).all(axis=(1, 2))
     out = np.full((len(flat), model.mu.out_features), np.nan, dtype=np.float32)
