@@ -55,6 +55,13 @@ def count(con: duckdb.DuckDBPyConnection, table: str) -> int:
     return con.execute(f"SELECT count(*) FROM {_table(table)}").fetchall()[0][0]
 
 
+def column_exists(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    """Whether one of goodput's tables has this column yet (a column added by a newer release)."""
+    _table(table)
+    return con.execute("SELECT count(*) > 0 FROM duckdb_columns() WHERE table_name = ? AND column_name = ?",
+                       [table, column]).fetchall()[0][0]
+
+
 def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     """Whether the warehouse has this (persistent) table yet: most are created by the step that first writes them."""
     _table(table)

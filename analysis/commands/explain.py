@@ -81,7 +81,27 @@ def render(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
                          f"{_cut(e['cause'], 20):20} {e['severity']:8} {_cut(_where(e), 28):28} {_cut(e['message'], 90)}{flood}")
         if inst.events.height > 40:
             lines.append(f"    ... {inst.events.height - 40} more")
+        lines += straggler_lines(inst)
     return "\n".join(lines)
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds < 3 * 3600 else f"{seconds / 3600:.1f} h"
+
+
+def straggler_lines(inst: InstanceExplanation) -> list[str]:
+    """'ran 1.6x slower for 41 min after 14:02 because of gpu0123': each straggler episode of the instance."""
+    if inst.stragglers is None or not inst.stragglers.height:
+        return []
+    lost = inst.stragglers["cost_seconds"].sum()
+    out = [f"  stragglers: {inst.stragglers.height}, training time lost waiting for them: {_span(lost)}"]
+    for s in inst.stragglers.iter_rows(named=True):
+        span = (s["end_time"] - s["start_time"]).total_seconds()
+        ranks = f" (rank {', '.join(str(r) for r in s['ranks'])})" if s["ranks"] else ""
+        out.append(f"    ran {s['slowdown']:.1f}x slower for {_span(span)} after {_t(s['start_time'])} because of "
+                   f"{s['host']}{ranks}: {s['kind']}, cost {_span(s['cost_seconds'])}; "
+                   f"{s['origin']} ({s['why']}), from {s['source']}")
+    return out
 
 
 def as_json(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
@@ -103,5 +123,7 @@ def as_json(instances: list[InstanceExplanation], taxonomy: Taxonomy) -> str:
                                                "event_time": iso(p["event_time"])},
             "window": [iso(lo), iso(hi)],
             "events": [{**e, "event_time": iso(e["event_time"]), "last_time": iso(e["last_time"])}
-                       for e in inst.events.iter_rows(named=True)]})
+                       for e in inst.events.iter_rows(named=True)],
+            "stragglers": [{**r, "start_time": iso(r["start_time"]), "end_time": iso(r["end_time"])}
+                           for r in (inst.stragglers.iter_rows(named=True) if inst.stragglers is not None else [])]})
     return json.dumps(out, indent=2, default=str)

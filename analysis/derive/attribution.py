@@ -103,6 +103,7 @@ class InstanceExplanation:
     events: pl.DataFrame  # every classified event in the window on the job's nodes
     is_failure: bool = False  # job_failure_causes.is_failure: what crash loops and job_run_ettr.failures count
     maintenance: bool = False  # requeued while one of its nodes was in planned maintenance
+    stragglers: pl.DataFrame | None = None  # its straggler episodes (straggler_episodes), when that step has run
 
 
 def explain_job(con: duckdb.DuckDBPyConnection, job_id: str, taxonomy: Taxonomy) -> list[InstanceExplanation]:
@@ -113,8 +114,10 @@ def explain_job(con: duckdb.DuckDBPyConnection, job_id: str, taxonomy: Taxonomy)
         events = sql.query(con, "report/why_events", {"job_id": job_id, "instance": row["instance"],
                                                "before_s": taxonomy.before_s, "after_s": taxonomy.after_s})
         primary = sql.query(con, "report/why_primary", {"job_id": job_id, "instance": row["instance"]})
+        slow = (sql.query(con, "report/why_stragglers", {"job_id": job_id, "instance": row["instance"]})
+                if sql.table_exists(con, "straggler_episodes") else None)
         out.append(InstanceExplanation(row["job_id"], row["instance"], row["state"], row["start_time"],
                                        row["end_time"], list(row["nodes"] or []),
                                        primary.row(0, named=True) if primary.height else None, events,
-                                       row["is_failure"], row["maintenance"]))
+                                       row["is_failure"], row["maintenance"], slow))
     return out

@@ -87,7 +87,7 @@ def episodes(steps: pl.DataFrame, cfg: StragglerConfig = StragglerConfig()) -> p
     steps_in_key = pl.when(pl.col("bucket_s").is_not_null()).then(pl.col("bucket_s") / pl.col("job_step")).otherwise(1.0)
     per = per.with_columns(cost=wait * steps_in_key / pl.col("slow_together"))
     out = (per.group_by([*WORKER, "run"])
-           .agg(pl.col("rank").unique().sort().alias("ranks"), pl.col("time").min().alias("start_time"),
+           .agg(pl.col("rank").drop_nulls().unique().sort().alias("ranks"), pl.col("time").min().alias("start_time"),
                 pl.col("time").max().alias("end_time"), pl.col("key").min().alias("k0"), pl.col("key").max().alias("k1"),
                 pl.len().alias("keys"), pl.col("ratio").median().alias("slowdown"), pl.col("cost").sum().alias("cost_seconds"),
                 pl.col("first_key").first(), pl.col("last_key").first(), pl.col("source").first(),
@@ -134,3 +134,19 @@ def origin(found: pl.DataFrame) -> pl.DataFrame:
         why=pl.when(pl.col("moves")).then(pl.lit("the slow rank moved with the job to other hosts"))
         .when(pl.col("host_jobs") >= 2).then(pl.format("the host straggled in {} jobs", pl.col("host_jobs")))
         .otherwise(pl.lit("seen in one job only"))).drop("host_jobs", "moves")
+
+
+def build(con, cfg: StragglerConfig = StragglerConfig(), bucket_s: int = 60) -> int:
+    """straggler_episodes from the warehouse's step times: telemetry series of step or iteration time
+    (sql/derive/stage_step_times_telemetry.sql) and, once the job logs carry them, the per-rank step lines of the
+    jobs' own logs; -> the episodes found."""
+    from analysis import sql
+
+    sql.run(con, "derive/stage_step_times_telemetry", {"min_workers": cfg.min_workers, "bucket_s": bucket_s})
+    if sql.column_exists(con, "job_log_lines", "step_seconds"):
+        sql.run(con, "derive/stage_step_times_joblogs", {"min_workers": cfg.min_workers})
+    steps = con.sql("SELECT * FROM step_times_staged").pl()
+    found = origin(episodes(steps.cast({k: v for k, v in STEP_COLUMNS.items() if k in steps.columns}), cfg))
+    sql.run_staged(con, {"staged_episodes": found}, [("derive/store_straggler_episodes", None)])
+    con.execute("DROP TABLE IF EXISTS temp.step_times_staged")
+    return found.height
