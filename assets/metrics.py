@@ -46,8 +46,8 @@ def failure_rates(warehouse: Warehouse) -> MaterializeResult:
     return MaterializeResult(metadata={k: float(v or 0) for k, v in rate.items()})
 
 
-@asset(deps=["failure_attribution", "job_runs", "node_gpus"], group_name="metrics",
-       description="Goodput per day, losses by cause and size, second-order preemptions, crash loops.",
+@asset(deps=["failure_attribution", "job_runs", "node_gpus", "straggler_episodes"], group_name="metrics",
+       description="Goodput per day, losses by cause and size (failures, preemptions, stragglers), second-order preemptions, crash loops.",
        metadata=writes("goodput_daily", "goodput_losses", "second_order_preemptions", "goodput_loss",
                        "crash_loop_preemptions"))
 @unless_unchanged

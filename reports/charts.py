@@ -92,10 +92,10 @@ def goodput_trend(daily: pl.DataFrame) -> dict:
 
 CAPACITY_PARTS = (("productive", "productive work"), ("infrastructure", "lost to infrastructure failures"),
                   ("second_order", "lost to second-order preemptions"), ("user_failures", "lost to user failures"),
-                  ("preemptions", "lost to preemptions"), ("idle", "idle"))
+                  ("preemptions", "lost to preemptions"), ("stragglers", "lost waiting for stragglers"), ("idle", "idle"))
 
 
-LOSS_PARTS = ("infrastructure", "second_order", "user_failures", "preemptions")  # the slivers the lower panel zooms on
+LOSS_PARTS = ("infrastructure", "second_order", "user_failures", "preemptions", "stragglers")  # the slivers the lower panel zooms on
 
 
 def whole_and_lost(mark: str, axis: str, encoding: dict, lost_format: str) -> tuple[alt.Chart, alt.Chart]:

@@ -80,3 +80,19 @@ def test_why_names_the_host_the_span_and_the_cost(run):
         in text, text
     data = json.loads(CliRunner().invoke(main, ["why", "--db", str(db), "500", "--json"]).output)
     assert [s["host"] for s in data["instances"][0]["stragglers"]] == [SLOW]
+
+
+def test_the_wait_is_a_bucket_of_goodput_lost_that_adds_up(run):
+    """The straggler's cost x the job's 80 GPUs is lost GPU-hours of its day, taken from productive work: the
+    capacity split's parts still add up to the capacity."""
+    db, _ = run
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cost = con.execute("SELECT sum(cost_seconds) FROM straggler_episodes").fetchone()[0]
+        lost, scheduled, productive, failures, preempted = con.execute(
+            "SELECT lost_straggler_gpu_hours, scheduled_gpu_hours, productive_gpu_hours, lost_failure_gpu_hours, "
+            "lost_preemption_gpu_hours FROM goodput_daily").fetchone()
+    finally:
+        con.close()
+    assert lost == pytest.approx(cost * 80 / 3600, abs=1e-6)
+    assert productive + lost + failures + preempted == pytest.approx(scheduled)

@@ -3,6 +3,8 @@
 -- (work since the last checkpoint, on average), counted on the day it ended. Failures are
 -- job_failure_causes.is_failure (a requeue for maintenance is not one); bucket_gpus is the
 -- report's one job-size bucket (size_bucket, sql/schema/warehouse.sql).
+-- Stragglers (straggler_episodes): the training time a job lost waiting for a slow worker x its GPUs, spread
+-- over the days each episode spans, is lost too (lost_straggler_gpu_hours), though the job did not fail.
 -- goodput = productive GPU-hours / capacity. goodput_loss splits the losses by
 -- cause (preemptions as `preempted` / `preempted_second_order`) and job size.
 CREATE OR REPLACE TABLE goodput_losses AS
@@ -37,14 +39,25 @@ WITH capacity AS (
            round(sum(lost_gpu_hours) FILTER (WHERE cause LIKE 'preempted%'), 6) AS preemptions,
            round(sum(lost_gpu_hours) FILTER (WHERE cause = 'preempted_second_order'), 6) AS second_order
     FROM goodput_losses GROUP BY ALL
+), straggled AS (
+    SELECT d.day, round(sum(e.cost_seconds * j.n_gpus / 3600.0
+                            * date_diff('microsecond', greatest(e.start_time, d.day), least(e.end_time, d.day + INTERVAL 1 DAY))
+                            / greatest(date_diff('microsecond', e.start_time, e.end_time), 1)), 6) AS gpu_hours
+    FROM days d JOIN straggler_episodes e ON e.start_time < d.day + INTERVAL 1 DAY AND e.end_time > d.day
+    JOIN jobs j ON j.job_id = e.job_id AND j.instance = e.instance
+    GROUP BY d.day
 )
 SELECT d.day, c.gpu_hours AS capacity_gpu_hours, coalesce(s.gpu_hours, 0) AS scheduled_gpu_hours,
        coalesce(l.failures, 0) AS lost_failure_gpu_hours, coalesce(l.infra_failures, 0) AS lost_infra_failure_gpu_hours,
        coalesce(l.preemptions, 0) AS lost_preemption_gpu_hours,
        coalesce(l.second_order, 0) AS lost_second_order_gpu_hours,
-       coalesce(s.gpu_hours, 0) - coalesce(l.failures, 0) - coalesce(l.preemptions, 0) AS productive_gpu_hours,
-       (coalesce(s.gpu_hours, 0) - coalesce(l.failures, 0) - coalesce(l.preemptions, 0)) / c.gpu_hours AS goodput
+       coalesce(g.gpu_hours, 0) AS lost_straggler_gpu_hours,
+       coalesce(s.gpu_hours, 0) - coalesce(l.failures, 0) - coalesce(l.preemptions, 0) - coalesce(g.gpu_hours, 0)
+           AS productive_gpu_hours,
+       (coalesce(s.gpu_hours, 0) - coalesce(l.failures, 0) - coalesce(l.preemptions, 0) - coalesce(g.gpu_hours, 0))
+           / c.gpu_hours AS goodput
 FROM days d CROSS JOIN capacity c LEFT JOIN scheduled s ON s.day = d.day LEFT JOIN lost l ON l.day = d.day
+LEFT JOIN straggled g ON g.day = d.day
 ORDER BY d.day;
 CREATE OR REPLACE VIEW goodput_loss AS
 SELECT cause, bucket_gpus, count(*) AS instances, sum(lost_gpu_hours) AS lost_gpu_hours,
