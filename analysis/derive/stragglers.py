@@ -40,7 +40,7 @@ class StragglerConfig:
     threshold: float = 1.10  # ratio to the peers' median that counts as slow (10% slower)
     min_keys: int = 3  # an episode spans at least this many steps (or buckets) ...
     min_seconds: float = 60.0  # ... and this long
-    min_workers: int = 3  # peers needed for a median that means something
+    min_workers: int = 2  # hosts needed: with two, the slower stands above their midpoint
     edge_keys: int = 2  # within this many keys of the job's first or last: "from the start", "to the end"
 
 
@@ -52,10 +52,19 @@ def slow_keys(steps: pl.DataFrame, cfg: StragglerConfig = StragglerConfig()) -> 
     """Each worker's ratio to its peers' median at each key, smoothed, and whether it is slow there; the job's
     step (the slowest worker's) and its peers' pace (the slowest worker not slow there)."""
     steps = steps.select(list(STEP_COLUMNS)).filter(pl.col("step_seconds") > 0)
-    # one value per worker and key (a bucket of several samples: their mean)
-    per = (steps.group_by([*WORKER, "key"])
-           .agg(pl.col("rank").min(), pl.col("time").min(), pl.col("step_seconds").mean(), pl.col("bucket_s").first(),
-                pl.col("source").first()))
+    # one value per worker (a host) and key: a bucket of several samples, their mean; a host's several ranks,
+    # its slowest (the host's pace), and which rank that was
+    per = (steps.group_by([*WORKER, "key", "rank"])
+           .agg(pl.col("time").min(), pl.col("step_seconds").mean(), pl.col("bucket_s").first(), pl.col("source").first())
+           .group_by([*WORKER, "key"])
+           .agg(pl.col("rank").sort_by("step_seconds").last(), pl.col("time").min(), pl.col("step_seconds").max(),
+                pl.col("bucket_s").first(), pl.col("source").first()))
+    # a log prints every k-th step: a key stands for the k steps since the job's previous key
+    keys = (per.select([*JOB, "key"]).unique().sort([*JOB, "key"])
+            .with_columns(key_index=pl.col("key").rank("dense").over(JOB).cast(pl.Int64),
+                          span=pl.col("key").diff().over(JOB)))
+    keys = keys.with_columns(span=pl.col("span").fill_null(pl.col("span").shift(-1).over(JOB)).fill_null(1))
+    per = per.join(keys, on=[*JOB, "key"])
     per = per.with_columns(
         median=pl.col("step_seconds").median().over([*JOB, "key"]),
         workers=pl.len().over([*JOB, "key"]))
@@ -67,7 +76,7 @@ def slow_keys(steps: pl.DataFrame, cfg: StragglerConfig = StragglerConfig()) -> 
         job_step=pl.col("step_seconds").max().over([*JOB, "key"]),
         peers_pace=pl.col("step_seconds").filter(~pl.col("slow")).max().over([*JOB, "key"]),
         slow_together=pl.col("slow").sum().over([*JOB, "key"]),
-        first_key=pl.col("key").min().over(JOB), last_key=pl.col("key").max().over(JOB))
+        first_key=pl.col("key_index").min().over(JOB), last_key=pl.col("key_index").max().over(JOB))
 
 
 def episodes(steps: pl.DataFrame, cfg: StragglerConfig = StragglerConfig()) -> pl.DataFrame:
@@ -79,19 +88,26 @@ def episodes(steps: pl.DataFrame, cfg: StragglerConfig = StragglerConfig()) -> p
         return _empty_episodes()
     # a run of slow keys, one missing key forgiven (a noisy step in the middle of an episode)
     per = per.with_columns(
-        gap=(pl.col("key") - pl.col("key").shift(1).over(WORKER)).fill_null(10**9))
+        gap=(pl.col("key_index") - pl.col("key_index").shift(1).over(WORKER)).fill_null(10**9))
     per = per.with_columns(run=(pl.col("gap") > 2).cum_sum().over(WORKER))
     # what waiting for the slow workers cost at each key, shared by those slow together there; a time bucket
     # holds bucket_s / job_step steps
     wait = (pl.col("job_step") - pl.col("peers_pace").fill_null(pl.col("median"))).clip(lower_bound=0)
-    steps_in_key = pl.when(pl.col("bucket_s").is_not_null()).then(pl.col("bucket_s") / pl.col("job_step")).otherwise(1.0)
+    steps_in_key = (pl.when(pl.col("bucket_s").is_not_null()).then(pl.col("bucket_s") / pl.col("job_step"))
+                    .otherwise(pl.col("span").cast(pl.Float64)))
     per = per.with_columns(cost=wait * steps_in_key / pl.col("slow_together"))
     out = (per.group_by([*WORKER, "run"])
-           .agg(pl.col("rank").drop_nulls().unique().sort().alias("ranks"), pl.col("time").min().alias("start_time"),
-                pl.col("time").max().alias("end_time"), pl.col("key").min().alias("k0"), pl.col("key").max().alias("k1"),
+           .agg(pl.col("rank").drop_nulls().mode().first().alias("top_rank"),
+                (pl.col("rank") == pl.col("rank").drop_nulls().mode().first()).mean().alias("top_rank_share"),
+                pl.col("time").min().alias("start_time"),
+                pl.col("time").max().alias("end_time"), pl.col("key_index").min().alias("k0"),
+                pl.col("key_index").max().alias("k1"),
                 pl.len().alias("keys"), pl.col("ratio").median().alias("slowdown"), pl.col("cost").sum().alias("cost_seconds"),
                 pl.col("first_key").first(), pl.col("last_key").first(), pl.col("source").first(),
-                pl.col("bucket_s").first(), pl.col("job_step").median().alias("typical_step")))
+                pl.col("bucket_s").first(), (pl.col("job_step") * pl.col("span")).median().alias("typical_step")))
+    # the slow rank, when one rank is the host's slowest through the episode (a job's skewed rank), else none
+    out = out.with_columns(ranks=pl.when(pl.col("top_rank_share") >= 0.8).then(pl.concat_list("top_rank"))
+                           .otherwise(pl.lit([], pl.List(pl.Int64))))
     # an episode's span: its keys' times, plus one step (or bucket) for the last
     span = pl.when(pl.col("bucket_s").is_not_null()).then(pl.col("bucket_s")).otherwise(pl.col("typical_step"))
     out = out.with_columns(end_time=pl.col("end_time") + pl.duration(microseconds=(span * 1e6).cast(pl.Int64)))
@@ -115,7 +131,8 @@ def episodes(steps: pl.DataFrame, cfg: StragglerConfig = StragglerConfig()) -> p
 def origin(found: pl.DataFrame) -> pl.DataFrame:
     """Node or job? A host that straggles in two or more jobs (other peers each time) is the node's problem; a
     rank slow in two or more instances of a job on different hosts moves with the job (a pipeline stage, data
-    skew); otherwise undetermined. -> the episodes with ``origin`` and ``why``."""
+    skew), as does a job whose instances each straggle on another host slow in no other job; otherwise
+    undetermined. -> the episodes with ``origin`` and ``why``."""
     if found.height == 0:
         return found.with_columns(origin=pl.lit(None, pl.Utf8), why=pl.lit(None, pl.Utf8))
     jobs_per_host = found.group_by("host").agg(pl.col("job_id").n_unique().alias("host_jobs"))
@@ -124,14 +141,22 @@ def origin(found: pl.DataFrame) -> pl.DataFrame:
                                                    pl.col("instance").n_unique().alias("rank_instances")))
     rank_moves = (found.explode("ranks").join(by_rank, on=["job_id", "ranks"], how="left")
                   .filter((pl.col("rank_hosts") >= 2) & (pl.col("rank_instances") >= 2))
-                  .select(*JOB, "host", "start_time").unique().with_columns(moves=pl.lit(True)))
+                  .select(*JOB, "host", "start_time"))
+    # without ranks (telemetry names hosts only): a job whose instances each straggle on other hosts, none of
+    # them slow in any other job, carries its straggler with it
+    per_job = (found.join(jobs_per_host, on="host").group_by("job_id")
+               .agg(pl.col("instance").n_unique().alias("instances"), pl.col("host").n_unique().alias("hosts"),
+                    (pl.col("host_jobs") == 1).all().alias("only_here")))
+    job_moves = (found.join(per_job.filter((pl.col("instances") >= 2) & (pl.col("hosts") >= 2) & pl.col("only_here")),
+                            on="job_id").select(*JOB, "host", "start_time"))
+    rank_moves = pl.concat([rank_moves, job_moves]).unique().with_columns(moves=pl.lit(True))
     out = (found.join(jobs_per_host, on="host", how="left")
            .join(rank_moves, on=[*JOB, "host", "start_time"], how="left")
            .with_columns(pl.col("moves").fill_null(False)))
     return out.with_columns(
         origin=pl.when(pl.col("moves")).then(pl.lit("job"))
         .when(pl.col("host_jobs") >= 2).then(pl.lit("node")).otherwise(pl.lit("undetermined")),
-        why=pl.when(pl.col("moves")).then(pl.lit("the slow rank moved with the job to other hosts"))
+        why=pl.when(pl.col("moves")).then(pl.lit("the straggler moved with the job to other hosts"))
         .when(pl.col("host_jobs") >= 2).then(pl.format("the host straggled in {} jobs", pl.col("host_jobs")))
         .otherwise(pl.lit("seen in one job only"))).drop("host_jobs", "moves")
 
