@@ -56,6 +56,10 @@ class SimConfig:
     cause_mix: tuple[tuple[str, float], ...] = ()  # (cause id, weight) of non-lemon faults; empty: faults.CAUSES
     # Slurm's ClusterName, written in sacct's Cluster column (a fleet's clusters); None: no such column
     cluster: str | None = None
+    # the share of the multi-node jobs (30+ minutes of training) that print per-rank step times, with an
+    # iteration-time telemetry series and straggler truth (analysis/simulate/stragglers.py); 0: none, and
+    # the output is what it was before stragglers
+    straggler_jobs: float = 0.0
 
     @property
     def node_days(self) -> float:

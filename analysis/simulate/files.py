@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from analysis.simulate import stragglers
 from analysis.simulate.benchmarks import write_benchmarks
 from analysis.simulate.cluster import Cluster
 from analysis.simulate.config import SimConfig
@@ -49,6 +50,12 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
     healthy_rng = np.random.default_rng([cfg.seed, 7])
     healthy = _completed_telemetry_jobs(cfg, rec, {j.job_id for j in faulty})
     tele_truth = pl.concat([tele_truth, write_telemetry(out, healthy, healthy_rng)])
+    extra = {}
+    if cfg.straggler_jobs > 0:  # after the other telemetry: a job with a file of its own is not picked
+        models, slow, new_cases = stragglers.plan(cfg, rec.step_candidates, rec.log_cases,
+                                                  {j.job_id for j in faulty + healthy})
+        rec.log_cases.extend(new_cases)
+        extra = stragglers.write(out, cfg, models, slow)
     log_lines = _job_logs(cfg, cluster, rec, out)
     malformed = _malformed(rec, out) if cfg.malformed_lines else []
     truth = out / "truth"
@@ -70,14 +77,17 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
     return {"job_instances": len(rec.instances), "states": dict(states), "faults": len(rec.faults),
             "lemons": len(cluster.lemon), "decoys": len(rec.decoys), "malformed_lines": len(malformed),
             "drains": len(rec.drains), "tickets": len(rec.tickets), "job_logs": len(rec.log_cases),
-            "job_log_lines": log_lines}
+            "job_log_lines": log_lines, **extra}
 
 
 def _job_logs(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path) -> int:
     """joblogs/ (one file per job id, instances appended in order) and network/ port counters, each from
     a random stream of its own."""
     writer = JobLogWriter(out, cfg.start, cluster.hosts, np.random.default_rng([cfg.seed, 13]))
-    lines = sum(writer.write(c) for c in sorted(rec.log_cases, key=lambda c: (c.job_id, c.instance)))
+    # the instances with step lines only (stragglers.py) from a stream of their own: the others stay as they were
+    steps_writer = JobLogWriter(out, cfg.start, cluster.hosts, np.random.default_rng([cfg.seed, 29]))
+    lines = sum((steps_writer if c.variant == "steps" else writer).write(c)
+                for c in sorted(rec.log_cases, key=lambda c: (c.job_id, c.instance)))
     write_counters(out, cluster.hosts, cfg.days, cfg.start, rec.link_bursts, np.random.default_rng([cfg.seed, 17]))
     return lines
 

@@ -19,6 +19,7 @@ import csv
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,8 +49,9 @@ class Case:
     start: float
     end: float
     state: str
-    variant: str  # hang | fabric | link | ecc | user | ok
+    variant: str  # hang | fabric | link | ecc | user | ok | steps (stragglers.py: step lines only)
     culprit: str | None  # the host the truth blames (None: fabric, user, ok)
+    steps: Any = None  # stragglers.InstanceSteps: torchtitan's per-rank step lines instead of Megatron's
 
 
 def ip_of(index: int) -> str:
@@ -82,7 +84,7 @@ class JobLogWriter:
                f"starting training on {len(c.hosts)} nodes, world size {n}"]
         out.append(f"{pre(0)}{host_of(0)}:{pids[host_of(0)]}:{pids[host_of(0)]} [0] NCCL INFO NCCL version 2.18.5+cuda12.2")
         comm = int(rng.integers(1 << 40, 1 << 48))
-        for r in range(n if n <= 64 else 1):
+        for r in range(n if n <= 64 or c.steps is not None else 1):  # step lines need every rank's host
             h, d = host_of(r), r % c.per_node
             out.append(f"{pre(r)}{h}:{pids[h]}:{pids[h] + 37} [{d}] NCCL INFO comm 0x{comm:x} rank {r} nranks {n} "
                        f"cudaDev {d} nvmlDev {d} busId {GPU_BUS[d]}000 commId 0x{comm * 7:x} - Init COMPLETE")
@@ -95,7 +97,11 @@ class JobLogWriter:
         step = 300.0
         first = max(c.start + step, stall - 7200)
         it0 = int((first - c.start) / 1.2)
-        for k, t in enumerate(np.arange(first, stall, step)):
+        if c.steps is not None:
+            for _ in np.arange(first, stall, step):
+                rng.normal(0, 20)  # the draws Megatron's lines would take: the next logs stay as they were
+            out += c.steps.log_lines(pre)
+        for k, t in enumerate(np.arange(first, stall, step) if c.steps is None else ()):
             out.append(f"{pre(n - 1)} [{self._dt(t):%Y-%m-%d %H:%M:%S}] iteration {it0 + 250 * k:>8}/  500000 | "
                        f"consumed samples: {(it0 + 250 * k) * 1024:>12} | elapsed time per iteration (ms): "
                        f"{1200 + rng.normal(0, 20):.1f} | lm loss: {2.5 - 0.0001 * k:.6E} |")
@@ -164,6 +170,10 @@ class JobLogWriter:
 
     def _ok(self, c, n, host_of, pre, pids, timeout_s):
         return [f"{pre(0)}[{self._dt(c.end - 1):%Y-%m-%d %H:%M:%S},000] [INFO] training finished"]
+
+    def _steps(self, c, n, host_of, pre, pids, timeout_s):
+        """An instance with step lines and nothing else to show (stragglers.py)."""
+        return self._ok(c, n, host_of, pre, pids, timeout_s) if c.state == "COMPLETED" else []
 
     def _srun(self, c, n, what, pre) -> list[str]:
         first = c.hosts[0] if c.culprit is None else c.culprit

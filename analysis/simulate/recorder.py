@@ -9,6 +9,7 @@ import numpy as np
 from analysis.simulate import faults as F
 from analysis.simulate.cluster import GPU_BUS, Cluster
 from analysis.simulate.joblogs import Case
+from analysis.simulate.stragglers import Candidate
 from analysis.simulate.config import SimConfig
 from analysis.simulate.workload import Job, submit_line
 from analysis.simulate.writers import (DailyLog, elapsed, health_line, hostlist, iso, journal_line, sacct_header,
@@ -38,6 +39,7 @@ class Recorder:
         self.log_variant: dict[tuple[str, float], str] = {}  # (host, fault time) -> hang | fabric | link
         self.link_bursts: dict[str, list[float]] = {}  # host -> times of silent link faults (port counters)
         self.log_cases: list[Case] = []
+        self.step_candidates: list[Candidate] = []  # multi-node instances that ended (stragglers.py)
 
     # -- Slurm accounting --------------------------------------------------------
     def _ts(self, t: float) -> str:
@@ -75,6 +77,9 @@ class Recorder:
                                self._ts(end) if end is not None and started else "", job.gpus, job.nnodes,
                                self._ts(job.eligible), preempted_by or ""))
         self._log_case(job, end, state, cause, cause_host, fault_time, hosts)
+        if self.cfg.straggler_jobs > 0 and started and end is not None and job.nnodes > 1:
+            self.step_candidates.append(Candidate(job.job_id, job.instance, sorted(hosts), job.per_node, job.start, end,
+                                                  state, cause, cause_host, fault_time, job.done, job.work))
         if cause_host and job.nnodes >= 4 and fault_time is not None and end is not None:
             self.telemetry_candidates.append((job.job_id, list(hosts), job.start, end, cause_host, fault_time))
         elif state == "COMPLETED" and job.nnodes >= 4 and end is not None and started:

@@ -78,7 +78,9 @@ def simulate(cfg: SimConfig, out: Path, progress: Callable[[str], None] | None =
     rec.flush(None)
     summary = files.write_all(cfg, cluster, rec, out, rng)
     # a fleet's cluster names itself; a single cluster's summary stays as it was before fleets
-    config = {k: str(v) for k, v in asdict(cfg).items() if k != "cluster" or v is not None}
+    # (nor stragglers, when off)
+    config = {k: str(v) for k, v in asdict(cfg).items()
+              if not (k == "cluster" and v is None) and not (k == "straggler_jobs" and not v)}
     summary.update(config=config, wall_s=round(time.perf_counter() - t_wall, 2))
     (out / "truth" / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
