@@ -171,6 +171,9 @@ def build(con, cfg: StragglerConfig = StragglerConfig(), bucket_s: int = 60) -> 
     if sql.column_exists(con, "job_log_lines", "step_seconds"):
         sql.run(con, "derive/stage_step_times_joblogs", {"min_workers": cfg.min_workers})
     steps = con.sql("SELECT * FROM step_times_staged").pl()
+    # one source per job instance: its own log's per-step lines when it has them (exact, per rank), else telemetry
+    has_log = (pl.col("source") == "joblog").any().over(JOB)
+    steps = steps.filter((pl.col("source") == "joblog") | ~has_log)
     found = origin(episodes(steps.cast({k: v for k, v in STEP_COLUMNS.items() if k in steps.columns}), cfg))
     sql.run_staged(con, {"staged_episodes": found}, [("derive/store_straggler_episodes", None)])
     con.execute("DROP TABLE IF EXISTS temp.step_times_staged")

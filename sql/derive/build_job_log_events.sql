@@ -113,7 +113,7 @@ WITH lines AS (
     LEFT JOIN local_hosts lh ON lh.job_id = p.job_id AND lh.instance = p.instance AND lh.local_rank = p.local_rank
     LEFT JOIN addresses a ON a.ip = regexp_replace(p.peer, '^::ffff:', '')
 ), events AS (
-    SELECT * FROM resolved WHERE kind NOT IN ('nccl_init', 'rank_map', 'progress', 'elastic_failure', 'srun_exit')
+    SELECT * FROM resolved WHERE kind NOT IN ('nccl_init', 'rank_map', 'progress', 'step_time', 'elastic_failure', 'srun_exit')
     UNION ALL
     -- an srun line is one event, whatever number of tasks it names
     (SELECT * FROM resolved WHERE kind = 'srun_exit'

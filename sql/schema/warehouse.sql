@@ -88,14 +88,21 @@ CREATE TABLE IF NOT EXISTS job_log_lines (
     rank INTEGER,              -- [Rank N], [rankN]:, NCCL init rank, or the label
     kind VARCHAR,              -- watchdog_timeout, watchdog_position, peer_error, nccl_error, cuda_error, exception,
                                -- srun_exit, step_cancelled, nccl_init, rank_map, progress, nccl_warn,
-                               -- elastic_failure (torchrun's ChildFailedError block, code = the field)
-    code VARCHAR,              -- collective, error status, NCCL error name, exception class, exit code, iteration
+                               -- elastic_failure (torchrun's ChildFailedError block, code = the field),
+                               -- step_time (a training step a worker reports, code = the shape)
+    code VARCHAR,              -- collective, error status, NCCL error name, exception class, exit code, iteration,
+                               -- step line shape (torchtitan, deepspeed, deepspeed_throughput, nanogpt, tqdm/<total>)
     peer VARCHAR,              -- address or name of the peer a transport error names
     seq BIGINT, enqueued BIGINT, timeout_ms BIGINT,  -- watchdog: work sequence numbers and timeout
     message VARCHAR, file VARCHAR, line_no BIGINT
 );
 -- Added with torchrun logs: the worker's local rank ([default3]:, or a ChildFailedError entry's local_rank).
 ALTER TABLE job_log_lines ADD COLUMN IF NOT EXISTS local_rank INTEGER;
+-- Added with step times (issue 32): the training step a step_time or progress line reports and the seconds its
+-- steps take there (printed, or derived from the worker's previous line of the same shape: steplines.py); NULL
+-- for other kinds. Stragglers read the rows where step_seconds IS NOT NULL.
+ALTER TABLE job_log_lines ADD COLUMN IF NOT EXISTS step BIGINT;
+ALTER TABLE job_log_lines ADD COLUMN IF NOT EXISTS step_seconds DOUBLE;
 -- Added with job logs: the job a node event comes from (job logs), and the peer it names.
 ALTER TABLE node_events ADD COLUMN IF NOT EXISTS job_id VARCHAR;
 ALTER TABLE node_events ADD COLUMN IF NOT EXISTS peer VARCHAR;

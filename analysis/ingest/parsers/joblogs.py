@@ -27,7 +27,11 @@ default). What is left is classified:
   step_cancelled    slurmstepd: error: *** JOB|STEP <id> ON <host> CANCELLED AT <time> [DUE TO ...] ***
   nccl_init         NCCL INFO ... rank R nranks N cudaDev D ... (rank -> host, with the NCCL prefix)
   rank_map          DeepSpeed's global_rank_mapping={'host': [0, 1, ...], ...}: one row per rank
-  progress          Megatron's " iteration   N/   M |" lines (time of the last progress, C4 detection)
+  progress          Megatron's " iteration   N/   M |" lines (time of the last progress, C4 detection), with
+                    step = N and step_seconds from "elapsed time per iteration (ms): X"
+  step_time         a training step a worker reports and how long its steps take: torchtitan's "step: N  loss:",
+                    DeepSpeed's "step=N, skipped=" and ThroughputTimer lines, nanoGPT's "iter N: ..., time Xms",
+                    a tqdm bar's "N/M [..., Xs/it]" (code = the shape; steplines.py says how each is read)
   nccl_warn         any other NCCL WARN line (mostly harmless: kept, classified info), whatever a launcher or
                     container put before it
   elastic_failure   torchrun's ChildFailedError block, one row per field line (code = the field): each
@@ -58,14 +62,15 @@ import polars as pl
 
 from analysis.ingest.contract import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.ingest.lines import make_rejects
-from analysis.ingest.parsers import batch
+from analysis.ingest.parsers import batch, steplines
 from analysis.ingest.parsers.csvlines import parse_time_any
 from analysis.ingest.parts import combine
 from analysis.ingest.timeutil import local_to_utc
 
 COLUMNS = {"job_id": pl.Utf8, "log_time": pl.Datetime("us"), "host": pl.Utf8, "task": pl.Int64, "rank": pl.Int64,
            "local_rank": pl.Int64, "kind": pl.Utf8, "code": pl.Utf8, "peer": pl.Utf8, "seq": pl.Int64, "enqueued": pl.Int64,
-           "timeout_ms": pl.Int64, "message": pl.Utf8, "line_no": pl.Int64}
+           "timeout_ms": pl.Int64, "message": pl.Utf8, "step": pl.Int64, "step_seconds": pl.Float64,
+           "line_no": pl.Int64}
 INT32 = ("task", "rank", "local_rank")
 # job id from the file name (the first that matches), then from the folder
 _NAME_PATTERNS = [r"^slurm-(\d+(?:_\d+)?)\.", r"^(\d+(?:_\d+)?)\.(?:out|err|log|txt)",
@@ -80,7 +85,7 @@ MAX_TASK_SPAN = 4096  # tasks an srun error line may name on one host
 # a line worth a closer look holds one of these (literal, case-sensitive)
 TOKENS = ["NCCL", "Watchdog", "watchdog", "peer", "remote process exited", "nranks", "global_rank_mapping",
           "srun: error", "slurmstepd", "CUDA", "CUBLAS_STATUS", "CUDNN_STATUS", "ECC", "iteration", "Error", "Exception", "Interrupt", "Exit",
-          "Failure", *ELASTIC_FIELDS, "Root Cause (first observed failure)"]
+          "Failure", *ELASTIC_FIELDS, "Root Cause (first observed failure)", *steplines.SCREEN]
 # the prefixes launchers stack, outermost first, each optional: srun --label, pdsh/DeepSpeed host
 # (must hold a digit: "ValueError: " is not a host), torchrun's [defaultN]:, PyTorch's [rankN]:
 # (matched as one short prefix, then its parts read from it: a capture over the whole line costs 4x)
@@ -108,6 +113,7 @@ COLLECTIVES = ["NCCL", "nccl", "c10d", "TCPStore", "ProcessGroup", "gloo", "Gloo
                "socketProgress"]
 EXCEPTION = r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s.*|:?$)"
 PROGRESS = r"(?:^|\] )\s*iteration\s+\d+/\s*\d+ \|"
+ITERATION_MS = r"elapsed time per iteration \(ms\): "
 
 
 def job_id_for(path) -> str | None:
@@ -141,25 +147,30 @@ def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[
     only the rows kept are written. The year of the first dated line found goes on to the later pieces."""
     if job_id_for(ctx.path) is None:
         raise UnrecognisedFormat(NO_JOB)
-    year = None
+    year, carry = None, None
     for lines in chunks:
         lines = batch.numbered(lines)
         if year is None:  # glog stamps carry no year: the year of the file's dated lines, any of them
             year = _years(lines).get(0)
-        yield batch.single(_parse(lines, [ctx], {0: year} if year else {}))
+        # each worker's last step line goes on to the next piece (steplines.derive)
+        result, carry = _parse(lines, [ctx], {0: year} if year else {}, carry)
+        yield batch.single(result)
 
 
 def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
     """Many job logs at once (analysis.ingest.parsers.batch): one per job, thousands a day."""
-    return _parse(lines, ctxs, _years(lines))
+    return _parse(lines, ctxs, _years(lines))[0]
 
 
-def _parse(lines: pl.DataFrame, ctxs: list[ParseContext], years: dict[int, int]) -> batch.BatchResult:
-    """``years``: fid -> the year of the file's dated lines (a file without one: its mtime's)."""
+def _parse(lines: pl.DataFrame, ctxs: list[ParseContext], years: dict[int, int],
+           carry: steplines.Carry | None = None) -> tuple[batch.BatchResult, steplines.Carry]:
+    """``years``: fid -> the year of the file's dated lines (a file without one: its mtime's); ``carry``: the
+    step lines before this piece of the file (steplines.derive), returned for the next piece."""
     job_ids = [job_id_for(c.path) for c in ctxs]
     kept = _screen(lines)
     year = batch.per_file([years.get(i) or c.mtime.year for i, c in enumerate(ctxs)] if kept.height else [0], pl.Int32)
     rows, bad = _rows(kept.with_columns(_year=year), ctxs[0].options.tz)
+    rows, carry = steplines.derive(rows, carry, steplines.batches(kept))
     rows = rows.with_columns(job_id=batch.per_file(job_ids, pl.Utf8, batch.fid_of(pl.col("line_no"))))
     per_file = batch.counts(batch.fid_of(lines["line_no"]))
     stored = batch.counts(batch.fid_of(rows["line_no"].unique()))
@@ -170,7 +181,7 @@ def _parse(lines: pl.DataFrame, ctxs: list[ParseContext], years: dict[int, int])
         rejects=make_rejects(bad["line_no"], bad["text"], bad["reason"].to_list()),
         skipped={fid: n - stored.get(fid, 0) - refused.get(fid, 0) for fid, n in per_file.items()},
         formats=dict.fromkeys(range(len(ctxs)), "job-log"),
-        unrecognised={fid: NO_JOB for fid, job in enumerate(job_ids) if job is None})
+        unrecognised={fid: NO_JOB for fid, job in enumerate(job_ids) if job is None}), carry
 
 
 def _column(name: str, dtype) -> pl.Expr:
@@ -218,6 +229,8 @@ def _kinds(msg: pl.Expr, level: pl.Expr) -> pl.Expr:
         # before exception?: "Failures:" is no exception
         ("elastic_failure?", msg.str.contains_any(ELASTIC_FIELDS) | msg.str.strip_chars().is_in(list(ELASTIC_HEADERS))),
         ("progress?", has("iteration ")),
+        # before exception?: _step_time gives the lines that are no step to exception and nccl_warn as these would
+        ("step_time?", steplines.candidate(msg)),
         ("exception?", msg.str.contains_any(["Error", "Exception", "Interrupt", "Exit", "Failure"])),
         ("nccl_warn", level == "WARN"),
     ]
@@ -275,7 +288,7 @@ def _rows(kept: pl.DataFrame, tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 # Integer fields are extracted as digits and converted here, once: a number wider than 64 bits
 # ("rank 99999999999999999999") makes its line a reject instead of failing the file.
-INTEGERS = ("task", "rank", "local_rank", "seq", "enqueued", "timeout_ms")
+INTEGERS = ("task", "rank", "local_rank", "seq", "enqueued", "timeout_ms", "step")
 
 
 def _integers(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -308,6 +321,10 @@ def _times(rest: pl.Expr, year: pl.Expr, tz: str, stamp: str) -> pl.Expr:
     return local_to_utc(cancelled, tz)
 
 
+# the rank a line names: "[Rank N]" / "[PG 0 Rank N]" in its message, else PyTorch's [rankN]: prefix, else srun's label
+_RANK = pl.coalesce([pl.col("msg").str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1), pl.col("prank"), pl.col("label")])
+
+
 def _base(part: pl.LazyFrame, r: _Read, **fields: pl.Expr) -> pl.LazyFrame:
     """The columns every kind has; ``fields`` add or override the kind's own."""
     m = pl.col("msg")
@@ -315,10 +332,11 @@ def _base(part: pl.LazyFrame, r: _Read, **fields: pl.Expr) -> pl.LazyFrame:
     cols = {"log_time": _times(pl.col("rest").str.strip_chars_start(), pl.col("_year"), r.tz, r.stamp) if r.stamp
             else pl.lit(None, pl.Datetime("us")),
             "host": pl.coalesce([pl.col("nhost"), pl.col("phost")]), "task": pl.col("label"),
-            "rank": pl.coalesce([m.str.extract(r"\[(?:PG [^\]]*?)?Rank (\d+)\]", 1), pl.col("prank"), pl.col("label")]),
+            "rank": _RANK,
             "local_rank": pl.col("plocal"),
             "code": pl.lit(None, pl.Utf8), "peer": pl.lit(None, pl.Utf8), "seq": pl.lit(None, pl.Utf8),
-            "enqueued": pl.lit(None, pl.Utf8), "timeout_ms": pl.lit(None, pl.Utf8), "message": m.str.slice(0, 2000)}
+            "enqueued": pl.lit(None, pl.Utf8), "timeout_ms": pl.lit(None, pl.Utf8), "message": m.str.slice(0, 2000),
+            "step": pl.lit(None, pl.Utf8), "step_seconds": pl.lit(None, pl.Float64)}
     cols.update(fields)
     return part.with_columns(**cols).select("kind", "line_no", *cols)
 
@@ -385,8 +403,27 @@ def _progress(part, r):
     part = part.filter(pl.col("msg").str.contains(PROGRESS))
     stamp = pl.col("rest").str.strip_chars_start().str.extract(TIME_BRACKET, 1)
     t = local_to_utc(stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us"), r.tz)
-    return _base(part, r, log_time=t, code=pl.col("msg").str.extract(r"iteration\s+(\d+)", 1),
-                 message=pl.col("msg").str.slice(0, 200))
+    iteration = pl.col("msg").str.extract(r"iteration\s+(\d+)", 1)
+    return _base(part, r, log_time=t, code=iteration, message=pl.col("msg").str.slice(0, 200),
+                 step=iteration, step_seconds=steplines.ms_to_seconds(pl.col("msg"), ITERATION_MS))
+
+
+def _step_time(part, r):
+    """A training step's line (steplines.py): its shape, step and seconds; its time, when not at its start
+    (torchtitan's "[titan] <time>", a log line after a tqdm bar), from anywhere in it. The candidates that
+    are a traceback's last line are exceptions, the NCCL WARN lines nccl_warn; the others are skipped."""
+    f = steplines.fields(pl.col("msg"), r.tz)
+    part = part.with_columns(_step=f.pop("step"), _time=f.pop("any_time"), _exc=pl.col("msg").str.contains(EXCEPTION))
+    steps = part.filter(~pl.col("_exc") & pl.col("_step").is_not_null())
+    own = _times(pl.col("rest").str.strip_chars_start(), pl.col("_year"), r.tz, r.stamp) if r.stamp else None
+    log_time = pl.col("_time") if own is None else pl.coalesce([own, pl.col("_time")])
+    # a tqdm bar's rank is its prefix's: a "[Rank N]" in it belongs to a log line written after the bar
+    rank = (pl.when(f["code"].str.starts_with("tqdm/")).then(pl.coalesce([pl.col("prank"), pl.col("label")]))
+            .otherwise(_RANK))
+    warn = part.filter(~pl.col("_exc") & pl.col("_step").is_null() & (pl.col("level") == "WARN"))
+    return pl.concat([_base(steps, r, log_time=log_time, step=pl.col("_step"), rank=rank, **f),
+                      _exception(part.filter(pl.col("_exc")).with_columns(kind=pl.lit("exception")), r),
+                      _plain(warn.with_columns(kind=pl.lit("nccl_warn")), r)], how="diagonal_relaxed")
 
 
 def _exception(part, r):
@@ -422,5 +459,5 @@ def _rank_map(part, r):
 _FIELDS = {"watchdog_timeout": _watchdog_timeout, "watchdog_position": _watchdog_position,
            "peer_error": _peer_error, "nccl_init": _nccl_init, "step_cancelled": _step_cancelled,
            "srun_exit": _srun_exit, "nccl_error": _nccl_error, "cuda_error": _cuda_error,
-           "progress?": _progress, "exception?": _exception, "rank_map": _rank_map,
+           "progress?": _progress, "step_time?": _step_time, "exception?": _exception, "rank_map": _rank_map,
            "elastic_failure?": _elastic_failure}
