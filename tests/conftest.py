@@ -24,7 +24,8 @@ os.environ.setdefault("GOODPUT_TORCH_THREADS", "1")
 # lost on pytest 9: every test then scheduled alone.)
 SLOW_FIRST = ("test_lemon_accuracy.py", "test_telemetry_detect.py", "test_node_models.py", "test_pipeline.py",
               "test_nightly.py", "test_partial_day.py", "test_degrade.py", "test_report.py", "test_fleet_report.py", "test_fleet.py",
-              "test_attribution.py", "test_node_history.py", "test_metrics.py", "test_simulate.py", "test_cli_forget.py",
+              "test_attribution.py", "test_node_history.py", "test_stragglers_run.py", "test_metrics.py",
+              "test_simulate.py", "test_cli_forget.py",
               "test_cli_run_coverage.py", "test_cli_run_errors.py", "test_derived_builds.py", "test_simulate_states.py",
               "test_criteria_sim.py", "test_joblogs.py")
 

@@ -135,7 +135,7 @@ def test_numbers_match_the_clusters_html(fleet):
         r = float(re.search(r'id="r" data-r="([^"]+)"', page)[1])
         assert float(cells[(cluster, "r_per_1000_node_days")]) == pytest.approx(r, rel=1e-12)
         shares = re.findall(r'data-share="([^"]+)"', page)
-        keys = ("productive", "infrastructure", "second_order", "user_failures", "preemptions", "idle")
+        keys = ("productive", "infrastructure", "second_order", "user_failures", "preemptions", "stragglers", "idle")
         assert [cells[(cluster, f"share:{k}")] for k in keys] == shares
 
 

@@ -190,7 +190,7 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     assert set(embedded_specs(report.read_text())) == DEMO_CHARTS
     # the capacity split, as the browser shows it, adds up to 100%
     shares = [float(x) for x in re.findall(r'data-share="([^"]+)"', dom.stdout)]
-    assert len(shares) == 6 and sum(shares) == pytest.approx(1.0, abs=1e-6)
+    assert len(shares) == 7 and sum(shares) == pytest.approx(1.0, abs=1e-6)  # productive, five losses, idle
     _capacity_adds_up(report.read_text())
     # what the browser drew: the simulated part of the expected-ETTR curve dashed, the co-occurrence counts
     # written in their cells, the MTTF projection labelled, causes in words in the legend
