@@ -76,6 +76,7 @@ RATE_WINDOW_DAYS = 30  # the rolling failure rate's window (sql/report/failure_r
 MIN_HELD_OUT = 30
 AVAILABILITY_NODES = 10  # the nodes out of service longest, in the availability section
 FLOOD_MIN_EVENTS, FLOODS_SHOWN = 100, 10  # an episode of this many repeats is a flood; the largest shown
+STRAGGLERS_SHOWN = 10  # the costliest straggler episodes the report lists
 UNCLASSIFIED_SHOWN = 15  # the operator texts no reason rule knows, the most frequent shown
 
 
@@ -154,6 +155,7 @@ def node_history(con: duckdb.DuckDBPyConnection, day: date) -> dict:
     spans = sql.query(con, "report/source_spans") if "source_spans" in present else pl.DataFrame()
     return {"sources_note": sources_note(spans, day), "interruptions": interruptions(con, day, present),
             "availability": availability(con, spans, present), "floods": event_floods(con, day, present),
+            "stragglers": stragglers(con, day, present),
             "unclassified": unclassified_reasons(con, present)}
 
 
@@ -218,6 +220,17 @@ def event_floods(con: duckdb.DuckDBPyConnection, day: date, present: set[str]) -
         return None
     return {"rows": rows.to_dicts(), "count": rows["floods"][0], "events": rows["flood_events"][0],
             "min_events": FLOOD_MIN_EVENTS}
+
+
+def stragglers(con: duckdb.DuckDBPyConnection, day: date, present: set[str]) -> dict | None:
+    """The costliest straggler episodes begun by ``day`` (docs/methods.md#stragglers); None without any."""
+    if "straggler_episodes" not in present:
+        return None
+    rows = sql.query(con, "report/stragglers", {"day": day, "limit": STRAGGLERS_SHOWN})
+    if rows.height == 0:
+        return None
+    return {"rows": rows.to_dicts(), "episodes": rows["episodes"][0], "gpu_hours": rows["all_gpu_hours"][0],
+            "hosts": rows["hosts"][0]}
 
 
 def unclassified_reasons(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict | None:

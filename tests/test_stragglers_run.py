@@ -96,3 +96,21 @@ def test_the_wait_is_a_bucket_of_goodput_lost_that_adds_up(run):
         con.close()
     assert lost == pytest.approx(cost * 80 / 3600, abs=1e-6)
     assert productive + lost + failures + preempted == pytest.approx(scheduled)
+
+
+def test_the_report_lists_the_straggler(run):
+    """The report's Stragglers section: the episode's node, GPUs and GPU-hours lost, equal to the warehouse's."""
+    import re
+
+    db, result = run
+    report = re.search(r"Report: (\S+)", result.output)[1]
+    html = open(report).read()
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        lost = con.execute("SELECT sum(cost_seconds) * 80 / 3600 FROM straggler_episodes").fetchone()[0]
+    finally:
+        con.close()
+    row = re.search(r'<tr data-host="([^"]+)">.*?data-gpu-hours="([^"]+)"', re.search(
+        r'<table id="stragglers">.*?</table>', html, re.S)[0], re.S)
+    assert row[1] == SLOW and float(row[2]) == pytest.approx(lost)
+    assert "1 straggler episode on 1 node" in re.sub(r"<[^>]+>", "", html)
