@@ -88,11 +88,11 @@ def render(h: NodeHistory) -> str:
 
 
 def as_json(h: NodeHistory) -> str:
-    def rows(frame: pl.DataFrame) -> list[dict]:
-        return [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()} for r in frame.iter_rows(named=True)]
-
     def one(d: dict | None) -> dict | None:
         return None if d is None else {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in d.items()}
+
+    def rows(frame: pl.DataFrame) -> list[dict]:
+        return [one(r) for r in frame.iter_rows(named=True)]
 
     return json.dumps({"host": h.host, "times": "UTC", "summary": one(h.summary), "action": one(h.action),
                        "repeat_offender": one(h.offender), "outages": rows(h.outages), "incidents": rows(h.incidents),

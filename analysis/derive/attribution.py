@@ -28,16 +28,18 @@ def classify_events(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> int:
         ("derive/store_taxonomy_rules", None), ("derive/store_taxonomy_causes", None),
         ("derive/stage_classified_events", None),
         *[("derive/match_rule_message", rule) for rule in rules.iter_rows(named=True)],
-        ("derive/reason_words_macro", None), ("derive/stage_reason_texts", None),
-        *[("derive/match_reason_text", rule) for rule in reason_rules(taxonomy)],
-        ("derive/reason_winners", None), ("derive/store_operator_reasons", None), ("derive/build_classified_events", None)])
+        ("derive/stage_reason_texts", None), *reason_steps(taxonomy),
+        ("derive/store_operator_reasons", None), ("derive/build_classified_events", None)])
     return sql.count(con, "classified_events")
 
 
-def reason_rules(taxonomy: Taxonomy) -> list[dict]:
-    """The parameters of match_reason_text for each reason rule."""
-    return taxonomy.rules.filter(pl.col("reason_order").is_not_null()).select(
+def reason_steps(taxonomy: Taxonomy) -> list[tuple[str, dict | None]]:
+    """The statements that classify the texts staged as operator_texts: each reason rule over each text once, the
+    first in the list's order that matches winning (reason_winners)."""
+    rules = taxonomy.rules.filter(pl.col("reason_order").is_not_null()).select(
         "rule_id", "reason_order", pattern="m_message").to_dicts()
+    return [("derive/reason_words_macro", None), ("derive/reason_texts_of", None),
+            *[("derive/match_reason_text", rule) for rule in rules], ("derive/reason_winners", None)]
 
 
 def classify_texts(texts: list[str], taxonomy: Taxonomy) -> pl.DataFrame:
@@ -45,11 +47,8 @@ def classify_texts(texts: list[str], taxonomy: Taxonomy) -> pl.DataFrame:
     health message (the same statements, on a connection of its own); rule NULL: unclassified."""
     frame = pl.DataFrame({"text": list(dict.fromkeys(texts))}, schema={"text": pl.Utf8})
     with duckdb.connect() as con:
-        con.execute("CREATE TEMP TABLE reason_hits (rule_id VARCHAR, reason_order INTEGER, text VARCHAR)")
-        con.register("staged_texts", frame)
-        sql.run_steps(con, [("derive/reason_words_macro", None),
-                            ("derive/reason_texts_of", None),*[("derive/match_reason_text", rule) for rule in reason_rules(taxonomy)],
-                            ("derive/reason_winners", None)])
+        con.register("operator_texts", frame)
+        sql.run_steps(con, reason_steps(taxonomy))
         winners = con.sql("SELECT text, rule_id AS rule FROM reason_winners").pl()
     causes = taxonomy.rules.select(rule="rule_id", cause="cause")
     families = pl.DataFrame([(c, s["family"]) for c, s in taxonomy.causes.items()], schema=["cause", "family"],

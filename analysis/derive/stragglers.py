@@ -23,7 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import duckdb
 import polars as pl
+
+from analysis import sql
 
 STEP_COLUMNS = {"job_id": pl.Utf8, "instance": pl.Int64, "host": pl.Utf8, "rank": pl.Int64, "key": pl.Int64,
                 "time": pl.Datetime("us"), "step_seconds": pl.Float64, "bucket_s": pl.Float64, "source": pl.Utf8}
@@ -161,12 +164,10 @@ def origin(found: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.lit("seen in one job only"))).drop("host_jobs", "moves")
 
 
-def build(con, cfg: StragglerConfig = StragglerConfig(), bucket_s: int = 60) -> int:
+def build(con: duckdb.DuckDBPyConnection, cfg: StragglerConfig = StragglerConfig(), bucket_s: int = 60) -> int:
     """straggler_episodes from the warehouse's step times: telemetry series of step or iteration time
     (sql/derive/stage_step_times_telemetry.sql) and, once the job logs carry them, the per-rank step lines of the
     jobs' own logs; -> the episodes found."""
-    from analysis import sql
-
     sql.run(con, "derive/stage_step_times_telemetry", {"min_workers": cfg.min_workers, "bucket_s": bucket_s})
     if sql.column_exists(con, "job_log_lines", "step_seconds"):
         sql.run(con, "derive/stage_step_times_joblogs", {"min_workers": cfg.min_workers})

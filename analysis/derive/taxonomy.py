@@ -259,11 +259,10 @@ def _reason_rows(docs, causes: dict) -> list[dict]:
                 raise TaxonomyError(f"{where}: a reason: id must be a string, not {_what(entry.get('id'))}")
             row = _rule_row(rule, causes, where)
             ids = [r["rule_id"] for r in shipped]
-            if where == "reasons.yaml" or row["rule_id"] in ids:
-                if row["rule_id"] in ids:
-                    shipped[ids.index(row["rule_id"])] = row
-                else:
-                    shipped.append(row)
+            if row["rule_id"] in ids:
+                shipped[ids.index(row["rule_id"])] = row
+            elif where == "reasons.yaml":
+                shipped.append(row)
             else:
                 added.append(row)
     rows = added + shipped

@@ -41,18 +41,19 @@ WITH span AS (
     FROM outages o JOIN node_incidents i
       ON i.host = o.host AND i.drained_at >= o.time_start AND (i.drained_at < o.until OR i.drained_at = o.time_start)
     GROUP BY o.host, o.n
+), caused AS (
+    SELECT o.*, r.reason_rule, r.reason_cause, i.incident_id, i.ticket_id,
+           CASE WHEN coalesce(rc.planned, false) THEN r.reason_cause
+                ELSE coalesce(i.incident_cause, r.reason_cause, 'unattributed') END AS cause
+    FROM outages o
+    LEFT JOIN reason_class r USING (host, n)
+    LEFT JOIN incident i USING (host, n)
+    LEFT JOIN taxonomy_causes rc ON rc.cause = r.reason_cause
 )
 SELECT o.host || '@' || strftime(o.time_start, '%Y-%m-%dT%H:%M:%S') AS outage_id, o.host, o.time_start,
        CASE WHEN NOT o.still_out THEN o.until END AS time_end, o.still_out,
        date_diff('second', o.time_start, o.until) / 3600.0 AS hours,
-       o.state, o.reason, r.reason_rule, r.reason_cause,
-       CASE WHEN coalesce(rc.planned, false) THEN r.reason_cause
-            ELSE coalesce(i.incident_cause, r.reason_cause, 'unattributed') END AS cause,
-       coalesce(c.planned, false) AS planned, i.incident_id, i.ticket_id, o.periods, o.first_record
-FROM outages o
-LEFT JOIN reason_class r USING (host, n)
-LEFT JOIN incident i USING (host, n)
-LEFT JOIN taxonomy_causes rc ON rc.cause = r.reason_cause
-LEFT JOIN taxonomy_causes c ON c.cause = CASE WHEN coalesce(rc.planned, false) THEN r.reason_cause
-                                              ELSE coalesce(i.incident_cause, r.reason_cause, 'unattributed') END
+       o.state, o.reason, o.reason_rule, o.reason_cause, o.cause,
+       coalesce(c.planned, false) AS planned, o.incident_id, o.ticket_id, o.periods, o.first_record
+FROM caused o LEFT JOIN taxonomy_causes c USING (cause)
 ORDER BY o.host, o.time_start;

@@ -22,3 +22,4 @@ SELECT source, text, events, hosts, first_seen, last_seen, example_hosts FROM op
 DROP TABLE temp.reason_hits;
 DROP TABLE temp.reason_winners;
 DROP TABLE temp.reason_texts;
+DROP TABLE temp.operator_texts;
