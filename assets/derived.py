@@ -34,7 +34,7 @@ def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
 
 # every source whose rows land in node_events, topology (switch ports mapped to hosts) and the events goodput finds
 @asset(deps=[*(s.asset for s in SOURCES.values() if "node_events" in s.tables), "topology", "machine_alerts",
-             "port_counter_events", "job_log_events"],
+             "port_counter_events", "job_log_events", "straggler_episodes"],
        group_name="events", description="Kernel, switch, health, Slurm and job-log node events; switch ports mapped "
                                         "to hosts.",
        metadata=writes("node_events"))

@@ -1,7 +1,7 @@
 """Reliability metric assets: ETTR, failure rates and MTTF, goodput, P_deg."""
 from dagster import MaterializeResult, asset
 
-from analysis.derive import metrics, stragglers
+from analysis.derive import metrics
 from assets.graph import writes
 from assets.resources import MetricsSettings, Warehouse
 from assets.unchanged import unless_unchanged
@@ -11,8 +11,7 @@ BUILDS = {"job_run_ettr": lambda con, s: metrics.build_run_ettr(con, s.metrics),
           "node_gpus": lambda con, s: metrics.build_node_gpus(con),
           "failure_rates": lambda con, s: metrics.build_failure_rates(con),
           "goodput": lambda con, s: metrics.build_goodput(con, s.metrics),
-          "iteration_degradation": lambda con, s: metrics.build_iteration_degradation(con),
-          "straggler_episodes": lambda con, s: stragglers.build(con)}
+          "iteration_degradation": lambda con, s: metrics.build_iteration_degradation(con)}
 
 
 @asset(deps=["job_runs", "failure_attribution", "node_state_periods"], group_name="metrics",
@@ -65,14 +64,3 @@ def iteration_degradation(warehouse: Warehouse) -> MaterializeResult:
     with warehouse.connect() as con:
         n = metrics.build_iteration_degradation(con)
     return MaterializeResult(metadata={"series": n})
-
-
-@asset(deps=["jobs", "telemetry", "job_logs"], group_name="metrics",
-       description="Stragglers: each worker slower than its peers at the same step, its span, kind, cost in training "
-                   "time and whether the node or the job is behind it (step times from telemetry and job logs).",
-       metadata=writes("straggler_episodes"))
-@unless_unchanged
-def straggler_episodes(warehouse: Warehouse) -> MaterializeResult:
-    with warehouse.connect() as con:
-        n = stragglers.build(con)
-    return MaterializeResult(metadata={"episodes": n})

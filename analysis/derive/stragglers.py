@@ -25,98 +25,140 @@ from dataclasses import dataclass
 
 import duckdb
 import polars as pl
+from scipy.stats import binom
 
 from analysis import sql
 
 STEP_COLUMNS = {"job_id": pl.Utf8, "instance": pl.Int64, "host": pl.Utf8, "rank": pl.Int64, "key": pl.Int64,
-                "time": pl.Datetime("us"), "step_seconds": pl.Float64, "bucket_s": pl.Float64, "source": pl.Utf8}
+                "time": pl.Datetime("us"), "step_seconds": pl.Float64, "bucket_s": pl.Float64, "source": pl.Utf8,
+                "position": pl.Int64}
 EPISODE_COLUMNS = {"job_id": pl.Utf8, "instance": pl.Int64, "host": pl.Utf8, "ranks": pl.List(pl.Int64),
                    "start_time": pl.Datetime("us"), "end_time": pl.Datetime("us"), "keys": pl.Int64,
                    "slowdown": pl.Float64, "cost_seconds": pl.Float64, "kind": pl.Utf8, "concurrent": pl.Int64,
-                   "source": pl.Utf8}
+                   "source": pl.Utf8, "position": pl.Int64}
 WORKER = ["job_id", "instance", "host"]
 JOB = ["job_id", "instance"]
+KEY = [*JOB, "key"]
 
 
 @dataclass(frozen=True)
 class StragglerConfig:
-    threshold: float = 1.10  # ratio to the peers' median that counts as slow (10% slower)
-    min_keys: int = 3  # an episode spans at least this many steps (or buckets) ...
-    min_seconds: float = 60.0  # ... and this long
-    min_workers: int = 2  # hosts needed: with two, the slower stands above their midpoint
+    threshold: float = 1.10  # ratio to the peers' pace that counts as slow (10% slower) ...
+    hold: float = 1.05  # ... and, once slow, that keeps an episode going (hysteresis: no pieces near 1.10)
+    peer_quantile: float = 0.25  # the peers' pace: this quantile of the other workers' step times
+    min_keys: int = 3  # an episode has at least this many slow steps (or buckets) ...
+    min_seconds: float = 60.0  # ... and lasts this long
+    min_workers: int = 2  # hosts needed: with two, each is measured against the other
     edge_keys: int = 2  # within this many keys of the job's first or last: "from the start", "to the end"
+    agree: float = 1.05  # a straggler moves with its job when slower by the same amount (max / min) elsewhere
+    repeat_p: float = 0.05  # a host straggling in several jobs is the node's when that is this unlikely by chance
 
 
 def _empty_episodes() -> pl.DataFrame:
     return pl.DataFrame(schema=EPISODE_COLUMNS)
 
 
-def slow_keys(steps: pl.DataFrame, cfg: StragglerConfig = StragglerConfig()) -> pl.DataFrame:
-    """Each worker's ratio to its peers' median at each key, smoothed, and whether it is slow there; the job's
-    step (the slowest worker's) and its peers' pace (the slowest worker not slow there)."""
+def _per_worker(steps: pl.DataFrame) -> pl.DataFrame:
+    """One value per worker (a host) and key: a bucket's samples, their mean; a host's ranks, its slowest (the
+    host's pace) and which rank that was; its span (a log prints every k-th step: a key stands for the k steps
+    since the job's previous key) and when its steps began (the worker's previous key, for a log line printed
+    at the end of its steps; a bucket's start)."""
     steps = steps.select(list(STEP_COLUMNS)).filter(pl.col("step_seconds") > 0)
-    # one value per worker (a host) and key: a bucket of several samples, their mean; a host's several ranks,
-    # its slowest (the host's pace), and which rank that was
     per = (steps.group_by([*WORKER, "key", "rank"])
-           .agg(pl.col("time").min(), pl.col("step_seconds").mean(), pl.col("bucket_s").first(), pl.col("source").first())
+           .agg(pl.col("time").min(), pl.col("step_seconds").mean(), pl.col("bucket_s").first(),
+                pl.col("source").first(), pl.col("position").first())
            .group_by([*WORKER, "key"])
            .agg(pl.col("rank").sort_by("step_seconds").last(), pl.col("time").min(), pl.col("step_seconds").max(),
-                pl.col("bucket_s").first(), pl.col("source").first()))
-    # a log prints every k-th step: a key stands for the k steps since the job's previous key
-    keys = (per.select([*JOB, "key"]).unique().sort([*JOB, "key"])
+                pl.col("bucket_s").first(), pl.col("source").first(), pl.col("position").first()))
+    keys = (per.select(KEY).unique().sort(KEY)
             .with_columns(key_index=pl.col("key").rank("dense").over(JOB).cast(pl.Int64),
                           span=pl.col("key").diff().over(JOB)))
     keys = keys.with_columns(span=pl.col("span").fill_null(pl.col("span").shift(-1).over(JOB)).fill_null(1))
-    per = per.join(keys, on=[*JOB, "key"])
-    per = per.with_columns(
-        median=pl.col("step_seconds").median().over([*JOB, "key"]),
-        workers=pl.len().over([*JOB, "key"]))
-    per = per.filter(pl.col("workers") >= cfg.min_workers).sort([*WORKER, "key"])
-    per = per.with_columns(ratio=pl.col("step_seconds") / pl.col("median"))
-    per = per.with_columns(smooth=pl.col("ratio").rolling_median(3, min_samples=1, center=True).over(WORKER))
-    per = per.with_columns(slow=pl.col("smooth") >= cfg.threshold)
+    per = per.join(keys, on=KEY).sort([*WORKER, "key"])
+    bucketed = pl.col("bucket_s").is_not_null()
+    own = pl.duration(microseconds=(pl.col("span") * pl.col("step_seconds") * 1e6).cast(pl.Int64))
     return per.with_columns(
-        job_step=pl.col("step_seconds").max().over([*JOB, "key"]),
-        peers_pace=pl.col("step_seconds").filter(~pl.col("slow")).max().over([*JOB, "key"]),
-        slow_together=pl.col("slow").sum().over([*JOB, "key"]),
-        first_key=pl.col("key_index").min().over(JOB), last_key=pl.col("key_index").max().over(JOB))
+        t_begin=pl.when(bucketed).then(pl.col("time"))
+        .otherwise(pl.col("time").shift(1).over(WORKER).fill_null(pl.col("time") - own)),
+        t_end=pl.when(bucketed).then(pl.col("time") + pl.duration(microseconds=(pl.col("bucket_s") * 1e6).cast(pl.Int64)))
+        .otherwise(pl.col("time")))
+
+
+def _peers(per: pl.DataFrame, q: float) -> pl.Expr:
+    """Each worker's peers' pace at its key: the q-quantile (lower) of the other workers' step times. Left out
+    by order statistics, not a join of every pair: of n values sorted, the others' j-th (j = floor(q (n - 2)))
+    is the j-th for a worker above it, else the (j + 1)-th. A low quantile holds with most of a job slow at
+    once; the worker left out makes a two-worker job each one's measure against the other."""
+    ref = (per.group_by(KEY).agg(pl.col("step_seconds").sort().alias("sorted"), pl.len().alias("workers"))
+           .with_columns(j=((pl.col("workers") - 2).clip(lower_bound=0) * q).floor().cast(pl.Int64)))
+    ref = ref.with_columns(lo=pl.col("sorted").list.get(pl.col("j"), null_on_oob=True),
+                           hi=pl.col("sorted").list.get(pl.col("j") + 1, null_on_oob=True)).drop("sorted")
+    order = pl.col("step_seconds").rank("ordinal").over(KEY).cast(pl.Int64) - 1
+    return per.with_columns(order=order).join(ref, on=KEY).with_columns(
+        peers=pl.when(pl.col("order") > pl.col("j")).then(pl.col("lo")).otherwise(pl.col("hi"))).drop("order", "lo", "hi", "j")
+
+
+def slow_keys(steps: pl.DataFrame, cfg: StragglerConfig = StragglerConfig()) -> pl.DataFrame:
+    """Each worker's ratio to its peers' pace at each key, smoothed (rolling median of 3 keys); ``hot`` where
+    it is at least the threshold, ``warm`` where at least the hold."""
+    per = _peers(_per_worker(steps), cfg.peer_quantile)
+    per = per.filter(pl.col("workers") >= cfg.min_workers).sort([*WORKER, "key"])
+    per = per.with_columns(ratio=pl.col("step_seconds") / pl.col("peers"),
+                           median=pl.col("step_seconds").median().over(KEY))
+    per = per.with_columns(smooth=pl.col("ratio").rolling_median(3, min_samples=1, center=True).over(WORKER))
+    return per.with_columns(hot=pl.col("smooth") >= cfg.threshold, warm=pl.col("smooth") >= cfg.hold,
+                            first_key=pl.col("key_index").min().over(JOB), last_key=pl.col("key_index").max().over(JOB))
+
+
+def _runs(per: pl.DataFrame, cfg: StragglerConfig) -> pl.DataFrame:
+    """The keys of each episode: a run of warm keys (one missing key forgiven) trimmed to its first and last
+    hot key, kept with ``min_keys`` hot keys over ``min_seconds``. -> WORKER, key, run."""
+    warm = per.filter(pl.col("warm")).select(*WORKER, "key", "key_index", "hot", "t_begin", "t_end")
+    warm = warm.with_columns(
+        run=((pl.col("key_index") - pl.col("key_index").shift(1).over(WORKER)).fill_null(10**9) > 2).cum_sum().over(WORKER))
+    run = [*WORKER, "run"]
+    warm = warm.with_columns(h0=pl.col("key_index").filter(pl.col("hot")).min().over(run),
+                             h1=pl.col("key_index").filter(pl.col("hot")).max().over(run))
+    warm = warm.filter(pl.col("key_index").is_between(pl.col("h0"), pl.col("h1")))
+    warm = warm.with_columns(n_hot=pl.col("hot").sum().over(run),
+                             secs=(pl.col("t_end").max() - pl.col("t_begin").min()).over(run).dt.total_seconds())
+    return warm.filter((pl.col("n_hot") >= cfg.min_keys) & (pl.col("secs") >= cfg.min_seconds)).select(*WORKER, "key", "run")
 
 
 def episodes(steps: pl.DataFrame, cfg: StragglerConfig = StragglerConfig()) -> pl.DataFrame:
     """One row per straggler episode (EPISODE_COLUMNS)."""
+    if "position" not in steps.columns:
+        steps = steps.with_columns(position=pl.lit(None, pl.Int64))
     if steps.height == 0:
         return _empty_episodes()
-    per = slow_keys(steps, cfg).filter(pl.col("slow"))
-    if per.height == 0:
+    per = slow_keys(steps, cfg)
+    runs = _runs(per, cfg)
+    if runs.height == 0:
         return _empty_episodes()
-    # a run of slow keys, one missing key forgiven (a noisy step in the middle of an episode)
+    per = per.join(runs, on=[*WORKER, "key"], how="left").with_columns(straggling=pl.col("run").is_not_null())
+    # what waiting for the stragglers cost at each key, shared by those straggling together there: the job's
+    # step is its slowest worker's, at its peers' pace the slowest of the others'; a time bucket holds
+    # bucket_s / job_step steps
     per = per.with_columns(
-        gap=(pl.col("key_index") - pl.col("key_index").shift(1).over(WORKER)).fill_null(10**9))
-    per = per.with_columns(run=(pl.col("gap") > 2).cum_sum().over(WORKER))
-    # what waiting for the slow workers cost at each key, shared by those slow together there; a time bucket
-    # holds bucket_s / job_step steps
+        job_step=pl.col("step_seconds").max().over(KEY),
+        peers_pace=pl.col("step_seconds").filter(~pl.col("straggling")).max().over(KEY),
+        together=pl.col("straggling").sum().over(KEY))
+    per = per.filter(pl.col("straggling"))
     wait = (pl.col("job_step") - pl.col("peers_pace").fill_null(pl.col("median"))).clip(lower_bound=0)
     steps_in_key = (pl.when(pl.col("bucket_s").is_not_null()).then(pl.col("bucket_s") / pl.col("job_step"))
                     .otherwise(pl.col("span").cast(pl.Float64)))
-    per = per.with_columns(cost=wait * steps_in_key / pl.col("slow_together"))
+    per = per.with_columns(cost=wait * steps_in_key / pl.col("together"))
+    top = pl.col("rank").drop_nulls().mode().first()
     out = (per.group_by([*WORKER, "run"])
-           .agg(pl.col("rank").drop_nulls().mode().first().alias("top_rank"),
-                (pl.col("rank") == pl.col("rank").drop_nulls().mode().first()).mean().alias("top_rank_share"),
-                pl.col("time").min().alias("start_time"),
-                pl.col("time").max().alias("end_time"), pl.col("key_index").min().alias("k0"),
-                pl.col("key_index").max().alias("k1"),
-                pl.len().alias("keys"), pl.col("ratio").median().alias("slowdown"), pl.col("cost").sum().alias("cost_seconds"),
-                pl.col("first_key").first(), pl.col("last_key").first(), pl.col("source").first(),
-                pl.col("bucket_s").first(), (pl.col("job_step") * pl.col("span")).median().alias("typical_step")))
+           .agg(top.alias("top_rank"), (pl.col("rank") == top).mean().alias("top_rank_share"),
+                pl.col("t_begin").min().alias("start_time"), pl.col("t_end").max().alias("end_time"),
+                pl.col("key_index").min().alias("k0"), pl.col("key_index").max().alias("k1"),
+                pl.len().alias("keys"), pl.col("ratio").median().alias("slowdown"),
+                pl.col("cost").sum().alias("cost_seconds"), pl.col("first_key").first(), pl.col("last_key").first(),
+                pl.col("source").first(), pl.col("position").first()))
     # the slow rank, when one rank is the host's slowest through the episode (a job's skewed rank), else none
     out = out.with_columns(ranks=pl.when(pl.col("top_rank_share") >= 0.8).then(pl.concat_list("top_rank"))
                            .otherwise(pl.lit([], pl.List(pl.Int64))))
-    # an episode's span: its keys' times, plus one step (or bucket) for the last
-    span = pl.when(pl.col("bucket_s").is_not_null()).then(pl.col("bucket_s")).otherwise(pl.col("typical_step"))
-    out = out.with_columns(end_time=pl.col("end_time") + pl.duration(microseconds=(span * 1e6).cast(pl.Int64)))
-    long_enough = ((pl.col("keys") >= cfg.min_keys)
-                   & ((pl.col("end_time") - pl.col("start_time")).dt.total_seconds() >= cfg.min_seconds))
-    out = out.filter(long_enough)
     from_start = pl.col("k0") <= pl.col("first_key") + cfg.edge_keys
     to_end = pl.col("k1") >= pl.col("last_key") - cfg.edge_keys
     out = out.with_columns(kind=pl.when(from_start & to_end).then(pl.lit("placement"))
@@ -131,37 +173,75 @@ def episodes(steps: pl.DataFrame, cfg: StragglerConfig = StragglerConfig()) -> p
     return out.select(list(EPISODE_COLUMNS)).cast(EPISODE_COLUMNS).sort([*JOB, "start_time", "host"])
 
 
-def origin(found: pl.DataFrame) -> pl.DataFrame:
-    """Node or job? A host that straggles in two or more jobs (other peers each time) is the node's problem; a
-    rank slow in two or more instances of a job on different hosts moves with the job (a pipeline stage, data
-    skew), as does a job whose instances each straggle on another host slow in no other job; otherwise
-    undetermined. -> the episodes with ``origin`` and ``why``."""
+def _moving(who: pl.DataFrame, agree: float) -> pl.DataFrame:
+    """The episodes of a slow worker that moves with its job: slow from the start at the same rank (else the
+    same place in the node list) on two or more hosts in two or more instances, slower by the same amount
+    (max / min slowdown <= ``agree``: the same work, the same imbalance). -> e, hosts."""
+    return (who.filter((pl.col("kind") == "placement") & pl.col("who").is_not_null())
+            .group_by(["job_id", "who"])
+            .agg(pl.col("host").n_unique().alias("hosts"), pl.col("instance").n_unique().alias("instances"),
+                 (pl.col("slowdown").max() / pl.col("slowdown").min()).alias("spread"), pl.col("e"))
+            .filter((pl.col("hosts") >= 2) & (pl.col("instances") >= 2) & (pl.col("spread") <= agree))
+            .explode("e").select("e", "hosts"))
+
+
+def _host_evidence(found: pl.DataFrame, workers: pl.DataFrame | None, p_max: float) -> pl.DataFrame:
+    """Per host: the jobs it straggled in (``strays``), the jobs it was measured in (``measured``) and whether
+    that is more than chance: two or more jobs, and a binomial tail P(X >= strays | measured, fleet rate) under
+    ``p_max``, the fleet rate being the share of measured (job, host) pairs with an episode. Without the
+    measured workers, two or more jobs."""
+    strays = found.group_by("host").agg(pl.col("job_id").n_unique().alias("strays"))
+    if workers is None or workers.height == 0:
+        return strays.with_columns(measured=pl.col("strays"), repeat=pl.col("strays") >= 2)
+    pairs = workers.select("job_id", "host").unique()
+    rate = found.select("job_id", "host").unique().height / max(pairs.height, 1)
+    ev = pairs.group_by("host").agg(pl.len().alias("measured")).join(strays, on="host", how="left")
+    ev = ev.with_columns(pl.col("strays").fill_null(0))
+    tail = binom.sf(ev["strays"].to_numpy() - 1, ev["measured"].to_numpy(), min(rate, 1.0))
+    return ev.with_columns(repeat=(pl.col("strays") >= 2) & pl.Series(tail < p_max))
+
+
+def origin(found: pl.DataFrame, workers: pl.DataFrame | None = None, cfg: StragglerConfig = StragglerConfig()) -> pl.DataFrame:
+    """Node or job? In this order (-> the episodes with ``origin``, its ``basis`` and ``why``):
+
+    - job (basis moves): it moves with the job (``_moving``);
+    - node (repeat): the host straggled in two or more jobs (other peers each time), more often than the
+      fleet's hosts do (``_host_evidence``; ``workers``: job_id, host of every worker measured);
+    - node (during): it slowed down during the run (transient, persistent): the same ranks, the same work, at
+      pace before;
+    - else undetermined (once): slow from the start in one job only; an uneven stage or data shard of the
+      job, or the node's hardware or passing state, cannot be told apart from one run.
+    """
     if found.height == 0:
-        return found.with_columns(origin=pl.lit(None, pl.Utf8), why=pl.lit(None, pl.Utf8))
-    jobs_per_host = found.group_by("host").agg(pl.col("job_id").n_unique().alias("host_jobs"))
-    by_rank = (found.explode("ranks").drop_nulls("ranks")
-               .group_by(["job_id", "ranks"]).agg(pl.col("host").n_unique().alias("rank_hosts"),
-                                                   pl.col("instance").n_unique().alias("rank_instances")))
-    rank_moves = (found.explode("ranks").join(by_rank, on=["job_id", "ranks"], how="left")
-                  .filter((pl.col("rank_hosts") >= 2) & (pl.col("rank_instances") >= 2))
-                  .select(*JOB, "host", "start_time"))
-    # without ranks (telemetry names hosts only): a job whose instances each straggle on other hosts, none of
-    # them slow in any other job, carries its straggler with it
-    per_job = (found.join(jobs_per_host, on="host").group_by("job_id")
-               .agg(pl.col("instance").n_unique().alias("instances"), pl.col("host").n_unique().alias("hosts"),
-                    (pl.col("host_jobs") == 1).all().alias("only_here")))
-    job_moves = (found.join(per_job.filter((pl.col("instances") >= 2) & (pl.col("hosts") >= 2) & pl.col("only_here")),
-                            on="job_id").select(*JOB, "host", "start_time"))
-    rank_moves = pl.concat([rank_moves, job_moves]).unique().with_columns(moves=pl.lit(True))
-    out = (found.join(jobs_per_host, on="host", how="left")
-           .join(rank_moves, on=[*JOB, "host", "start_time"], how="left")
-           .with_columns(pl.col("moves").fill_null(False)))
+        return found.with_columns(origin=pl.lit(None, pl.Utf8), basis=pl.lit(None, pl.Utf8), why=pl.lit(None, pl.Utf8))
+    who = found.with_row_index("e").with_columns(
+        who=pl.when(pl.col("ranks").list.len() == 1).then(pl.format("rank {}", pl.col("ranks").list.first()))
+        .when(pl.col("position").is_not_null()).then(pl.format("node {} of the job's list", pl.col("position"))))
+    moving = _moving(who, cfg.agree)
+    # the host's record leaves out the episodes that moved with their jobs: those are not the node's
+    settled = who.join(moving, on="e", how="anti")
+    evidence = _host_evidence(settled, workers, cfg.repeat_p)
+    out = (who.join(moving, on="e", how="left").join(evidence, on="host", how="left")
+           .with_columns(pl.col("repeat").fill_null(False), pl.col("strays").fill_null(0),
+                         pl.col("measured").fill_null(0)))
+    during = pl.col("kind").is_in(["transient", "persistent"])
+    moves = pl.col("hosts").is_not_null()
+    paced = pl.col("measured") - pl.col("strays")
     return out.with_columns(
-        origin=pl.when(pl.col("moves")).then(pl.lit("job"))
-        .when(pl.col("host_jobs") >= 2).then(pl.lit("node")).otherwise(pl.lit("undetermined")),
-        why=pl.when(pl.col("moves")).then(pl.lit("the straggler moved with the job to other hosts"))
-        .when(pl.col("host_jobs") >= 2).then(pl.format("the host straggled in {} jobs", pl.col("host_jobs")))
-        .otherwise(pl.lit("seen in one job only"))).drop("host_jobs", "moves")
+        origin=pl.when(moves).then(pl.lit("job")).when(pl.col("repeat") | during).then(pl.lit("node"))
+        .otherwise(pl.lit("undetermined")),
+        basis=pl.when(moves).then(pl.lit("moves")).when(pl.col("repeat")).then(pl.lit("repeat"))
+        .when(during).then(pl.lit("during")).otherwise(pl.lit("once")),
+        why=pl.when(moves)
+        .then(pl.format("{} was slow from the start by the same amount on {} hosts: it moves with the job",
+                        pl.col("who"), pl.col("hosts")))
+        .when(pl.col("repeat")).then(pl.format("the host straggled in {} of the {} jobs measured on it",
+                                               pl.col("strays"), pl.col("measured")))
+        .when(during).then(pl.lit("it slowed down during the run, on the same work"))
+        .when(paced > 0).then(pl.format("slow from the start in this job only (the host kept pace in {} other "
+                                        "jobs): the job's placement, or a passing state of the node", paced))
+        .otherwise(pl.lit("slow from the start in its only job measured: the node or the job's placement"))
+    ).drop("e", "who", "hosts", "strays", "measured", "repeat")
 
 
 def build(con: duckdb.DuckDBPyConnection, cfg: StragglerConfig = StragglerConfig(), bucket_s: int = 60) -> int:
@@ -175,7 +255,8 @@ def build(con: duckdb.DuckDBPyConnection, cfg: StragglerConfig = StragglerConfig
     # one source per job instance: its own log's per-step lines when it has them (exact, per rank), else telemetry
     has_log = (pl.col("source") == "joblog").any().over(JOB)
     steps = steps.filter((pl.col("source") == "joblog") | ~has_log)
-    found = origin(episodes(steps.cast({k: v for k, v in STEP_COLUMNS.items() if k in steps.columns}), cfg))
+    found = origin(episodes(steps.cast({k: v for k, v in STEP_COLUMNS.items() if k in steps.columns}), cfg),
+                   workers=steps.select("job_id", "host").unique(), cfg=cfg)
     sql.run_staged(con, {"staged_episodes": found}, [("derive/store_straggler_episodes", None)])
     con.execute("DROP TABLE IF EXISTS temp.step_times_staged")
     return found.height

@@ -41,7 +41,7 @@ REASON_PRIORITY = 46
 # "telemetry": machines goodput's detector confirmed as drifting from their peers;
 # "network": fabric port counter deltas over their thresholds)
 # "ticket": repair tickets, one event per ticket at its opening)
-SOURCES = {"kernel", "switch", "health", "slurm", "app", "telemetry", "network", "ticket"}
+SOURCES = {"kernel", "switch", "health", "slurm", "app", "telemetry", "network", "ticket", "straggler"}
 # Bounds on an override file: far above any real one, low enough that a hostile one costs little.
 MAX_FILE_BYTES = 1 << 20
 MAX_NESTING = 32

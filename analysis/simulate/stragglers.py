@@ -38,7 +38,7 @@ METRIC = "iteration_time_seconds"
 PEAK_TFLOPS = 312.0  # A100 bf16 dense: torchtitan's mfu denominator
 GPU_GIB = 79.15
 SCENARIOS = ("none", "persistent", "transient", "multiple", "placement", "job_skew")
-WEIGHTS = np.array([0.15, 0.2, 0.2, 0.15, 0.15, 0.15])
+WEIGHTS = np.array([0.45, 0.12, 0.12, 0.1, 0.09, 0.12])  # most jobs run at one pace
 SLOW_NODE_SHARE = 0.02  # of the cluster's nodes (at least 2)
 TRUTH_COLUMNS = ["job_id", "instance", "host", "ranks", "start", "end", "slowdown", "kind", "origin", "cost_seconds"]
 

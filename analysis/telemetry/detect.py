@@ -134,6 +134,8 @@ def _scores(method: str, models: Models, frame: JobFrame, windows: np.ndarray) -
     """metric (or "*") -> (n_windows, n_hosts) scores for one method."""
     idx = [frame.metrics.index(m) for m in models.metrics if m in frame.metrics]
     names = [frame.metrics[i] for i in idx]
+    if not idx:  # a job exporting none of the metrics the detector was trained on
+        return {}
     if method in ("minder", "minder_nc"):
         return {m: distance_scores(vae.embed(models.per_metric[m], windows[i])) for m, i in zip(names, idx)}
     if method == "raw":

@@ -118,3 +118,16 @@ def build(job_id: str, rows: pl.DataFrame, cfg: FrameConfig = FrameConfig(),
     span = np.where(hi - lo > 0, hi - lo, 1.0)
     values = (values - lo) / span
     return JobFrame(str(job_id), hosts, metrics, np.datetime64(t0, "us"), interval, values, dropped)
+
+
+def shared_metrics(sets: list[set]) -> list[str]:
+    """The metrics a detector is trained on: those every job carries; when the jobs export different ones
+    (DCGM on some, only step times on others), the set carried by the most jobs (ties: the larger set)."""
+    sets = [set(s) for s in sets if len(s)]
+    if not sets:
+        return []
+    common = set.intersection(*sets)
+    if common:
+        return sorted(common)
+    return sorted(max({frozenset(s) for s in sets}, key=lambda c: (sum(c <= s for s in sets), len(c))))
+

@@ -20,6 +20,7 @@ import torch
 from analysis.nodes import cadence
 from analysis.telemetry import vae
 from analysis.telemetry.detect import METHODS, DetectConfig, Models
+from analysis.telemetry.frames import shared_metrics
 
 PREFIX = "minder"
 ARCH = {"hidden": 4, "latent": 8, "layers": 1, "seed": 0}  # vae.LstmVae's and vae.train's defaults
@@ -92,12 +93,11 @@ def ranked(json_path: Path, priority: list[str]) -> None:
 
 
 def metric_set(per_job: dict, keys: list[str]) -> list[str] | None:
-    """The metrics every job of ``keys`` carries (a job without usable telemetry, an empty list, is left
+    """The metrics the detector trains on over the jobs of ``keys`` (frames.shared_metrics; a job without usable telemetry, an empty list, is left
     out as training leaves it out); None when a job's metrics are not known."""
     if any(per_job.get(k) is None for k in keys):
         return None
-    sets = [set(per_job[k]) for k in keys if len(per_job[k])]
-    return sorted(set.intersection(*sets)) if sets else []
+    return shared_metrics([set(per_job[k]) for k in keys])
 
 
 def metric_change(meta: dict, keys: list[str], per_job: dict) -> str | None:

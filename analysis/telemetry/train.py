@@ -11,7 +11,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from analysis.telemetry import vae
 from analysis.telemetry.detect import DEFAULT_PRIORITY, METHODS, DetectConfig, Models, job_scores
-from analysis.telemetry.frames import JobFrame
+from analysis.telemetry.frames import JobFrame, shared_metrics
 
 progress = logging.getLogger("goodput.progress")  # training takes minutes: `goodput run` shows each model start
 
@@ -56,11 +56,12 @@ def train(frames: list[JobFrame], cfg: DetectConfig = DetectConfig(), epochs: in
     """Models from frames of completed jobs (what normal running looks like; one of them may carry a
     machine that ran slow without failing it, and nothing says which), for ``methods`` (the integrated
     VAE is trained only when "int" is among them; each VAE on at most ``max_windows`` windows). Frames
-    too short for one window are left out. The machines a threshold leaves out as suspects (Minder's,
+    too short for one window are left out, and those without the metrics trained on (frames.shared_metrics). The machines a threshold leaves out as suspects (Minder's,
     on any metric) are kept in ``Models.suspects``; their jobs' windows are not taken as normal when
     ranking the metrics."""
     frames = [f for f in frames if len(f.starts(cfg.frame))]
-    metrics = sorted(set.intersection(*(set(f.metrics) for f in frames)))
+    metrics = shared_metrics([set(f.metrics) for f in frames])
+    frames = [f for f in frames if set(metrics) <= set(f.metrics)]
     wins = [f.windows(cfg.frame)[0] for f in frames]
     per_metric = {}
     models_n = len(metrics) + ("int" in methods)
@@ -97,9 +98,10 @@ def train(frames: list[JobFrame], cfg: DetectConfig = DetectConfig(), epochs: in
 def rank(labelled: tuple[list[JobFrame], list[np.ndarray]], suspects: list, metrics: list[str],
          cfg: DetectConfig) -> list[str]:
     """The metric priority from labelled windows, leaving out the unlabelled windows of the jobs whose
-    machine a threshold left out as a suspect (they may not be normal)."""
+    machine a threshold left out as a suspect (they may not be normal), and the jobs without the metrics."""
     flagged = {str(job) for job, _ in suspects}
-    keep = [i for i, (f, lab) in enumerate(zip(*labelled)) if lab.any() or str(f.job_id) not in flagged]
+    keep = [i for i, (f, lab) in enumerate(zip(*labelled))
+            if (lab.any() or str(f.job_id) not in flagged) and set(metrics) <= set(f.metrics)]
     return priority_from_labels([labelled[0][i] for i in keep], [labelled[1][i] for i in keep], metrics, cfg)
 
 

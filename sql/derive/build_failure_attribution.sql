@@ -32,6 +32,7 @@ WITH targets AS (
     SELECT job_id, instance, state, end_time, host, event_time, source, kind, code, device, message, rule, cause,
            domain, severity, priority, distributed, file, line_no, peer, from_job_log,
            CASE WHEN severity = 'info' THEN 9
+                WHEN source = 'straggler' THEN 9  -- a node that slowed its jobs ended none of them
                 WHEN source IN ('slurm', 'ticket') THEN 4  -- an operator's record: written after the fact
                 WHEN severity = 'critical' AND NOT distributed THEN 1
                 WHEN severity = 'warning' AND NOT distributed THEN 2
