@@ -125,5 +125,5 @@ def context(clusters: list[Cluster], labels: dict[str, str]) -> dict:
             "summary": T.summary_rows(data), "rates": T.rate_rows(frames["rates"], labels),
             "mttf": T.mttf_rows(data), "ettr": T.ettr_rows(data), "capacity": T.capacity_rows(data),
             "second_order": T.second_order_rows(data), "nodes": T.node_rows(data), "trend": T.trend_rows(data),
-            "interruptions": T.interruption_rows(data),
+            "interruptions": T.interruption_rows(data), "stragglers": T.straggler_rows(data),
             "top_nodes": T.top_nodes(data), "top_per_cluster": T.TOP_NODES, "notes": T.notes(clusters)}

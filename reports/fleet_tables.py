@@ -183,6 +183,26 @@ def second_order_rows(data: list) -> list[dict]:
                  {n: _cell(v, fmt_num(v, 2) if v is not None else "no infrastructure loss") for n, v in ratio.items()})]
 
 
+def straggler_rows(data: list) -> list[dict]:
+    """Each cluster's stragglers (its report's Stragglers section): episodes and nodes, the GPU-hours its jobs
+    lost waiting, and that cost by verdict (node, job, undetermined). A cluster with no step times has "—"."""
+    st = {c.name: c.report.get("stragglers") for c in data if c.report.get("stragglers")}
+    if not st:
+        return []
+    rows = [_row("stragglers_episodes", "straggler episodes (nodes)",
+                 {n: _cell(v["episodes"], f"{fmt_num(v['episodes'])} ({fmt_num(v['hosts'])})") for n, v in st.items()}),
+            _row("stragglers_gpu_hours", "GPU-hours lost waiting for stragglers",
+                 {n: _cell(v["gpu_hours"], fmt_num(v["gpu_hours"], 1)) for n, v in st.items()})]
+    for origin, label in (("node", "of which the node's"), ("job", "of which the job's"),
+                          ("undetermined", "of which undetermined")):
+        cells = {}
+        for n, v in st.items():
+            hours = sum(o["gpu_hours"] for o in v["by_origin"] if o["origin"] == origin)
+            cells[n] = _cell(hours, fmt_num(hours, 1))
+        rows.append(_row(f"stragglers_gpu_hours:{origin}", label, cells))
+    return rows
+
+
 def node_rows(data: list) -> list[dict]:
     modelled = [c for c in data if c.models]
     count = lambda key, label: _row(key, label, {c.name: _cell(v, fmt_num(v)) for c in modelled  # noqa: E731

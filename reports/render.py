@@ -76,7 +76,8 @@ RATE_WINDOW_DAYS = 30  # the rolling failure rate's window (sql/report/failure_r
 MIN_HELD_OUT = 30
 AVAILABILITY_NODES = 10  # the nodes out of service longest, in the availability section
 FLOOD_MIN_EVENTS, FLOODS_SHOWN = 100, 10  # an episode of this many repeats is a flood; the largest shown
-STRAGGLERS_SHOWN = 10  # the costliest straggler episodes the report lists
+STRAGGLERS_SHOWN = 10  # the costliest straggler episodes the report lists ...
+STRAGGLER_NODES_SHOWN = 5  # ... and the nodes they cost the most
 UNCLASSIFIED_SHOWN = 15  # the operator texts no reason rule knows, the most frequent shown
 
 
@@ -93,6 +94,8 @@ def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, 
     q_h = runs["queue_hours_per_start"].median() if runs.height else 0.0
     run_h = runs["productive_hours"].median() if runs.height else None
     loss, co = q("report/loss_by_size", day=day), q("report/cooccurrence", day=day)
+    if "straggler_episodes" in _present(con):  # jobs that did not fail lost GPU-hours waiting, by size too
+        loss = pl.concat([loss, q("report/straggler_loss_by_size", day=day)], how="vertical_relaxed")
     split = q("report/capacity_split", day=day)
     per_node = fleet_gpus_per_node(con)  # r counts nodes: GPUs -> nodes at the fleet's size
     # the 1/(N r) projection at the report's r (the card's, as of its day), as mttf_projection has it at the last day's
@@ -229,8 +232,10 @@ def stragglers(con: duckdb.DuckDBPyConnection, day: date, present: set[str]) -> 
     rows = sql.query(con, "report/stragglers", {"day": day, "limit": STRAGGLERS_SHOWN})
     if rows.height == 0:
         return None
+    nodes = sql.query(con, "report/straggler_nodes", {"day": day, "limit": STRAGGLER_NODES_SHOWN})
     return {"rows": rows.to_dicts(), "episodes": rows["episodes"][0], "gpu_hours": rows["all_gpu_hours"][0],
-            "hosts": rows["hosts"][0]}
+            "hosts": rows["hosts"][0], "nodes": nodes.to_dicts(),
+            "by_origin": sql.query(con, "report/straggler_origins", {"day": day}).to_dicts()}
 
 
 def unclassified_reasons(con: duckdb.DuckDBPyConnection, present: set[str]) -> dict | None:

@@ -97,3 +97,58 @@ def test_time_buckets_of_telemetry_cost_the_share_of_the_bucket_spent_waiting():
     assert (e["host"], e["keys"], e["kind"]) == ("gpu009", 10, "transient")
     assert e["start_time"] == T0 + timedelta(minutes=5) and e["end_time"] == T0 + timedelta(minutes=15)
     assert e["cost_seconds"] == pytest.approx(10 * 60 * (1 - 1 / 1.5))
+
+
+def test_two_workers_are_measured_one_against_the_other():
+    """With two hosts the peers' pace is the other host's: a 1.3x worker reads 1.3x, not its ratio to the pair's
+    midpoint (1.13x)."""
+    steps, _ = _job("20", HOSTS[:2], 120, {"gpu001": (30, 89, 1.3)})
+    (e,) = S.episodes(steps).iter_rows(named=True)
+    assert (e["host"], e["keys"]) == ("gpu001", 60) and e["slowdown"] == pytest.approx(1.3, rel=0.03)
+
+
+def test_most_of_a_job_slow_at_once_is_still_seen():
+    """Three of four hosts slow together: each is measured against the lower quartile of the others."""
+    slow = {h: (40, 99, 1.5) for h in HOSTS[:3]}
+    steps, _ = _job("21", HOSTS[:4], 140, slow)
+    found = S.episodes(steps)
+    assert sorted(found["host"]) == HOSTS[:3] and (found["keys"] == 60).all() and (found["concurrent"] == 2).all()
+
+
+def test_an_episode_near_the_threshold_is_one_episode():
+    """A 1.12x worker dips under 1.10 now and then with noise: once slow it holds down to 1.05 (hysteresis), so the
+    episode is found whole, not in pieces."""
+    steps, _ = _job("22", HOSTS, 300, {"gpu004": (50, 249, 1.12)}, seed=5)
+    found = S.episodes(steps)
+    assert found.height == 1 and abs(found["keys"][0] - 200) <= 4
+
+
+def _verdicts(found, **kw):
+    return {(r["job_id"], r["instance"], r["host"]): (r["origin"], r["basis"]) for r in S.origin(found, **kw).iter_rows(named=True)}
+
+
+def test_verdicts_need_evidence_beyond_one_run():
+    """Slow from the start in its only job: undetermined; slowing down during a run: the node's; a rank slow from
+    the start by a different amount on another host is not the same imbalance moving with the job."""
+    once, _ = _job("30", HOSTS, 100, {"gpu001": (0, 99, 1.4)}, seed=6)
+    during, _ = _job("31", [f"gpu{i:03d}" for i in range(40, 50)], 100, {"gpu045": (30, 99, 1.4)}, seed=7)
+    a, _ = _job("32", [f"gpu{i:03d}" for i in range(20, 30)], 80, {"gpu022": (0, 79, 1.3)}, seed=8)
+    b, _ = _job("32", [f"gpu{i:03d}" for i in range(30, 40)], 80, {"gpu032": (0, 79, 1.6)}, seed=9)
+    found = S.episodes(pl.concat([once, during, a, b.with_columns(instance=pl.lit(1, pl.Int64))]))
+    assert _verdicts(found) == {("30", 0, "gpu001"): ("undetermined", "once"), ("31", 0, "gpu045"): ("node", "during"),
+                                ("32", 0, "gpu022"): ("undetermined", "once"), ("32", 1, "gpu032"): ("undetermined", "once")}
+
+
+def test_a_host_in_two_jobs_is_the_nodes_only_beyond_chance():
+    """Two jobs each slow from the start on gpu005: with few measured pairs straggling (the fleet rate) that is the
+    node's; when most of the fleet's measured (job, host) pairs straggle, two of the host's many jobs is chance."""
+    j1, _ = _job("40", HOSTS, 100, {"gpu005": (0, 99, 1.4)}, seed=10)
+    j2, _ = _job("41", HOSTS, 100, {"gpu005": (0, 99, 1.4)}, seed=11)
+    found = S.episodes(pl.concat([j1, j2]))
+    few = pl.DataFrame({"job_id": [str(j) for j in range(40, 60) for _ in HOSTS], "host": HOSTS * 20})
+    assert set(_verdicts(found, workers=few).values()) == {("node", "repeat")}
+    # gpu005 measured in 20 jobs, straggling in 2, while a third of all measured pairs straggle
+    many = pl.concat([found] + [found.with_columns(job_id=pl.lit(str(j)), host=pl.lit(f"x{j}")) for j in range(60, 66)])
+    crowded = pl.DataFrame({"job_id": [str(j) for j in range(40, 60)] + [str(j) for j in range(60, 66)] * 2,
+                            "host": ["gpu005"] * 20 + [f"x{j}" for j in range(60, 66)] * 2})
+    assert _verdicts(many, workers=crowded)[("40", 0, "gpu005")] == ("undetermined", "once")

@@ -3,18 +3,19 @@ cost (issue 32; docs/methods.md#stragglers).
 
 Input: step times, one row per worker and step (a job log's per-rank step lines) or per worker and time bucket
 (a telemetry series of step or iteration time, averaged per bucket): job_id, instance, host, rank, key (the step,
-or the bucket's index), time, step_seconds. Each worker is compared with the median of its peers at the same key,
-so a job that slows down as a whole (a checkpoint, a storage stall) makes no straggler. A worker is slow at a key
-when the rolling median (3 keys) of its ratio is at least ``threshold``; consecutive slow keys (a gap of one
-forgiven) of at least ``min_keys`` keys and ``min_seconds`` are an episode, told apart as:
+or the bucket's index), time, step_seconds, position. Each worker is compared with its peers' pace at the same key
+(the lower quartile of the other workers'), so a job that slows down as a whole (a checkpoint, a storage stall)
+makes no straggler. A worker is slow at a key when the rolling median (3 keys) of its ratio is at least
+``threshold`` and stays in its episode while it holds at ``hold``; runs with at least ``min_keys`` slow keys over
+``min_seconds`` are an episode, told apart as:
 
 - placement: slow from the job's first keys to (nearly) its end (heterogeneous hardware, a bad placement);
 - persistent: from a change point to the end of the job;
 - transient: a burst that ends before the job does.
 
 Cost (What-if analysis, OSDI'25): a synchronous job waits for its slowest worker, so at each key the job's step
-takes the maximum over its workers; at its peers' pace it would have taken the maximum over the workers not slow
-there. The difference, summed over the episode's keys (for a time bucket: the bucket's length times the share of
+takes the maximum over its workers; at its peers' pace it would have taken the maximum over the workers in no
+episode there. The difference, summed over the episode's keys (for a time bucket: the bucket's length times the share of
 it the job spent waiting), is the training time the straggler cost; shared equally by workers slow together.
 
 Everything is polars over the whole frame: no Python loop per job or row.

@@ -100,7 +100,8 @@ def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: Lad
     sql.run_steps(con, [("models/build_incidents_as_of", {"as_of": as_of}), ("models/build_clean_evidence", clean),
                         ("schema/node_risk", None), ("schema/lemon_scores", None), ("schema/benchmark_verdicts", None),
                         ("models/view_node_population", None)])
-    for table in ("node_outages", "taxonomy_causes"):  # built by the attribution steps; absent on an older warehouse
+    # built by the attribution and straggler steps; absent on an older warehouse
+    for table in ("node_outages", "taxonomy_causes", "straggler_episodes"):
         if not sql.table_exists(con, table):
             sql.run(con, f"models/stand_in_{table}")
     offenders.build(con, as_of, cfg.offenders, cfg.attribution_after_s)

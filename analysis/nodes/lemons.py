@@ -25,7 +25,7 @@ META_SIGNALS = ("excluded_jobs", "distinct_xids", "tickets", "out_of_service", "
                 "single_node_failures", "single_node_failure_rate")
 EXTRA_SIGNALS = ("blamed_failures", "incidents", "drained_incidents", "distinct_causes", "repeated_cause_incidents",
                  "ticket_components", "hours_out_of_service", "drained_incidents_per_30d", "days_since_repair",
-                 "benchmark_failures")
+                 "benchmark_failures", "straggler_jobs")
 SIGNALS = META_SIGNALS + EXTRA_SIGNALS
 # days_since_repair is NULL for a node never repaired: as if repaired long ago
 NEVER_REPAIRED_DAYS = 365.0
@@ -68,6 +68,8 @@ def excludes(con: duckdb.DuckDBPyConnection, max_hosts: int = 100_000) -> pl.Dat
 
 def build_features(con: duckdb.DuckDBPyConnection, as_ofs: list[datetime], window_days: int = 28) -> pl.DataFrame:
     """Write lemon_features for every ``as_of`` and return it."""
+    if not sql.table_exists(con, "straggler_episodes"):  # a warehouse whose straggler step has not run yet
+        sql.run(con, "models/stand_in_straggler_episodes")
     sql.run_staged(con, {"staged_excludes": excludes(con),
                          "staged_as_of": pl.DataFrame({"as_of": as_ofs}, schema={"as_of": pl.Datetime("us")})},
                    [("models/view_node_population", None), ("models/build_incidents_as_of", {"as_of": max(as_ofs)}),

@@ -67,6 +67,12 @@ WITH hosts AS (
     SELECT g.host, g.as_of, count(DISTINCT v.run_id) AS n FROM grid g
     JOIN benchmark_verdicts v ON v.host = g.host AND v.verdict = 'fail' AND v.run_time >= g.w_start AND v.run_time < g.as_of
     GROUP BY ALL
+), slow AS (
+    -- jobs the node straggled in (straggler_episodes, analysis/derive/stragglers.py) that ended in the window,
+    -- but for the stragglers that moved with their job
+    SELECT g.host, g.as_of, count(DISTINCT e.job_id) AS n FROM grid g
+    JOIN straggler_episodes e ON e.host = g.host AND e.origin <> 'job' AND e.end_time >= g.w_start AND e.end_time < g.as_of
+    GROUP BY ALL
 ), repaired AS (
     SELECT g.host, g.as_of, max(t.closed) AS last_repair FROM grid g
     JOIN tickets t ON t.host = g.host AND t.closed < g.as_of GROUP BY ALL
@@ -90,10 +96,11 @@ SELECT g.host, g.as_of, $window_days::INTEGER AS window_days,
        -- a lemon stays one, and a month's window is noisy
        coalesce(i.lifetime_drained, 0) * 30.0 / greatest(date_diff('second', g.first_seen, g.as_of) / 86400.0, 1) AS drained_incidents_per_30d,
        date_diff('second', r.last_repair, g.as_of) / 86400.0 AS days_since_repair,
-       coalesce(bf.n, 0) AS benchmark_failures
+       coalesce(bf.n, 0) AS benchmark_failures,
+       coalesce(sl.n, 0) AS straggler_jobs
 FROM grid g
 LEFT JOIN excluded ex USING (host, as_of) LEFT JOIN xids x USING (host, as_of) LEFT JOIN tix t USING (host, as_of)
 LEFT JOIN outs o USING (host, as_of) LEFT JOIN fails f USING (host, as_of) LEFT JOIN single_jobs s USING (host, as_of)
 LEFT JOIN incidents i USING (host, as_of) LEFT JOIN top_cause tc USING (host, as_of) LEFT JOIN repaired r USING (host, as_of)
-LEFT JOIN bench_fails bf USING (host, as_of)
+LEFT JOIN bench_fails bf USING (host, as_of) LEFT JOIN slow sl USING (host, as_of)
 ORDER BY g.as_of, g.host;

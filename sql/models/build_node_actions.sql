@@ -8,6 +8,9 @@
 --                    run (re-validate before new work), or a 7-day incident
 --                    probability of at least $risk_p7 (node_risk's Cox-Time, when it could be trained);
 --   watch            any other incident.
+-- A slow node (straggler_episodes: a node's workers slower than their peers, in two or more jobs that ended
+-- before $as_of, more often than chance; analysis/derive/stragglers.py) is validated before new work
+-- (drain_after_job), its jobs the evidence.
 -- A repeat offender (repeat_offenders, analysis/nodes/offenders.py: more hardware incidents in its own
 -- history than chance gives at the fleet's rate) is drained: at once when one part failed again and again
 -- (escalation rma) and no repair since, after its job otherwise; it stays listed while clean, as a lemon does.
@@ -110,18 +113,24 @@ WITH window_incidents AS (
                             ELSE '' END AS offender_reason,
            o.top_cause AS offender_cause, o.incidents AS offender_incidents, o.threshold AS offender_threshold
     FROM repeat_offenders o LEFT JOIN last_repair r USING (host) WHERE o.as_of = $as_of
+), slow AS (
+    SELECT host, list(DISTINCT job_id ORDER BY job_id) AS slow_jobs, count(DISTINCT job_id) AS slow_job_count,
+           median(slowdown) AS slow_factor, min(start_time) AS slow_first, max(end_time) AS slow_last
+    FROM straggler_episodes
+    WHERE basis = 'repeat' AND end_time < $as_of AND start_time >= $as_of - to_days($expiry_days)
+    GROUP BY host HAVING count(DISTINCT job_id) >= 2
 ), candidates AS (
-    SELECT coalesce(h.host, l.host, k.host, b.host, o.host) AS host, o.* EXCLUDE (host), o.host IS NOT NULL AS is_offender, h.*  EXCLUDE (host), l.score AS lemon_score, l.suggested_component,
+    SELECT coalesce(h.host, l.host, k.host, b.host, o.host, s.host) AS host, s.* EXCLUDE (host), s.host IS NOT NULL AS is_slow, o.* EXCLUDE (host), o.host IS NOT NULL AS is_offender, h.*  EXCLUDE (host), l.score AS lemon_score, l.suggested_component,
            l.top_signals, k.p_incident, k.model AS risk_model, l.host IS NOT NULL AS is_lemon,
            b.bench_run, b.bench_time, b.bench_failing, coalesce(b.bench_repeated, false) AS bench_repeated,
            b.host IS NOT NULL AS bench_failed
     FROM per_host h FULL JOIN lemons l USING (host) FULL JOIN (SELECT * FROM risk WHERE p_incident >= $risk_p7) k USING (host)
-         FULL JOIN bench b USING (host) FULL JOIN offenders o USING (host)
+         FULL JOIN bench b USING (host) FULL JOIN offenders o USING (host) FULL JOIN slow s USING (host)
 ), laddered AS (
     SELECT c.*, j.jobs,
         CASE WHEN c.is_lemon OR c.confirmed_since_repair OR c.bench_repeated OR c.escalation = 'rma' THEN 'drain_now'
              WHEN coalesce(c.confirmed_incidents, 0) >= $repeat_min OR c.p_incident IS NOT NULL OR c.bench_failed
-                  OR c.is_offender THEN 'drain_after_job'
+                  OR c.is_offender OR c.is_slow THEN 'drain_after_job'
              ELSE 'watch' END AS action,
         -- back in service and clean since: the evidence no longer holds the node
         c.returned_at IS NOT NULL AND c.returned_at >= c.last_evidence
@@ -136,6 +145,8 @@ SELECT host, $as_of::TIMESTAMP AS as_of, action,
             WHEN bench_repeated THEN 'failed validation again (' || bench_run || ': ' || array_to_string(bench_failing[1:3], ', ') || ')'
             WHEN coalesce(confirmed_incidents, 0) >= $repeat_min THEN confirmed_incidents || ' confirmed incidents in ' || $expiry_days || ' days'
             WHEN bench_failed THEN 'failed validation ' || bench_run || ' (' || array_to_string(bench_failing[1:3], ', ') || ')'
+            WHEN is_slow THEN 'slow node: straggled in ' || slow_job_count || ' jobs at ' || format('{:.2f}', slow_factor)
+                              || 'x the pace of its peers (median): validate before new work'
             WHEN p_incident IS NOT NULL THEN 'incident risk ' || round(p_incident, 2) || ' within 7 days (' || risk_model || ')'
             ELSE 'first incident: ' || cause END
        -- a node held for something else, or only watched, says why its critical incident does not drain it
@@ -144,17 +155,18 @@ SELECT host, $as_of::TIMESTAMP AS as_of, action,
        CASE WHEN NOT is_lemon AND NOT coalesce(confirmed_since_repair, false)
                  AND (bench_repeated OR (bench_failed AND coalesce(confirmed_incidents, 0) < $repeat_min)) THEN 'benchmark'
             WHEN is_offender AND NOT is_lemon THEN offender_cause
-            ELSE coalesce(cause, CASE WHEN is_lemon THEN 'lemon' ELSE 'risk' END) END AS cause,
+            ELSE coalesce(cause, CASE WHEN is_lemon THEN 'lemon' WHEN is_slow THEN 'degraded_pace' ELSE 'risk' END) END AS cause,
        -- a repeat offender at its threshold scores 0.5, at twice it 1
        round(greatest(coalesce(lemon_score, 0), coalesce(p_incident, 0), least(coalesce(confirmed_incidents, 0) / 4.0, 1),
-                      least(coalesce(offender_incidents, 0) / (2.0 * coalesce(offender_threshold, 1)), 1)), 3) AS score,
-       coalesce(event_times, []) AS event_times, coalesce(jobs, []) AS jobs, coalesce(tickets, []) AS tickets,
+                      least(coalesce(offender_incidents, 0) / (2.0 * coalesce(offender_threshold, 1)), 1),
+                      least(coalesce(slow_job_count, 0) / 4.0, 1)), 3) AS score,
+       coalesce(event_times, []) AS event_times, list_sort(list_distinct(coalesce(jobs, []) || coalesce(slow_jobs, []))) AS jobs, coalesce(tickets, []) AS tickets,
        CASE WHEN bench_failed THEN [bench_run || ': ' || m FOR m IN bench_failing] ELSE [] END AS benchmarks,
-       coalesce(least(first_evidence, bench_time), $as_of::TIMESTAMP) AS since,
-       coalesce(greatest(last_evidence, bench_time), $as_of::TIMESTAMP) + to_days($expiry_days) AS expires,
+       coalesce(least(first_evidence, bench_time, slow_first), $as_of::TIMESTAMP) AS since,
+       coalesce(greatest(last_evidence, bench_time, slow_last), $as_of::TIMESTAMP) + to_days($expiry_days) AS expires,
        action = 'drain_now' AS suggest_ticket,
        coalesce(suggested_component, CASE WHEN escalation = 'rma' THEN offender_cause END) AS suggested_component,
        critical_event, checks_passed, jobs_completed, restarted_at, returned_to_service
 FROM laddered
-WHERE NOT coalesce(stayed_clean, false) OR is_lemon OR bench_failed OR is_offender
+WHERE NOT coalesce(stayed_clean, false) OR is_lemon OR bench_failed OR is_offender OR is_slow
 ORDER BY action, host;
