@@ -21,7 +21,8 @@ from analysis.ingest import sources
 
 SQL_DIR = resources.sql_dir()
 RAW_TABLE = "{raw_table}"
-STAGES = ("schema", "ingest", "derive", "metrics", "models", "criteria", "telemetry", "report", "ops", "fleet")
+STAGES = ("schema", "ingest", "derive", "metrics", "models", "criteria", "telemetry", "report", "ops", "fleet",
+          "alerts")
 _NAME = re.compile(r"(?P<stage>[a-z]+)/[a-z0-9_]+")  # '<stage>/<name>'
 # a table or view a statement declares (temporary ones aside): the names count and table_exists accept
 _DECLARED = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)",

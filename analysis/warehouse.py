@@ -42,7 +42,9 @@ def missing_warehouse(path: Path | str) -> str:
     blocker = file_in_the_way(path)
     if blocker is not None:
         return f"no warehouse at {path}: {blocker} is a file, not a folder; give --db a path inside a folder"
-    hint = "run `goodput run --source DIR` first"
+    from analysis.commands.hints import follow_up  # the hint repeats the --db given (issue 34)
+
+    hint = f"run `{follow_up('run', source='DIR', db=str(path))}` first"
     if DEMO_DB.is_file() and Path(path).resolve() != DEMO_DB.resolve():  # after `make demo`, a bare `goodput why`
         hint += f", or read the demo's: --db {DEMO_DB}"
     return f"no warehouse at {path}: {hint}"

@@ -5,7 +5,7 @@ from dagster import AssetCheckResult, MaterializeResult, MetadataValue, asset, a
 
 from analysis.commands import data_health
 from analysis.fleet import identity
-from analysis.nodes import exports
+from analysis.nodes import exports, lifecycle
 from analysis.nodes import node_models
 from analysis.nodes.lemon_scoring import NoHistory
 from analysis.version import made_by
@@ -62,7 +62,9 @@ def drain_share_sane(warehouse: Warehouse, models: ModelSettings) -> AssetCheckR
 
 
 @asset(deps=[node_actions], group_name="models",
-       description="OUT/exports/: blocklist.txt (Slurm hostlist), drain.sh (scontrol, never run by goodput), "
+       description="OUT/exports/: blocklist.txt (Slurm hostlist), drain.sh (scontrol; kubectl.sh and "
+                   "node_conditions.json with ModelSettings.export_platform kubernetes or both; never run by goodput, "
+                   "each checks the live state before it acts: docs/node-exports.md), "
                    "blocklist.json (schemas/blocklist.schema.json), validation_plan.json (Anubis Selector).")
 @unless_unchanged
 @withheld_on_error
@@ -75,6 +77,9 @@ def node_exports(warehouse: Warehouse, models: ModelSettings, report_settings: R
         plan = exports.latest_plan(con, as_of)
         slurm = exports.slurm_out_of_service(con, as_of)
         cluster = identity.cluster_of(con)
+        fleet = node_models.fleet_size(con)
+        resume = lifecycle.resume_candidates(con)  # repaired and validated since goodput drained them
     paths = exports.write_exports(actions, Path(report_settings.out_dir) / "exports", as_of,
-                                  made_by(warehouse.db_path), models.ladder(), plan, slurm, cluster)
+                                  made_by(warehouse.db_path), models.ladder(), plan, slurm, cluster,
+                                  resume=resume, platform=models.export_platform, fleet=fleet)
     return MaterializeResult(metadata={name: MetadataValue.path(str(p)) for name, p in paths.items()})

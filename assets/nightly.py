@@ -13,7 +13,7 @@ from analysis.commands import diagnose
 from analysis.ingest import daily
 from analysis.ingest.sources import SOURCES
 from assets.graph import writes
-from assets.resources import MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
+from assets.resources import LogSources, MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
 from assets.unchanged import unless_unchanged
 
 # Event and job time, by day. Ingestion stays file-incremental (a dump or a log
@@ -80,9 +80,10 @@ def volume_steady(context, warehouse: Warehouse) -> AssetCheckResult:
        description="The self-contained HTML reliability report for the day (and latest.html).")
 # It reads every table, and its banner the data health of the moment (files ingested in the last day)
 @unless_unchanged(upstream="all", extra=lambda con, day, kw: _health(con, date.fromisoformat(day),
-                                                                     kw["report_settings"]).rows())
+                                                                     kw["report_settings"]).rows()
+                  + [("price", repr(_price(kw["sources"])))])
 def reliability_report(context: AssetExecutionContext, warehouse: Warehouse, report_settings: ReportSettings,
-                       settings: MetricsSettings, taxonomy: TaxonomyConfig) -> MaterializeResult:
+                       settings: MetricsSettings, taxonomy: TaxonomyConfig, sources: LogSources) -> MaterializeResult:
     from reports.render import render_with_headline
 
     tax = taxonomy.load()
@@ -90,9 +91,19 @@ def reliability_report(context: AssetExecutionContext, warehouse: Warehouse, rep
         health = _health(con, _day(context), report_settings)
         path, numbers = render_with_headline(con, _day(context), Path(report_settings.out_dir) / "reports",
                                              settings.restart_min / 60, settings.checkpoint_min / 60,
-                                             (tax.before_s, tax.after_s), taxonomy.crash_loop_min, tax.labels(), health)
+                                             (tax.before_s, tax.after_s), taxonomy.crash_loop_min, tax.labels(), health,
+                                             price=_price(sources))
     return MaterializeResult(metadata={"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size,
                                        "data_health": data_health.status(health), **numbers})
+
+
+def _price(sources: LogSources) -> dict | None:
+    """goodput.yaml's price per GPU-hour (None: the report shows GPU-hours only); a bad file already failed the
+    ingest, which names it."""
+    try:
+        return sources.options().price
+    except ValueError:
+        return None
 
 
 def _health(con, day: date, report_settings: ReportSettings):

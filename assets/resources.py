@@ -101,6 +101,13 @@ class ReportSettings(ConfigurableResource):
     max_reject_rate: float = data_health.MAX_REJECT_RATE
 
 
+class AlertSettings(ConfigurableResource):
+    """Where `goodput run` posts the alerts of new drain and escalation decisions (docs/alerts.md): an Alertmanager's
+    URL, default $GOODPUT_ALERTMANAGER_URL. None: nothing is sent (goodput is offline); the payload is written."""
+    alertmanager_url: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_ALERTMANAGER_URL") or None)
+    timeout_s: float = 5.0
+
+
 class ModelSettings(ConfigurableResource):
     """Lemon and blocklist settings. labels_file: the operator's lemon labels
     (default $GOODPUT_LABELS, else labels/lemons.csv in the source directory);
@@ -118,6 +125,9 @@ class ModelSettings(ConfigurableResource):
     risk_p7: float = 0.5
     max_drain_share: float = 0.10
     max_drain_floor: int = 5
+    # the nodes' scheduler, which scripts node_exports writes: slurm (drain.sh), kubernetes (kubectl.sh and
+    # node_conditions.json) or both (`goodput export --platform`, docs/node-exports.md)
+    export_platform: str = "slurm"
     # back in service after a critical incident no ticket closes (analysis.nodes.exports.LadderConfig)
     clean_checks: int = 1
     clean_jobs: int = 3
@@ -215,6 +225,7 @@ def build_resources(db: Path | None = None, source: Path | None = None, out: Pat
             "models": models or ModelSettings(), "criteria": CriteriaSettings(),
             "telemetry_settings": TelemetrySettings(), "settings": MetricsSettings(),
             "report_settings": ReportSettings(out_dir=str(out)) if out else ReportSettings(),
+            "alert_settings": AlertSettings(),
             "taxonomy": TaxonomyConfig(rules_file=str(rules_file)) if rules_file else TaxonomyConfig(),
             "sources": LogSources(source_dir=str(Path(source).resolve()), tz=tz, sacct_delimiter=sacct_delimiter,
                                   boot_times=boot_times or {}) if source else LogSources()}

@@ -40,6 +40,7 @@ EXCLUDED = {
     "ingested_files.verified_at": "wall-clock time of ingestion",
     "derived_marks.ingested_through": "the newest ingested_at (wall clock)",
     "model_evaluation.trained_at": "wall-clock time of training",
+    "node_action_history.built_at": "wall-clock time the node actions were built",
     "goodput_schema.digest": "sha256 of the schema's SQL text: a code-version digest (columns are compared apart)",
 }
 

@@ -13,8 +13,9 @@ from typing import Callable
 import polars as pl
 from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
 
-from analysis import fingerprints, sql, warehouse
+from analysis import alerts, fingerprints, sql, warehouse
 from analysis.commands import data_health
+from analysis.commands.hints import follow_up
 from analysis.commands import diagnose
 from analysis.commands.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
 from analysis.display import printable
@@ -78,8 +79,8 @@ class RunResult:
         for path, source, status, message in self.problems.head(PROBLEMS_SHOWN).iter_rows():
             lines.append(printable(f"  {status}: {path}: {message}"))
         if self.problems.height > PROBLEMS_SHOWN:
-            lines.append(f"  ... and {self.problems.height - PROBLEMS_SHOWN} more: goodput sql \"SELECT path, message "
-                         "FROM ingested_files WHERE status IN ('unrecognised', 'error')\"")
+            lines.append(f"  ... and {self.problems.height - PROBLEMS_SHOWN} more: " + follow_up(
+                "sql", "SELECT path, message FROM ingested_files WHERE status IN ('unrecognised', 'error')", db=self.db))
         lines += [f"WARNING: {w}" for w in self.warned]
         lines += [f"DEGRADED: {d}" for d in self.degraded]
         lines += [f"FAILED: {f}" for f in self.failed]
@@ -92,7 +93,7 @@ class RunResult:
         lines += self._unclassified_lines()
         if self.unchanged:
             lines.append(f"{self.unchanged} of {self.steps} steps unchanged since the last run (their inputs did not "
-                         "change; `goodput run --rebuild` rebuilds everything).")
+                         "change; `goodput run --rebuild` rebuilds everything).")  # the flag, not a line to paste
         if self.status == data_health.OK:
             lines.append("All assets materialized; all checks passed.")
         if self.report_path:
@@ -112,7 +113,7 @@ class RunResult:
         return [printable(f"Reasons not understood: {u['texts'][0]} distinct drain reason, ticket or health message text(s)"
                           f" ({u['all_events'][0]} events), e.g. {examples}"),
                 "  add a rule for them under `reasons:` in your rules file (goodput run --rules FILE): "
-                "goodput sql \"SELECT * FROM unclassified_reasons\" lists them all"]
+                + follow_up("sql", "SELECT * FROM unclassified_reasons", db=self.db) + " lists them all"]
 
     def _health_lines(self) -> list[str]:
         if not self.health.height:
@@ -223,8 +224,14 @@ def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, s
         failed.append("the report was not built")
     summary.write_csv(out / "ingest_summary.csv")
     unchanged = sum(bool(_meta(e, UNCHANGED)) for e in materialized)
-    return RunResult(not failed, summary, problems, failed, warned, db, report, not_built, errors_log, health, degraded,
-                     unchanged, len(materialized), unclassified)
+    result = RunResult(not failed, summary, problems, failed, warned, db, report, not_built, errors_log, health,
+                       degraded, unchanged, len(materialized), unclassified)
+    # what SREs watch (docs/alerts.md): the metrics file and the new drains' alerts, once the run's status is known
+    sent_to = resources["alert_settings"]
+    for problem in alerts.publish(db, out, result.status, health, report, sent_to.alertmanager_url, sent_to.timeout_s):
+        warn(problem)
+        warned.append(problem)
+    return result
 
 
 def _forget_built(db: Path) -> None:

@@ -164,7 +164,8 @@ def mttf_by_size(mttf: pl.DataFrame, projection: pl.DataFrame) -> dict:
         x=alt.X("gpus:Q", scale=alt.Scale(type="log")), y="projected_mttf_hours:Q",
         tooltip=["gpus:Q", alt.Tooltip("projected_mttf_hours:Q", format=".2f")])
     label = proj.transform_window(rank="rank()", sort=[alt.SortField("gpus", order="descending")]).transform_filter(
-        "datum.rank == 1").mark_text(align="right", dx=-4, dy=-8, fontSize=10, color="#d62728").encode(
+        # under the line's right end: 1/N falls to the right, so the line runs above the text, never through it
+        "datum.rank == 1").mark_text(align="right", baseline="top", dx=-4, dy=8, fontSize=10, color="#d62728").encode(
         text=alt.value("projection: 1/N at the fleet's r"))
     return vega_spec(alt.layer(bars, points, proj, label).properties(height=280), mttf=measured,
                  projection=_projection_span(projection.filter(pl.col("projected_mttf_hours").is_not_null()),

@@ -9,6 +9,7 @@ import polars as pl
 
 from analysis.derive.taxonomy import cause_label
 from analysis.fleet.trend import WINDOW_DAYS
+from reports.headline import loss_split
 from reports.charts import CAPACITY_PARTS
 from reports.render import RUN_MIN_GPUS, RUN_MIN_HOURS, fmt_num, fmt_pct
 
@@ -160,11 +161,12 @@ def capacity_rows(data: list) -> list[dict]:
     caps = {c.name: c.report["capacity"] for c in data if c.report["capacity"]}
     rows = [_row("capacity_gpu_hours", "GPU-hours of capacity",
                  {n: _cell(v["gpu_hours"], f"{fmt_num(v['gpu_hours'])} over {fmt_num(v['days'])} days") for n, v in caps.items()})]
-    # the losses are a few percent or less: two decimals, or they would all read 0.0%
-    rows += [_row(f"share:{key}", name, {n: _cell(v[key], fmt_pct(v[key], 1 if key in ("productive", "idle") else 2))
-                                         for n, v in caps.items()}) for key, name in CAPACITY_PARTS]
-    return rows + [_row("win_back", "reliability can win back", {n: _cell(v["win_back"], fmt_pct(v["win_back"], 2))
-                                                                  for n, v in caps.items()})]
+    # each cluster's shares as its own report prints them: percent to a tenth, rounded so that they add up
+    shown = {n: loss_split(v) for n, v in caps.items()}
+    rows += [_row(f"share:{key}", name, {n: _cell(sp["parts"][key], f"{sp['parts'][key]:.1f}%") for n, sp in shown.items()})
+             for key, name in CAPACITY_PARTS]
+    return rows + [_row("win_back", "reliability can win back", {n: _cell(sp["win_back"], f"{sp['win_back']:.1f}%")
+                                                                  for n, sp in shown.items()})]
 
 
 def second_order_rows(data: list) -> list[dict]:
@@ -177,8 +179,10 @@ def second_order_rows(data: list) -> list[dict]:
     return [_row("second_order_instances", "second-order preemptions",
                  {n: _cell(s, fmt_num(s)) for n, v in lost.items() for s in [sum(x["instances"] for x in v)]}),
             _row("second_order_gpu_hours", "GPU-hours they lost", {n: _cell(v, fmt_num(v, 1)) for n, v in hours.items()}),
-            _row("share:second_order", "share of capacity", {n: _cell(v["second_order"], fmt_pct(v["second_order"], 2))
-                                                             for n, v in caps.items()}),
+            # the capacity split's part, as the cluster's report prints it (reports/headline.py)
+            _row("second_order_share", "share of capacity",
+                 {n: _cell(sp["parts"]["second_order"], f"{sp['parts']['second_order']:.1f}%")
+                  for n, v in caps.items() for sp in [loss_split(v)]}),
             _row("second_order_per_infra", "per GPU-hour the failures themselves lost",
                  {n: _cell(v, fmt_num(v, 2) if v is not None else "no infrastructure loss") for n, v in ratio.items()})]
 

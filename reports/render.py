@@ -19,9 +19,10 @@ from analysis.criteria.learn import CriteriaConfig
 from analysis.derive import ettr
 from analysis.derive.metrics import PROJECTION_GPUS, fleet_gpus_per_node
 from analysis.derive.taxonomy import cause_label, load as load_taxonomy
+from analysis.fmt import fmt_num, fmt_pct  # the templates' `num` and `pct`, and the terminal's numbers
 from analysis.ingest.hosts import compress_hostlist
 from analysis.nodes.exports import DRAIN_ACTIONS, slurm_out_of_service, with_slurm
-from reports import charts
+from reports import charts, cost, headline
 
 TEMPLATES = resources.path("reports", "templates")
 
@@ -41,14 +42,6 @@ def _json(spec: dict) -> Markup:
     return Markup(text)
 
 
-def fmt_pct(value, digits: int = 1) -> str:
-    return "n/a" if value is None or value != value else f"{100 * value:.{digits}f}%"  # value != value: NaN
-
-
-def fmt_num(value, digits: int = 0) -> str:
-    return "n/a" if value is None or value != value else f"{value:,.{digits}f}"
-
-
 def _count(value, noun: str) -> str:
     """'1 job run', '2 job runs': a caption reads as a sentence."""
     return f"{fmt_num(value)} {noun}{'' if value == 1 else 's'}"
@@ -57,7 +50,9 @@ def _count(value, noun: str) -> str:
 def template_env(labels: dict[str, str] | None = None) -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=fmt_pct, num=fmt_num, count=_count, spec=_json, cause=lambda c: _cause(c, labels or {}))
+    env.filters.update(pct=fmt_pct, num=fmt_num, count=_count, spec=_json, cause=lambda c: _cause(c, labels or {}),
+                       causes_in_words=lambda t: _causes_in_words(t, labels or {}),
+                       p1=lambda v: f"{v:.1f}%")  # a share already in percent, one decimal (reports/headline.py)
     return env
 
 
@@ -67,6 +62,18 @@ def _cause(ids, labels: dict[str, str]) -> Markup:
         return Markup("")
     return Markup(", ").join(Markup('<span title="{}">{}</span>').format(c, cause_label(c, labels))
                              for c in str(ids).split(", "))
+
+
+def _causes_in_words(text: str | None, labels: dict[str, str]) -> Markup:
+    """A reason the ladder wrote ("first incident: gpu_unavailable") with each cause id in words, the id in a
+    tooltip; the rest escaped (reasons quote operators' text)."""
+    if not text:
+        return Markup("")
+    ids = sorted((c for c in labels if c in text), key=len, reverse=True)
+    if not ids:
+        return Markup.escape(text)
+    parts = re.split(r"\b(" + "|".join(map(re.escape, ids)) + r")\b", text)
+    return Markup("").join(_cause(p, labels) if i % 2 else Markup.escape(p) for i, p in enumerate(parts))
 
 
 RUN_MIN_GPUS, RUN_MIN_HOURS = 8, 6  # runs plotted against the expected-ETTR curve
@@ -296,17 +303,27 @@ def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:
     if not {"lemon_scores", "node_actions", "model_evaluation"} <= present:
         return None
     q = lambda name: sql.query(con, name)  # noqa: E731
-    actions, lemons = q("report/node_actions"), q("report/lemons")
+    actions, lemons, evaluation = q("report/node_actions"), q("report/lemons"), q("report/model_evaluation")
     # the nodes Slurm already has drained: the table says what drain.sh does with them, by the exports' rule
     actions = with_slurm(actions, slurm_out_of_service(con, actions["as_of"][0]) if actions.height else None)
     drains = actions.filter(pl.col("action").is_in(DRAIN_ACTIONS))["host"].to_list()
+    # the table: what drains, and what is watched for more than a first incident (the rest in the appendix)
+    shown = actions.filter(pl.col("action").is_in(DRAIN_ACTIONS) | (pl.col("score") > 0))
     risk = q("report/risk") if "node_risk" in present else pl.DataFrame()
     return {
         "as_of": lemons["as_of"][0] if lemons.height else None,
         "method": lemons["method"][0] if lemons.height else None,
-        "lemons": lemons.to_dicts(), "evaluation": q("report/model_evaluation").to_dicts(), "min_held_out": MIN_HELD_OUT,
+        "lemons": lemons.to_dicts(), "evaluation": evaluation.to_dicts(), "min_held_out": MIN_HELD_OUT,
+        # what is shown: lemons with a score or the verdict; the rest named in the appendix
+        "lemons_shown": lemons.filter((pl.col("score") > 0) | pl.col("is_lemon")).to_dicts(),
+        "lemons_zero": lemons.filter((pl.col("score") == 0) & ~pl.col("is_lemon"))["host"].to_list(),
+        "evaluation_judged": bool(evaluation.height and (evaluation["n"].fill_null(0) >= MIN_HELD_OUT).any()),
+        "risk_known": bool(actions.height and actions["p_incident_7d"].is_not_null().any()),
         "counts": dict(actions.group_by("action").len().iter_rows()), "left_alone": int(actions["left_alone"].sum()),
-        "actions": actions.head(20).to_dicts(), "more_actions": max(actions.height - 20, 0),
+        "actions": actions.head(20).to_dicts(), "more_actions": max(shown.height - 20, 0),
+        "actions_shown": shown.head(20).to_dicts(),
+        "actions_zero": actions.filter((pl.col("action") == "watch") & (pl.col("score") == 0)).to_dicts(),
+        "all_actions": actions.to_dicts(),
         "drain_hostlist": compress_hostlist(drains),
         "plan": q("report/validation_plan").row(0, named=True) if "validation_plan" in present else None,
         "risk_nodes": risk.height,
@@ -347,6 +364,13 @@ def telemetry_alerts(con: duckdb.DuckDBPyConnection, day: date) -> dict | None:
             if "detector_evaluation" in present else []}
 
 
+def first_screen(con: duckdb.DuckDBPyConnection, day: date, context: dict, labels: dict[str, str]) -> dict:
+    """The headline's split, top actions and change since the previous period (reports/headline.py)."""
+    spans = sql.query(con, "report/data_days").row(0) if "source_spans" in _present(con) else (None, None)
+    return headline.first_screen(context, context["models"], sql.query(con, "report/goodput_days", {"day": day}),
+                                 spans, labels)
+
+
 def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
                   dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5,
                   labels: dict[str, str] | None = None) -> Path:
@@ -356,18 +380,27 @@ def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h
 
 def render_with_headline(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
                          dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5,
-                         labels: dict[str, str] | None = None, health: pl.DataFrame | None = None) -> tuple[Path, dict]:
+                         labels: dict[str, str] | None = None, health: pl.DataFrame | None = None,
+                         price: dict | None = None) -> tuple[Path, dict]:
     """render_report, and the headline numbers it shows (the report asset's metadata), from the same queries.
     ``health`` (analysis.commands.data_health.assess): what the run could not use, the banner at the top."""
     labels = labels if labels is not None else load_taxonomy().labels()
     context = gather(con, day, u0_h, dt_h, window, crash_loop_min, labels)
     context["health"] = health.to_dicts() if health is not None else []
     context["models"] = node_models(con)
+    context["first"] = first_screen(con, day, context, labels)
+    # money, when goodput.yaml prices a GPU-hour (reports/cost.py): per account and partition, and the weekly trend
+    context["price"] = price
+    context["loss_by_account"] = cost.priced(pl.DataFrame(context["loss_by_account"]), price).to_dicts() \
+        if context["loss_by_account"] else []
+    context["account_trend"] = cost.account_trend(sql.query(con, "report/loss_by_account_week", {"day": day}), price)
     context["criteria"] = benchmark_criteria(con)
     context["telemetry"] = telemetry_alerts(con, day)
     if context["models"] and context["models"]["chart"]:
         context["charts"]["risk"] = context["models"]["chart"]
-    html = template_env(labels).get_template("report.html.j2").render(**context, javascript=Markup(inline_javascript()))
+    env = template_env(labels)
+    env.filters["money"] = lambda v, partition=None: cost.money(v, price, partition)
+    html = env.get_template("report.html.j2").render(**context, javascript=Markup(inline_javascript()))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"reliability-{day:%Y-%m-%d}.html"
     path.write_text(html)

@@ -14,6 +14,7 @@ file's callers are found by grepping that name (tests/test_sql_layout.py checks 
     ops/        the run's own records: schema digest, fingerprints, marks, withheld steps, data health, daily
                 checks, run summaries, diagnostics, the sensor, bench helpers
     fleet/      across clusters: each cluster's warehouse attached read-only, a view per table with its cluster
+    alerts/     what SREs watch: the metrics file for Prometheus, the new drains' Alertmanager alerts
 
 The source registry's statements (ingest/insert_raw_rows, ingest/delete_files_rows,
 ingest/accounting_check_run) have a line naming {raw_table} that analysis.sql writes once per raw table.

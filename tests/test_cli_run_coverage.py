@@ -28,12 +28,12 @@ def test_a_misnamed_folder_warns_with_the_right_name(tmp_path):
     shutil.copytree(DEMO_SOURCE, src)
     (src / "slurm").rename(src / "sacct")
     result = run(src, tmp_path)
-    # no jobs: a report on the nodes' history alone, and a degraded run (a cron job must hear it)
-    assert result.exit_code == EXIT_DEGRADED, result.output
-    assert "no job in the Slurm accounting: the report covers the nodes' history only" in result.output
-    warned = warnings(result)
-    assert "WARNING: 1 file(s) in folder sacct/ were not read, it is not a source folder: did you mean slurm/?" in warned
-    assert any("no Slurm accounting" in w for w in warned)
+    # slurm/ is the one source goodput requires (issue 34: `check` and `run` judge alike): refused before any work,
+    # naming the folder that was probably meant
+    assert result.exit_code == 1, result.output
+    assert "has no file in slurm/ (sacct dumps), the one source goodput requires" in result.output
+    assert "1 file(s) in folder sacct/ were not read, it is not a source folder: did you mean slurm/?" in result.output
+    assert not (tmp_path / "w.duckdb").exists()
 
 
 def test_only_misnamed_folders_fail_before_any_work(tmp_path):
@@ -75,9 +75,11 @@ def test_no_row_from_any_source_fails_the_run(tmp_path):
     (src / "telemetry" / "notes.csv").write_text("this is not telemetry\n")
     (src / "topology").mkdir()
     (src / "topology" / "cabling.csv").write_text("zzz\n")
+    (src / "slurm").mkdir()
+    (src / "slurm" / "sacct.txt").write_text("not an accounting dump\n")
     result = run(src, tmp_path)
     assert result.exit_code == 1
-    assert "FAILED: none of the 2 file(s) in source folders produced a row" in result.output
+    assert "FAILED: none of the 3 file(s) in source folders produced a row" in result.output
     assert "Traceback" not in result.output
 
 

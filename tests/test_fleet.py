@@ -24,7 +24,7 @@ from pipelines.runner import run_pipeline
 CLUSTERS = ("a", "b")
 # The run's own bookkeeping (when and from what each step was built) and the warehouse's name for itself.
 MACHINERY = {"asset_inputs", "derived_marks", "goodput_schema", "withheld_steps", "warehouse_cluster"}
-WALL_CLOCK = {"ingested_at", "verified_at", "trained_at"}  # when a file was read or a model trained
+WALL_CLOCK = {"ingested_at", "verified_at", "trained_at", "built_at"}  # when a file was read, a model trained, actions built
 
 
 @pytest.fixture(scope="module")
@@ -92,9 +92,8 @@ def test_no_export_of_one_cluster_names_a_host_of_the_other(fleet):
         own = {h for (h,) in con.execute("SELECT DISTINCT host FROM node_events WHERE cluster = ?", [c]).fetchall()}
         assert hosts <= own, (c, hosts - own)
         assert hosts == _exported_hosts(root / "alone-out" / c / "exports"), c  # what a run of it alone exports
-        for line in (exports / "drain.sh").read_text().splitlines():
-            if line.startswith("scontrol"):  # each drain line names its own cluster
-                assert line.startswith(f"scontrol --clusters={c} update NodeName="), line
+        lines = (exports / "drain.sh").read_text().splitlines()  # every scontrol and sinfo call names its cluster
+        assert f"SCONTROL=(scontrol --clusters={c})" in lines and f"SINFO=(sinfo --clusters={c})" in lines
         exported[c] = hosts
     assert any(exported.values())  # the small profile fails often enough that something is exported
     other = {h for (h,) in con.execute("SELECT DISTINCT host FROM node_events WHERE cluster = 'b'").fetchall()}
@@ -107,7 +106,7 @@ def test_sql_over_the_fleet_and_the_parquet_lake_keep_the_clusters_apart(fleet):
     runner = CliRunner()
     each = {c: duckdb.connect(str(root / "db" / f"{c}.duckdb"), read_only=True).execute(
         "SELECT count(*) FROM jobs").fetchall()[0][0] for c in CLUSTERS}
-    answer = runner.invoke(main, ["sql", "--fleet", str(root / "db"), "--json",
+    answer = runner.invoke(main, ["sql", "--db-dir", str(root / "db"), "--json",
                                   "SELECT cluster, count(*) AS n FROM jobs GROUP BY ALL ORDER BY cluster"])
     assert answer.exit_code == 0, answer.output
     assert {r["cluster"]: r["n"] for r in json.loads(answer.output)} == each
@@ -115,10 +114,10 @@ def test_sql_over_the_fleet_and_the_parquet_lake_keep_the_clusters_apart(fleet):
     for view in ("node_states", "event_episodes"):
         own = {c: duckdb.connect(str(root / "db" / f"{c}.duckdb"), read_only=True).execute(
             f"SELECT count(*) FROM {view}").fetchall()[0][0] for c in CLUSTERS}
-        answer = runner.invoke(main, ["sql", "--fleet", str(root / "db"), "--json",
+        answer = runner.invoke(main, ["sql", "--db-dir", str(root / "db"), "--json",
                                       f"SELECT cluster, count(*) AS n FROM {view} GROUP BY ALL ORDER BY cluster"])
         assert answer.exit_code == 0 and {r["cluster"]: r["n"] for r in json.loads(answer.output)} == own, view
-    refused = runner.invoke(main, ["sql", "--fleet", str(root / "db"), f"ATTACH '{root}/x.duckdb' AS x"])
+    refused = runner.invoke(main, ["sql", "--db-dir", str(root / "db"), f"ATTACH '{root}/x.duckdb' AS x"])
     assert refused.exit_code != 0 and "refused" in refused.output
     lake = root / "lake"
     exported = runner.invoke(main, ["fleet", "export", "--db-dir", str(root / "db"), "--parquet", str(lake)])

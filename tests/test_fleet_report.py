@@ -13,6 +13,7 @@ from analysis.resources import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.runner import run_pipeline
+from reports.headline import loss_split
 from reports.fleet import DT_H, U0_H, render_fleet_report
 from reports.render import fmt_num, gather, node_models
 from tests.shared import quick_telemetry
@@ -116,8 +117,9 @@ def test_numbers_are_each_clusters_own_report(fleet, own):
         measured = [r for r in g["mttf"] if r["mttf_hours"] is not None]
         assert measured and all(float(value(f"mttf:{r['bucket_gpus']}")) == r["mttf_hours"] for r in measured)
         assert float(value("runs")) == g["runs"] and float(value("runs_mean_ettr")) == g["runs_mean_ettr"]
+        # the shares as the cluster's report prints them (percent to a tenth, adding up: reports/headline.py)
         assert {p["key"]: float(value(f"share:{p['key']}")) for p in g["capacity"]["parts"]} == \
-            {p["key"]: p["share"] for p in g["capacity"]["parts"]}
+            loss_split(g["capacity"])["parts"]
         assert {k: float(value(k)) for k in m["counts"]} == m["counts"] and float(value("left_alone")) == m["left_alone"]
         lemons = [lem for lem in m["lemons"] if lem["is_lemon"]]  # the report's table (all of them, so few)
         assert len(lemons) < len(m["lemons"]) and float(value("lemons")) == len(lemons)
@@ -134,7 +136,7 @@ def test_numbers_match_the_clusters_html(fleet):
         page = report.read_text()
         r = float(re.search(r'id="r" data-r="([^"]+)"', page)[1])
         assert float(cells[(cluster, "r_per_1000_node_days")]) == pytest.approx(r, rel=1e-12)
-        shares = re.findall(r'data-share="([^"]+)"', page)
+        shares = re.findall(r'<td class="n" data-share="([^"]+)">', page)  # the capacity table, as printed
         keys = ("productive", "infrastructure", "second_order", "user_failures", "preemptions", "stragglers", "idle")
         assert [cells[(cluster, f"share:{k}")] for k in keys] == shares
 

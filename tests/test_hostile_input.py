@@ -348,7 +348,8 @@ def test_symbolic_link_out_of_the_source_tree_is_not_followed(tmp_path, con):
     (tmp_path / "src" / "kernel" / "gpu001.log").write_text(XID.format(1) + "\n")
     (tmp_path / "src" / "kernel" / "current.log").symlink_to("gpu001.log")  # inside the tree: read once, as its target
     out = {Path(o.path).name: o for o in ingest_directory(con, tmp_path / "src").outcomes}
-    assert sorted(out) == ["gpu001.log", "loop.log", "x.log"]
+    assert sorted(out) == ["current.log", "gpu001.log", "loop.log", "x.log"]
+    assert out["current.log"].status == "duplicate" and "symbolic link" in out["current.log"].message  # recorded, not read
     assert out["x.log"].status == "unrecognised" and "outside the source directory" in out["x.log"].message
     assert out["loop.log"].status == "unrecognised" and "loop" in out["loop.log"].message
     assert con.execute("SELECT count(*) FROM rejects WHERE raw LIKE '%root%'").fetchall()[0][0] == 0

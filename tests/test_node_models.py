@@ -176,23 +176,29 @@ def test_exports_round_trip(cluster, tmp_path):
         assert f"# left alone: {host} is already " in script and f"(reason: {reason});" in script
 
 
-SCONTROL = re.compile(r'^scontrol update NodeName=(\S+) State=(DRAIN|DOWN) Reason="goodput: (drain_now|drain_after_job) '
-                      r'[A-Za-z0-9 _.:=,/()+-]*"$')
+PLAN_LINE = re.compile(r"^([A-Za-z0-9._-]+)\|(drain_now|drain_after_job|resume)\|(in_service|out)\|([A-Za-z0-9_+*-]+)\|"
+                       r"goodput: (drain_now|drain_after_job|resume) [A-Za-z0-9 _.:=,/()+-]*$")
 
 
 def _drain_script_hosts(script: str) -> tuple[set[str], set[str]]:
-    """(hosts drain.sh drains, hosts it leaves to Slurm); every command line is in scontrol's documented form
-    (scontrol(1): NodeName=<node range expression> State=<state> Reason=<reason, quoted>) with the state its
-    action means: drain_after_job DRAIN (running jobs finish), drain_now DOWN (they are stopped)."""
+    """(hosts drain.sh drains, hosts it leaves to Slurm), from the plan it carries (host|action|expected live
+    state|state in the warehouse|reason, analysis/nodes/scripts.py): a node Slurm had drained or down is planned as
+    out, which the script leaves alone, and a comment line names it. The commands are in scontrol's documented
+    form (scontrol(1): NodeName=<node> State=<state> Reason=<reason>) with the state each action means:
+    drain_after_job DRAIN (running jobs finish), drain_now DOWN (they are stopped)."""
+    plan = script[script.index("<<'GOODPUT_PLAN'\n"):script.index("\nGOODPUT_PLAN\n")].splitlines()[1:]
     drained, left = set(), set()
-    for line in script.splitlines():
-        if line.startswith("# left alone: "):
-            left.add(line.split()[3])
-        elif line and not line.startswith("#") and line != "set -euo pipefail":
-            m = SCONTROL.match(line)
-            assert m, line
-            assert m[2] == exports.SLURM_STATE[m[3]] and {"drain_now": "DOWN", "drain_after_job": "DRAIN"}[m[3]] == m[2]
-            drained |= set(expand_hostlist(m[1]))
+    for line in plan:
+        m = PLAN_LINE.match(line)
+        assert m, line
+        if m[2] == "resume":
+            continue
+        assert m[5] == m[2] and (m[3] == "out") == (m[4] != "-"), line
+        (left if m[3] == "out" else drained).add(m[1])
+    assert {ln.split()[3] for ln in script.splitlines() if ln.startswith("# left alone: ")} == left
+    assert exports.SLURM_STATE == {"drain_now": "DOWN", "drain_after_job": "DRAIN"}
+    for action, state in exports.SLURM_STATE.items():
+        assert f'do_{action}() {{ run "${{SCONTROL[@]}}" update "NodeName=$1" State={state} "Reason=$2"; }}' in script
     return drained, left
 
 
@@ -203,8 +209,9 @@ def test_drain_sh_leaves_nodes_slurm_drained_alone(demo_warehouse, tmp_path):
     assert out.exit_code == 0, out.output
     script = (tmp_path / "ex" / "drain.sh").read_text()
     drained, left = _drain_script_hosts(script)
-    assert left == {"gpu005"} and not drained and "gpu005" not in script.split("set -euo pipefail")[1].replace(
-        "# left alone: gpu005", "")
+    assert left == {"gpu005"} and not drained
+    named = [ln for ln in script.split("set -euo pipefail")[1].splitlines() if "gpu005" in ln]
+    assert len(named) == 1 and named[0].startswith("gpu005|drain_now|out|DRAIN|goodput: drain_now ")  # its plan line
     assert ("# left alone: gpu005 is already DRAIN in Slurm (reason: healthcheck: check_hw_ib mlx5_0 port 1 down); "
             "goodput would drain_now it") in script
     assert "1 node(s) to drain, 1 of them already drained or down in Slurm (left alone)" in script
@@ -236,9 +243,9 @@ def test_drain_sh_comments_stay_one_line():
     script = exports.drain_script(actions, "test", slurm)
     drained, left = _drain_script_hosts(script)
     assert (drained, left) == ({"gpu2", "gpu3"}, {"gpu1"})
-    assert 'scontrol update NodeName=gpu3 State=DOWN Reason="goodput: drain_now lemon score=0.90"' in script
-    assert 'scontrol update NodeName=gpu2 State=DRAIN Reason="goodput: drain_after_job risk score=0.60"' in script
-    assert not any(ln.startswith("scontrol update NodeName=gpu9") for ln in script.splitlines())
+    assert "gpu3|drain_now|in_service|-|goodput: drain_now lemon score=0.90" in script.splitlines()
+    assert "gpu2|drain_after_job|in_service|-|goodput: drain_after_job risk score=0.60" in script.splitlines()
+    assert not any(ln.startswith("scontrol") for ln in script.splitlines())
 
 
 def test_as_of_ignores_data_after_it(cluster, attributed, tmp_path):
@@ -301,6 +308,38 @@ def test_cli_models_and_export(cluster, tmp_path):
     warehouse.connect(empty).close()
     out = runner.invoke(main, ["models", "--db", str(empty)])
     assert out.exit_code == 1 and "run `goodput run --source DIR` first" in out.output
+
+
+def test_models_as_of_outside_the_data_is_refused_and_an_older_one_keeps_the_current_actions(cluster, tmp_path):
+    """--as-of after the data (or before its first day) exits 2 with the data's span and changes nothing; an
+    as-of inside the data but older than the newest decisions (a backtest) goes to node_action_history only."""
+    con, root, _ = cluster
+    con.execute("CHECKPOINT")
+    db = tmp_path / "w.duckdb"
+    shutil.copy(root / "w.duckdb", db)
+    runner = CliRunner()
+    assert runner.invoke(main, ["models", "--db", str(db)]).exit_code == 0
+    check = warehouse.connect(db)
+    try:
+        first, last = check.execute("SELECT min(as_of), max(as_of) FROM node_action_history").fetchall()[0]
+        current = check.sql("SELECT * FROM node_actions ORDER BY host").pl()
+    finally:
+        check.close()
+    assert first == last and current.height and (current["as_of"] == last).all()
+    for day in ("2031-01-01", "2023-01-01"):
+        out = runner.invoke(main, ["models", "--db", str(db), "--as-of", day])
+        assert out.exit_code == 2 and f"{day} is outside the data: it runs from 2024-03-01 to " in out.output
+        assert "--force to run anyway" in out.output and "Traceback" not in out.output
+    older = last - timedelta(days=10)
+    out = runner.invoke(main, ["models", "--db", str(db), "--as-of", f"{older:%Y-%m-%d}"])
+    assert out.exit_code == 0, out.output
+    check = warehouse.connect(db)
+    try:
+        kept = check.sql("SELECT * FROM node_actions ORDER BY host").pl()
+        as_ofs = [r[0] for r in check.execute("SELECT DISTINCT as_of FROM node_action_history ORDER BY 1").fetchall()]
+    finally:
+        check.close()
+    assert kept.equals(current) and as_ofs == [older, last]
 
 
 def test_incident_models_are_evaluated_on_a_later_time_span(cluster, tmp_path, monkeypatch):
@@ -401,6 +440,7 @@ def test_drain_sh_names_the_cluster_when_the_warehouse_has_one():
     actions = pl.DataFrame({"host": ["gpu0003"], "action": ["drain_now"], "reason": ["r"], "cause": ["lemon"],
                             "score": [0.9]})
     script = exports.drain_script(actions, "header", cluster="rsc2")
-    assert 'scontrol --clusters=rsc2 update NodeName=gpu0003 State=DOWN Reason="goodput: drain_now lemon score=0.90"' \
-        in script.splitlines()
-    assert "scontrol update" not in script and "--clusters" not in exports.drain_script(actions, "header")
+    lines = script.splitlines()
+    assert "SCONTROL=(scontrol --clusters=rsc2)" in lines and "SINFO=(sinfo --clusters=rsc2)" in lines
+    assert "gpu0003|drain_now|in_service|-|goodput: drain_now lemon score=0.90" in lines
+    assert "--clusters" not in exports.drain_script(actions, "header")

@@ -172,6 +172,9 @@ def test_the_fleet_report_has_each_clusters_stragglers(run, tmp_path):
     finally:
         con.close()
     html = render_fleet_report(tmp_path / "db", tmp_path / "fleet").read_text()
+    # two hours of data judge no trend: the headline says so rather than "no cluster is getting worse" (issue 34)
+    headline = re.search(r'<p class="headline" id="headline">(.*?)</p>', html, re.S)[1]
+    assert "No cluster can be judged yet" in headline and "getting worse" not in headline
     table = re.search(r'<table id="stragglers">.*?</table>', html, re.S)[0]
     cell = lambda key: re.search(rf'data-cluster="steps" data-key="{re.escape(key)}" data-value="([^"]+)"', table)[1]  # noqa: E731
     assert int(cell("stragglers_episodes")) == 2 and float(cell("stragglers_gpu_hours")) == pytest.approx(lost)

@@ -131,15 +131,19 @@ def _missing_today(con, day: date) -> list[tuple]:
              sources.missing(r["source"])) for r in missing.iter_rows(named=True)]
 
 
-def rejecting(con: duckdb.DuckDBPyConnection, since: datetime, limit: float) -> pl.DataFrame:
-    """Sources whose files ingested since ``since`` had more than ``limit`` of their lines rejected (and at
-    least MIN_REJECTS lines): source,
-    reason (the share, the limit and the most frequent reject reason)."""
-    rates = sql.query(con, "ops/data_health_reject_rates", {"since": since, "limit": limit, "min_rejects": MIN_REJECTS})
-    return rates.select("source", reason=pl.format("{} of the {} lines read since {} UTC were rejected (limit {}), mostly: {}",
-                                                   (pl.col("rate") * 100).round(1).cast(pl.Utf8) + "%", pl.col("lines"),
-                                                   pl.lit(f"{since:%Y-%m-%d %H:%M}"), pl.lit(f"{limit:.1%}"),
-                                                   pl.col("reason")))
+def rejecting(con: duckdb.DuckDBPyConnection, since: datetime | None, limit: float = MAX_REJECT_RATE) -> pl.DataFrame:
+    """The one rule of rejects that degrade a run, for `goodput run` and `goodput check` alike: sources whose files
+    ingested since ``since`` (None: every file, as `goodput check` reads a source) had more than ``limit`` of
+    their lines rejected, and at least MIN_REJECTS of them. source, rejects, lines, and reason: the share and
+    the counts against the limits, and the most frequent reject reason."""
+    rates = sql.query(con, "ops/data_health_reject_rates",
+                      {"since": since or datetime.min, "limit": limit, "min_rejects": MIN_REJECTS})
+    read = f"read since {since:%Y-%m-%d %H:%M} UTC " if since is not None else ""
+    return rates.select("source", "rejects", "lines", reason=pl.format(
+        "{} of the {} lines " + read + "were rejected ({} lines; a source degrades the run over {} of its lines and "
+        f"{MIN_REJECTS} lines), mostly: {{}}",
+        (pl.col("rate") * 100).round(1).cast(pl.Utf8) + "%", pl.col("lines"), pl.col("rejects"),
+        pl.lit(f"{limit:.1%}"), pl.col("reason")))
 
 
 def _rejecting(con, since: datetime, limit: float) -> list[tuple]:

@@ -13,12 +13,17 @@ import duckdb
 import polars as pl
 
 from analysis import sql
+from analysis.commands.hints import follow_up, warehouse_of
 from analysis.display import printable
 from analysis.ingest.engine import SOURCES, discover, link_refusal
 from analysis.ingest.sources import alias
 
 SHOWN = 5  # files listed per problem; the rest are counted
-FORGET_HINT = "`goodput forget PATH` removes the rows of a file you deleted"
+
+
+def forget_hint(db: Path | None = None) -> str:
+    """How to take a deleted file's rows out of the warehouse ``db`` (hints.follow_up: --db when not the default)."""
+    return f"`{follow_up('forget', 'PATH', db=db)}` removes the rows of a file you deleted"
 
 
 def _more(n: int) -> list[str]:
@@ -27,14 +32,15 @@ def _more(n: int) -> list[str]:
 
 # -- check results: the description a failing check carries ------------------
 
-def all_rejected(bad: pl.DataFrame, folder: str) -> str:
+def all_rejected(bad: pl.DataFrame, folder: str, db: Path | None = None) -> str:
+    """``db``: the warehouse, so that the forget hint names it."""
     lines = [f"every line of {bad.height} file(s) under {folder}/ was rejected:"]
     for r in bad.head(SHOWN).iter_rows(named=True):
         lines.append(printable(f"  {r['path']}: {r['rejects']} of {r['lines']} lines rejected: "
                                f"{r['reason'] or 'no reason recorded'}"))
     lines += _more(bad.height)
     lines.append("  Fix the file or the options (--tz, --sacct-delimiter, --boot-time, goodput.yaml) and run again: "
-                 f"a file is re-read when it, its options or its .boottime change; {FORGET_HINT}.")
+                 f"a file is re-read when it, its options or its .boottime change; {forget_hint(db)}.")
     return "\n".join(lines)
 
 
@@ -69,8 +75,8 @@ def high_reject_rate(con: duckdb.DuckDBPyConnection, rejecting: pl.DataFrame, si
     lines.append("most rejects:")
     for r in sql.query(con, "ops/reject_rate_top_files", {"since": since, "limit": SHOWN}).iter_rows(named=True):
         lines.append(printable(f"  {r['path']}: {r['rejects']:,} of {r['lines']:,} lines rejected, mostly: {r['reason']}"))
-    lines.append("  Fix the files or the options and run again; `goodput sql \"SELECT reason, count(*) FROM rejects "
-                 "GROUP BY ALL ORDER BY 2 DESC\"` lists every reason.")
+    listing = follow_up("sql", "SELECT reason, count(*) FROM rejects GROUP BY ALL ORDER BY 2 DESC", db=warehouse_of(con))
+    lines.append(f"  Fix the files or the options and run again; `{listing}` lists every reason.")
     return "\n".join(lines)
 
 

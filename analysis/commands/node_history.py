@@ -1,5 +1,6 @@
 """`goodput why HOST`: one node's history in the words its records use: availability, times out of service
-with the operator's reason, incidents, floods collapsed into episodes, and what goodput says to do with it."""
+with the operator's reason, incidents, floods collapsed into episodes, what goodput says to do with it, and its
+lifecycle (drained, repaired, validated, resumed, escalated: analysis/nodes/lifecycle.py)."""
 from __future__ import annotations
 
 import json
@@ -23,6 +24,7 @@ class NodeHistory:
     outages: pl.DataFrame
     incidents: pl.DataFrame
     episodes: pl.DataFrame
+    lifecycle: pl.DataFrame | None = None  # None: the models have not run on this warehouse
 
 
 def known_host(con: duckdb.DuckDBPyConnection, host: str) -> bool:
@@ -42,7 +44,9 @@ def explain_node(con: duckdb.DuckDBPyConnection, host: str, n: int = ROWS) -> No
                        one("report/why_node_action", "node_actions"), one("report/why_node_offender", "repeat_offenders"),
                        sql.query(con, "report/why_node_outages", {**p, "n": n}),
                        sql.query(con, "report/why_node_incidents", {**p, "n": n}),
-                       sql.query(con, "report/why_node_episodes", {**p, "n": n}))
+                       sql.query(con, "report/why_node_episodes", {**p, "n": n}),
+                       sql.query(con, "report/why_node_lifecycle", {**p, "limit": n})
+                       if sql.table_exists(con, "node_lifecycle") else None)
 
 
 def _hours(h) -> str:
@@ -59,7 +63,7 @@ def render(h: NodeHistory) -> str:
                      + ("; out of service now" if s["out_now"] else ""))
     if h.action:
         a = h.action
-        lines.append(f"  goodput says: {a['action']} (score {a['score']}): {_cut(a['reason'], 300)}")
+        lines.append(f"  goodput says: {a['action']} (action score {a['score']:.2f}): {_cut(a['reason'], 300)}")
     if h.offender:
         lines.append(f"  repeat offender as of {_t(h.offender['as_of'])}: {h.offender['reason']}")
     lines.append(f"\n  out of service (latest {ROWS}): {h.outages.height}")
@@ -84,6 +88,10 @@ def render(h: NodeHistory) -> str:
         what = " ".join(str(x) for x in (e["source"], e["kind"], e["code"], e["device"]) if x)
         lines.append(f"    {_t(e['first_time'])} -> {_t(e['last_time'])}  x{e['events']:<9,} {_cut(what, 36):36} "
                      f"{_cut(e['label'] or e['cause'], 26):26} {_cut(_where(e), 28):28} {_cut(e['message'], 90)}")
+    if h.lifecycle is not None:
+        lines.append(f"\n  lifecycle (latest {ROWS} steps): {h.lifecycle.height}")
+        for r in h.lifecycle.iter_rows(named=True):
+            lines.append(f"    {_t(r['step_time'])}  {r['state']:19} {_cut(r['evidence'], 150)}")
     return "\n".join(lines)
 
 
@@ -96,4 +104,5 @@ def as_json(h: NodeHistory) -> str:
 
     return json.dumps({"host": h.host, "times": "UTC", "summary": one(h.summary), "action": one(h.action),
                        "repeat_offender": one(h.offender), "outages": rows(h.outages), "incidents": rows(h.incidents),
-                       "episodes": rows(h.episodes)}, indent=2, default=str)
+                       "episodes": rows(h.episodes),
+                       "lifecycle": rows(h.lifecycle) if h.lifecycle is not None else None}, indent=2, default=str)

@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 
 from analysis import warehouse
+from analysis.commands.hints import follow_up
 from analysis.display import printable
 from analysis.ingest.contract import IngestOptions
 from analysis.ingest.engine import discover, link_refusal
@@ -36,7 +37,7 @@ def damaged_warehouse(exc: Exception, db: Path) -> str | None:
         return None
     detail = text.splitlines()[0].removeprefix("IO Error: ")[:160]
     return (f"the warehouse {db} is damaged (truncated or corrupt) or not a DuckDB file ({detail}): restore it "
-            f"from a backup, or move it aside (mv {db} {db}.damaged) and run `goodput run --source DIR` to "
+            f"from a backup, or move it aside (mv {db} {db}.damaged) and run `{follow_up('run', source='DIR', db=db)}` to "
             "rebuild it from the source files")
 
 
@@ -82,8 +83,29 @@ def check_out(out: Path) -> None:
         raise SourceError(f"cannot write to --out {out}: {exc.strerror or exc}") from None
 
 
+REQUIRED = "slurm"  # the one source folder a source directory must have (docs/sources.md)
+
+
+def missing_required(source: Path, found: list | None = None) -> str | None:
+    """Why SOURCE cannot be run for want of the one source folder it must have (slurm/, with a file in it), with
+    the folders that were not read (a misnamed sacct/: "did you mean slurm/?"); None when it has it. `goodput
+    run` refuses such a source before reading it; `goodput check` fails it the same way, exit 1."""
+    found = discover(source) if found is None else found
+    if any(folder == REQUIRED for _, folder in found):
+        return None
+    from analysis.commands.diagnose import unknown_folders
+
+    return (f"source directory {printable(source)} has no file in {REQUIRED}/ (sacct dumps), the one source goodput "
+            "requires: without jobs there are no failure rates, attribution, ETTR or goodput"
+            + "".join(f"; {w}" for w in unknown_folders(source)))
+
+
 def check_source(source: Path, tz: str | None = None, sacct_delimiter: str | None = None,
-                 boot_times: dict | None = None) -> IngestOptions:
+                 boot_times: dict | None = None, required: bool = True) -> IngestOptions:
+    """The rules a source directory must meet before anything is read, for `goodput run` and `goodput check`
+    alike (each a SourceError, exit 1): it exists, holds files, some in source folders, a file in slurm/ among
+    them (``required``; `goodput check` reads the rest all the same and fails the source after), and its
+    goodput.yaml and the options load. Returns the options."""
     if not source.is_dir():
         raise SourceError(f"source directory {printable(source)} does not exist")
     found = discover(source)
@@ -95,6 +117,9 @@ def check_source(source: Path, tz: str | None = None, sacct_delimiter: str | Non
         links = [f"{printable(p.relative_to(source))}: {why}" for p, _ in found if (why := link_refusal(p, source))]
         raise SourceError(f"no file of {printable(source)} is in a source folder, so nothing would be read: "
                           + "; ".join(unknown_folders(source) + links))
+    missing = missing_required(source, found) if required else None
+    if missing:
+        raise SourceError(missing)
     try:
         return load_options(source, tz=tz, sacct_delimiter=sacct_delimiter, boot_times=boot_times)
     except (ValueError, TypeError) as exc:

@@ -1,8 +1,13 @@
-"""Warehouse values as `goodput sql` prints them: text for the table and CSV (every DuckDB type, even those
-polars cannot hold), and JSON's own types for --json with times in ISO 8601."""
+"""Warehouse values as `goodput sql` prints them: cells for the table and -x (NULL for a missing value, floats
+with at most 4 decimals: analysis.fmt), text for CSV (every DuckDB type, even those polars cannot hold, floats
+in full), and JSON's own types for --json with times in ISO 8601."""
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
+
+from analysis.fmt import fmt_float
+
+NULL = "NULL"  # a missing value in the table and in -x (CSV leaves the field empty, JSON writes null)
 
 
 def as_json(value):
@@ -34,6 +39,21 @@ def iso_duration(delta: timedelta) -> str:
 
 
 def as_text(value) -> str:
+    """CSV's text: every digit a float has (a file is read back by programs)."""
     if isinstance(value, list):
-        return "[" + ", ".join("NULL" if v is None else str(v) for v in value) + "]"
+        return "[" + ", ".join(NULL if v is None else str(v) for v in value) + "]"
+    return str(value)
+
+
+def as_cell(value) -> str:
+    """What the table and -x show: NULL for a missing value, inside lists and structs too; a float with at most
+    4 decimals (0.8571, not 0.8571428571428571); the rest as text."""
+    if value is None:
+        return NULL
+    if isinstance(value, float):
+        return fmt_float(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(as_cell(v) for v in value) + "]"
+    if isinstance(value, dict):  # STRUCT, MAP
+        return "{" + ", ".join(f"{k}: {as_cell(v)}" for k, v in value.items()) + "}"
     return str(value)

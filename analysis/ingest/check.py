@@ -13,12 +13,12 @@ import duckdb
 import polars as pl
 
 from analysis import sql, warehouse
+from analysis.commands import data_health
 from analysis.derive.jobs import build_jobs
 from analysis.display import printable
 from analysis.ingest.contract import IngestOptions
 from analysis.ingest.engine import SOURCES, ingest_directory
 
-MAX_REJECT_SHARE = 0.01  # a folder rejecting more than 1% of its lines is a warning
 
 
 @dataclass
@@ -31,6 +31,7 @@ class FolderCheck:
     rejects: int
     formats: list[str]
     problems: list[str] = field(default_factory=list)  # one line each: what is wrong and where
+    warnings: list[str] = field(default_factory=list)  # one line each: why `goodput run` would be degraded by it
     reject_reasons: list[dict] = field(default_factory=list)  # reason, lines, example (file:line: raw)
     sample: list[dict] = field(default_factory=list)
     unmatched_hosts: list[str] = field(default_factory=list)
@@ -55,6 +56,8 @@ def check_directory(source_dir: Path, options: IngestOptions | None = None, samp
 def _folders(con, outcomes, source_dir: Path, sample_rows: int) -> list[FolderCheck]:
     files = sql.query(con, "ingest/check_files")
     slurm_hosts = set(sql.query(con, "ingest/check_slurm_hosts")["host"].to_list())
+    # the run's own rule (analysis.commands.data_health): over 2% of a source's lines and 20 lines rejected
+    rejecting = dict(data_health.rejecting(con, None).select("source", "reason").iter_rows())
     out = []
     unknown = [o for o in outcomes if o.source is None]
     if unknown:
@@ -82,10 +85,10 @@ def _folders(con, outcomes, source_dir: Path, sample_rows: int) -> list[FolderCh
             unmatched = sorted(set(hosts) - slurm_hosts)[:20]
         sample = (sql.query(con, declared.sample, {"n": sample_rows}) if declared.sample else
                   sql.query(con, "ingest/check_sample_events" if events else "ingest/check_sample_rows", {**where, "n": sample_rows}))
-        verdict = ("failed" if problems or rows == 0 else
-                   "warning" if rejects > MAX_REJECT_SHARE * max(lines, 1) or unmatched else "ok")
+        warned = [f"`goodput run` would be degraded: {rejecting[source]}"] if source in rejecting else []
+        verdict = "failed" if problems or rows == 0 else "warning" if warned or unmatched else "ok"
         out.append(FolderCheck(source, verdict, mine.height, lines, rows, rejects,
-                               sorted(set(mine["format"].drop_nulls().to_list())), problems, reasons,
+                               sorted(set(mine["format"].drop_nulls().to_list())), problems, warned, reasons,
                                [{k: (str(v) if v is not None else None) for k, v in r.items()}
                                 for r in sample.iter_rows(named=True)], unmatched))
     return out
@@ -105,6 +108,7 @@ def as_text(checks: list[FolderCheck]) -> str:
                      f"{c.rejects:,} rejected" + (f"; format {', '.join(c.formats)}" if c.formats else ""))
         # paths, raw lines and host names come from the source directory: printed escaped, one line each
         lines += [printable(f"    problem: {p}") for p in c.problems]
+        lines += [printable(f"    warning: {w}") for w in c.warnings]
         lines += [printable(f"    rejected {r['lines']:,}x: {r['reason']}  e.g. {r['example']}") for r in c.reject_reasons]
         if c.unmatched_hosts:
             lines.append(printable(f"    hosts that ran no Slurm job: {', '.join(c.unmatched_hosts)} ")

@@ -43,6 +43,9 @@ class IngestOptions:
     max_line_bytes: int = MAX_LINE_BYTES  # longer lines are rejects
     max_file_bytes: int = MAX_FILE_BYTES  # decompressed size above which a file is refused
     max_hostlist_hosts: int = MAX_HOSTS  # a NodeList/--exclude expanding to more is refused
+    # what a GPU-hour costs, for the report's money figures (docs/sources.md#goodputyaml): {per_gpu_hour: 2.5,
+    # currency: USD, partitions: {gpu: 3.1}}; None: the report shows GPU-hours only
+    price: dict | None = None
 
 
 @dataclass

@@ -14,6 +14,7 @@ import importlib
 import io
 import logging
 import os
+import stat as filemode
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -65,11 +66,14 @@ def discover(source_dir: Path, sources: list[str] | None = None) -> list[tuple[P
 
 def discover_files(source_dir: Path, sources: list[str] | None = None
                    ) -> tuple[list[tuple[Path, str | None]], set[Path]]:
-    """Every data file below ``source_dir`` with its source (None: unknown folder), and every symbolic
-    link that is not followed (link_refusal): those are recorded, never read. ``sources``: only the
+    """Every data file below ``source_dir`` with its source (None: unknown folder), every symbolic
+    link that is not followed (link_refusal) and every entry that is no regular file (a FIFO, socket or
+    device): those are recorded, never read; and every link to a file the walk lists itself (linked_file):
+    recorded as a duplicate of it. ``sources``: only the
     files of those source folders, and only those folders are walked (one source of a tree of
     thousands of job logs need not list them all), unless a symbolic link makes the whole tree matter.
-    Also the set of those paths that are symbolic links, known from the walk (no lstat per file later)."""
+    Also the set of those paths that are symbolic links or no regular files, known from the walk (no lstat
+    per file later)."""
     # (None among sources: the files of no source folder, anywhere in the tree)
     folders = None if sources is None or not set(sources) <= set(SOURCES) else [source_dir / s for s in sources]
     if folders is not None and any(f.is_symlink() for f in folders):
@@ -93,19 +97,15 @@ def discover_files(source_dir: Path, sources: list[str] | None = None
         return [(p, s) for p, s in everything if s in sources], links
     if sources is not None:
         found = [(p, s) for p, s in found if s in sources]
-    # a link inside the tree to a file also listed would read that file twice
-    if links:
-        root = source_dir.resolve()
-        listed = {root / p.relative_to(source_dir) for p, _ in found if p not in links}
-        found = [(p, s) for p, s in found
-                 if not (p in links and not link_refusal(p, source_dir) and p.resolve() in listed)]
+    # (a link inside the tree to a file also listed is kept: prepare_file records it as a duplicate of that file)
     return found, links
 
 
 def _walk(top: str, source_dir: str) -> Iterator[tuple[str, bool]]:
-    """Paths relative to ``source_dir`` (and whether each is a symbolic link) of the files below ``top``
-    and of the symbolic links refused (link_refusal), with os.scandir: its entries know their type
-    without a stat per file, which a nightly rerun over tens of thousands of unchanged job logs would
+    """Paths relative to ``source_dir`` (and whether each is a symbolic link or no regular file) of the files
+    below ``top``, of the symbolic links refused (link_refusal) and of the entries that are neither a file nor
+    a folder (a FIFO, socket or device: listed to be recorded, never opened), with os.scandir: its entries know
+    their type without a stat per file, which a nightly rerun over tens of thousands of unchanged job logs would
     otherwise pay several times.
     Hidden files and folders, and the ignored top-level folders, are skipped without being walked."""
     root = Path(source_dir)
@@ -128,6 +128,8 @@ def _walk(top: str, source_dir: str) -> Iterator[tuple[str, bool]]:
                 stack.append(entry.path)
             elif _is_file(entry):
                 yield rel, False
+            else:  # a FIFO, socket or device (opening a FIFO would block the run): link_refusal says which
+                yield rel, True
 
 
 def _is_file(entry: os.DirEntry) -> bool:
@@ -137,30 +139,117 @@ def _is_file(entry: os.DirEntry) -> bool:
         return False
 
 
-def link_refusal(path: Path, source_dir: Path) -> str | None:
-    """Why a symbolic link is not followed, or None (not a link, or a link to a file inside the source
-    directory). A link out of the tree would let a crafted source read any file the run can
-    (kernel/x.log -> /etc/passwd) into the warehouse's rejects. A link to a folder inside the tree
-    is not followed either, but its files are read where they are, so it is no refusal."""
-    if not path.is_symlink():
+_SPECIAL = {filemode.S_IFIFO: "a FIFO (named pipe)", filemode.S_IFSOCK: "a socket",
+            filemode.S_IFCHR: "a character device", filemode.S_IFBLK: "a block device"}
+
+
+def _special(mode: int) -> str | None:
+    """What a file that is neither a regular file nor a folder is ("a FIFO (named pipe)"), or None."""
+    if filemode.S_ISREG(mode) or filemode.S_ISDIR(mode):
         return None
+    return _SPECIAL.get(filemode.S_IFMT(mode), "no regular file")
+
+
+def link_refusal(path: Path, source_dir: Path) -> str | None:
+    """Why a file is not read, or None (a regular file, or a link to one inside the source directory).
+    A FIFO, socket or device is never opened: a FIFO blocks the run until something writes to it, a device
+    may never end. A link out of the tree would let a crafted source read any file the run can
+    (kernel/x.log -> /etc/passwd) into the warehouse's rejects. A link to a folder inside the tree
+    is not followed either, but its files are read where they are, so it is no refusal. A link to a file
+    in no source folder is refused like that file (a link to a file of a source folder: linked_file)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # gone: prepare_file says so
+        return None
+    if not filemode.S_ISLNK(mode):
+        kind = _special(mode)
+        return f"not a regular file but {kind}: not opened, nothing read" if kind else None
     dest = printable(os.readlink(path))
     try:
         target = path.resolve(strict=True)
     except (OSError, RuntimeError):  # RuntimeError: Python 3.11's "Symlink loop"
         return f"symbolic link loop or broken symbolic link (to {dest}): nothing read"
-    if not target.is_relative_to(source_dir.resolve()):
+    root = source_dir.resolve()
+    if not target.is_relative_to(root):
         kind = "a folder" if target.is_dir() else "a file"
         return (f"symbolic link to {kind} outside the source directory ({dest}): not followed, nothing read; "
                 "copy the file(s) into the source directory instead")
+    try:
+        kind = _special(target.stat().st_mode)
+    except OSError:  # gone since
+        return f"broken symbolic link (to {dest}): nothing read"
+    if kind:
+        return f"symbolic link to {kind} ({dest}), not a regular file: not opened, nothing read"
+    if target.is_file() and _walked(target.relative_to(root)) and _source_of(target.relative_to(root)) is None:
+        return (f"symbolic link to a file in no source folder ({dest}): not read; that file is recorded as "
+                "unrecognised in its own name")
     return None
 
 
+def _walked(rel: Path) -> bool:
+    """Whether the walk (discover_files) lists this file of the source directory (not hidden, not in an
+    ignored folder, no sidecar or options file)."""
+    parts = rel.parts
+    return not (any(p.startswith(".") for p in parts) or parts[0] in IGNORED_FOLDERS
+                or rel.name.endswith(SIDECAR_SUFFIXES) or len(parts) == 1 and parts[0] in CONFIG_NAMES)
+
+
+def _source_of(rel: Path) -> str | None:
+    return rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in SOURCES else None
+
+
+def linked_file(path: Path, source_dir: Path) -> Path | None:
+    """The file a symbolic link leads to, when that file is one of the source directory's that the walk lists
+    and reads itself (in a source folder): the link is recorded as a duplicate of it and adds nothing (read, it
+    would add every row a second time). None for anything else."""
+    if not path.is_symlink():
+        return None
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    root = source_dir.resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        return None
+    rel = target.relative_to(root)
+    return target if _walked(rel) and _source_of(rel) is not None else None
+
+
 def file_key(path: Path, source_dir: Path) -> str:
-    """The path a file is recorded under: resolved (a link inside the tree is its target), except a
-    refused link, recorded as itself."""
-    key = path.parent.resolve() / path.name if link_refusal(path, source_dir) else path.resolve()
+    """The path a file is recorded under: resolved (a link inside the tree to a file the walk does not
+    list is its target), except a refused link, a FIFO or the like, and a link to a listed file (a duplicate
+    of it), each recorded as itself."""
+    own = link_refusal(path, source_dir) or linked_file(path, source_dir)
+    key = path.parent.resolve() / path.name if own else path.resolve()
     return utf8_path(str(key))
+
+
+def _linked_duplicate(con: duckdb.DuckDBPyConnection, path: Path, target: Path, key: str, source_dir: Path,
+                      options: IngestOptions, force: bool, previous) -> Prepared:
+    """A link to a file the run reads itself: recorded as a duplicate of that file, under the identity that
+    file is recorded with (its source, host and read options, the hash of its content), so the duplicate stays
+    one while the file holds that content. Only the file is hashed; nothing is parsed."""
+    rel = target.relative_to(source_dir.resolve())
+    source = _source_of(rel)
+    hint = host_from_path(rel)
+    hint = utf8_path(hint) if hint else None
+    ident = FileIdentity(key, source, None, hint,
+                         _fingerprint(options, target, hint, _run_time(options, source, rel), source))
+    message = f"same file as {utf8_path(str(target))}: a symbolic link to it (the file is read in its own name)"
+    try:
+        st = path.stat()
+        if previous is ...:
+            found = sql.query(con, "ingest/file_by_path", {"path": key})
+            previous = found.row(0, named=True) if found.height else None
+        if (not force and previous is not None and previous["status"] == "duplicate"
+                and _unchanged_stat(previous, st, ident.fingerprint)):
+            return Prepared(FileOutcome(key, source, "unchanged"))
+        ident.sha256 = hash_only(target, options.max_file_bytes).sha256
+    except (OSError, FileTooLarge) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        return _problem(ident, path, "error", f"cannot read the file it links to: {why}", read=False)
+    return Prepared(FileOutcome(key, source, "duplicate", message=message),
+                    _record(ident, path, None, None, "duplicate", message))
 
 
 def parser_for(source: str):
@@ -353,8 +442,11 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
     for many files at once)."""
     refused = link_refusal(path, source_dir)
     key = key or file_key(path, source_dir)
-    if refused:  # its target is never opened
+    if refused:  # its target (a FIFO, a device) is never opened
         return _problem(FileIdentity(key, source, None, None, None), path, "unrecognised", refused, read=False)
+    target = linked_file(path, source_dir)
+    if target is not None:  # a link to a file the run reads itself
+        return _linked_duplicate(con, path, target, key, source_dir, options, force, previous)
     if source is None:
         return _problem(FileIdentity(key, None, None, None, None), path,
                         "unrecognised", f"not in a known source folder ({', '.join(SOURCES)})")

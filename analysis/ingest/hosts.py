@@ -9,7 +9,12 @@ _ITEM = re.compile(r"(?:[^,\[\]]|\[[^\]]*\])+")
 _GROUP = re.compile(r"\[([^\]]*)\]")
 # Files under kernel/ etc. are named after the host: gpu001.log, gpu001.dmesg.gz,
 # kern.log-gpu001 is not supported; a folder per host (kernel/gpu001/dmesg.log) is.
-_GENERIC = {"dmesg", "kern", "kernel", "syslog", "messages", "journal", "log", "switch", "health", "nhc"}
+_GENERIC = {"dmesg", "kern", "kernel", "syslog", "messages", "journal", "log", "switch", "health", "nhc",
+            "dcgm", "perfquery", "ibqueryerrors"}
+# A date in a file's name marks a daily (or hourly) file a collector writes for many hosts (health-2024-03-01.jsonl,
+# dcgm_20240301.csv, perfquery-2024-03-05T06:00.txt, logrotate's messages-20240301): its name is no host. A per-host
+# daily file names its host by its folder (kernel/gpu001/2024-03-01.log).
+_DATED = re.compile(r"(?:^|[-_])(?:19|20)\d\d[-_]?(?:0[1-9]|1[0-2])[-_]?(?:0[1-9]|[12]\d|3[01])(?:$|\D)")
 
 
 # A real node list names at most a cluster's nodes (Meta's RSC-1: 2,000); a
@@ -79,14 +84,15 @@ def benchmark_run(relpath: PurePath) -> str:
 
 def host_from_path(relpath: PurePath) -> str | None:
     """The host a per-host log belongs to: its folder below the source folder
-    (kernel/gpu001/dmesg.log), else the file name up to the first dot."""
+    (kernel/gpu001/dmesg.log), else the file name up to the first dot, unless that is a generic name
+    (syslog, health) or holds a date (a daily file of many hosts: health-2024-03-01.jsonl)."""
     parts = relpath.parts
     if parts[0] in _NO_PATH_HOST:
         return None
     if len(parts) >= 3:
         return parts[1]
     stem = parts[-1].split(".")[0]
-    return None if stem.lower() in _GENERIC or not stem else stem
+    return None if stem.lower() in _GENERIC or not stem or _DATED.search(stem) else stem
 
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)([^\d]*)$")

@@ -34,6 +34,67 @@ class FileTooLarge(ValueError):
     """The decompressed content exceeds ``max_file_bytes``."""
 
 
+# A line made only of control bytes (NUL, ...) and blanks is binary data (a crash's zeroed blocks, a binary file
+# glued into a log), not a blank line: it is a reject with this reason, and the file's message says it had some.
+# Tab, VT, FF, CR and space are blanks; every other byte below 0x20, and DEL, is a control byte.
+CONTROL_REASON = "binary/NUL bytes: the line holds only NUL or other control bytes, no text"
+CONTROL_NOTE = "lines of only NUL or other control bytes (binary data) rejected"
+_CONTROL_LINE = r"^[\x00-\x20\x7f]*[\x00-\x08\x0e-\x1f\x7f][\x00-\x20\x7f]*$"  # on a line's text (no LF in it)
+_CONTROL_LINE_BYTES = re.compile(rb"(?m)^[\x00-\x09\x0b-\x20\x7f]*[\x00-\x08\x0e-\x1f\x7f][\x00-\x09\x0b-\x20\x7f]*$")
+_HARD_LOW = np.ones(32, dtype=bool)
+_HARD_LOW[[9, 10, 11, 12, 13, 27]] = False  # blanks, LF, and ESC (colour codes: checked on their own below)
+_ESC_ALONE = re.compile(rb"\x1b(?:[\x00-\x20\x7f]|$)")  # an ESC that starts no escape sequence
+
+
+def has_control_lines(data: bytes) -> bool:
+    """Whether some line of ``data`` holds only control bytes and blanks. One cheap numpy pass over the bytes
+    below 0x20 first: most logs hold none but tabs and line ends, and coloured ones ESC before a '['; the
+    line-by-line check runs only on a file with another control byte."""
+    if not data:
+        return False
+    a = np.frombuffer(data, dtype=np.uint8)
+    low = np.bincount(a[a < 32], minlength=32)
+    if not (low[_HARD_LOW].any() or b"\x7f" in data or low[27] and _ESC_ALONE.search(data)):
+        return False
+    return _CONTROL_LINE_BYTES.search(data) is not None
+
+
+def control_lines(frame: pl.DataFrame) -> pl.DataFrame:
+    """The lines (line_no, text) of a frame made only of control bytes and blanks."""
+    return frame.filter(pl.col("text").str.contains(_CONTROL_LINE))
+
+
+def utf16(head: bytes) -> str | None:
+    """'UTF-16LE' or 'UTF-16BE' when a file's first bytes are UTF-16 text (a Windows tool's or PowerShell's
+    export): a byte-order mark, or a NUL in every other byte (ASCII text in UTF-16). None otherwise."""
+    bom = head[:2] in (b"\xff\xfe", b"\xfe\xff")
+    body = head[2:] if bom else head
+    body = body[: len(body) // 2 * 2]
+    if len(body) < 2 or head[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):  # (UTF-32: not this)
+        return None
+    even, odd = body[0::2], body[1::2]
+    need = 0.5 if bom else 0.9  # without a mark, nearly every character must be ASCII-in-UTF-16
+    for name, high, low in (("UTF-16LE", odd, even), ("UTF-16BE", even, odd)):
+        if bom and head[:2] != (b"\xff\xfe" if name == "UTF-16LE" else b"\xfe\xff"):
+            continue
+        if (len(body) >= 8 or bom) and high.count(0) >= need * len(high) and low.count(0) <= 0.1 * len(low):
+            return name
+    return None
+
+
+def refuse_utf16(head: bytes) -> None:
+    """Raise UnrecognisedFormat for a UTF-16 file: every source reads UTF-8 (or ASCII) text, and read as UTF-8
+    its lines are a NUL between every character."""
+    kind = utf16(head)
+    if kind:
+        from analysis.ingest.contract import UnrecognisedFormat  # (the contract imports this module)
+
+        mark = "byte-order mark " + head[:2].hex(" ").upper() if head[:2] in (b"\xff\xfe", b"\xfe\xff") \
+            else "a NUL byte beside every character"
+        raise UnrecognisedFormat(f"{kind} text ({mark}), not UTF-8: goodput reads UTF-8 text; convert the file "
+                                 f"first (iconv -f UTF-16 -t UTF-8)")
+
+
 @dataclass
 class RawFile:
     """A file's decompressed bytes with over-long lines already cut out."""
@@ -203,7 +264,13 @@ def first_line(path: Path) -> str | None:
         chunk = next(_decompressed(Path(path), []), b"")
     except OSError:
         return None
-    return re.split(rb"[\r\n]", chunk[:RAW_CLIP], maxsplit=1)[0].decode("utf-8", errors="replace") if chunk else None
+    if not chunk:
+        return None
+    kind = utf16(chunk[:4096])
+    if kind:  # shown as the text it is, not a NUL between every character
+        return re.split(r"[\r\n]", chunk[:2 * RAW_CLIP].decode(kind.lower(), errors="replace").lstrip("\ufeff"),
+                        maxsplit=1)[0]
+    return re.split(rb"[\r\n]", chunk[:RAW_CLIP], maxsplit=1)[0].decode("utf-8", errors="replace")
 
 
 def read_raw(path: Path, max_line_bytes: int = MAX_LINE_BYTES, max_file_bytes: int = MAX_FILE_BYTES,
@@ -220,6 +287,8 @@ def read_raw(path: Path, max_line_bytes: int = MAX_LINE_BYTES, max_file_bytes: i
             capper._emit(chunk)
     data = capper.finish() if cap_lines else b"".join(capper.out)
     capper.note(stream.problems)
+    if cap_lines and has_control_lines(data):  # (so that a batch leaves the file to be read on its own)
+        stream.problems.append(CONTROL_NOTE)
     return RawFile(data, stream.sha256, stream.problems, capper.long)
 
 
@@ -307,6 +376,8 @@ class LineStream:
         source = ChunkStream(self.path, self.max_file, self.problems, min(CHUNK, self.chunk_bytes))
         capper, pending = _LineCapper(self.max_line), 0
         bad_utf8 = False
+        self._control = 0
+        refuse_utf16(head_bytes(self.path))
         for chunk in source.chunks():
             before = len(capper.out)
             capper.feed(chunk)
@@ -325,9 +396,12 @@ class LineStream:
             yield self._frame(data, capper, last=True)
         if bad_utf8:
             self.problems.append("invalid UTF-8 bytes replaced by U+FFFD")
+        if self._control:
+            self.problems.append(CONTROL_NOTE)
 
     def _frame(self, data: bytes, capper: _LineCapper, last: bool) -> pl.DataFrame:
         frame = _split_lines(data).with_columns(pl.col("line_no") + self.n_lines)
+        binary = control_lines(frame)
         if b"\x00" in data:
             frame = frame.with_columns(pl.col("text").str.strip_chars_start("\x00"))
         lo, hi = self.n_lines + 1, self.n_lines + frame.height
@@ -336,12 +410,18 @@ class LineStream:
         nos = [no for no, _, _ in long]
         texts = [text for _, text, _ in long]
         reasons = [long_line_reason(n, text, self.max_line) for _, text, n in long]
-        if last and any(p.startswith("truncated gzip") for p in self.problems) and not data.endswith(b"\n"):
+        if binary.height:
+            self._control += binary.height
+            nos += binary["line_no"].to_list()
+            texts += binary["text"].to_list()
+            reasons += [CONTROL_REASON] * binary.height
+        if (last and any(p.startswith("truncated gzip") for p in self.problems) and not data.endswith(b"\n")
+                and hi not in nos):
             nos.append(hi)
             texts.append(frame["text"][-1])
             reasons.append("line cut off where the gzip stream is truncated")
         if nos:
-            self.rejects = pl.concat([self.rejects, make_rejects(nos, texts, reasons)])
+            self.rejects = pl.concat([self.rejects, make_rejects(nos, texts, reasons)]).sort("line_no")
             frame = frame.filter(~pl.col("line_no").is_in(nos))
         return frame
 
@@ -395,20 +475,29 @@ def read_lines(path: Path, raw: RawFile | None = None, max_line_bytes: int = MAX
     if not data:
         frame = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
         return LineFile(path, raw.sha256, size, frame, empty_rejects(), 0, problems)
+    refuse_utf16(data[:4096])
     frame = _split_lines(data)
+    binary = control_lines(frame)  # before the NULs are stripped: a line of NULs is no blank line
     if b"\x00" in data:  # NULs syslog leaves after a hard reset
         frame = frame.with_columns(pl.col("text").str.strip_chars_start("\x00"))
     n_lines = frame.height
     refused_nos = [no for no, _, _ in raw.long_lines]
     texts = [text for _, text, _ in raw.long_lines]
     reasons = [long_line_reason(n, text, max_line_bytes) for _, text, n in raw.long_lines]
-    if any(p.startswith("truncated gzip") for p in problems) and not data.endswith(b"\n"):
+    if binary.height:
+        refused_nos += binary["line_no"].to_list()
+        texts += binary["text"].to_list()
+        reasons += [CONTROL_REASON] * binary.height
+        if CONTROL_NOTE not in problems:
+            problems.append(CONTROL_NOTE)
+    if (any(p.startswith("truncated gzip") for p in problems) and not data.endswith(b"\n")
+            and n_lines not in refused_nos):
         refused_nos.append(n_lines)  # the stream broke inside this line
         texts.append(frame["text"][-1])
         reasons.append("line cut off where the gzip stream is truncated")
     rejects = empty_rejects()
     if refused_nos:
-        rejects = make_rejects(refused_nos, texts, reasons)
+        rejects = make_rejects(refused_nos, texts, reasons).sort("line_no")
         frame = frame.filter(~pl.col("line_no").is_in(refused_nos))
     if not _is_utf8(data):
         problems.append("invalid UTF-8 bytes replaced by U+FFFD")

@@ -99,6 +99,32 @@ def _checked(name: str, value, annotation: str, where: str):
     raise OptionsError(f"{where}: {name} cannot be set here")
 
 
+def _price(value, where: str) -> dict | None:
+    """price: {per_gpu_hour: 2.5, currency: USD, partitions: {name: price}}: numbers at or above 0, a currency code."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or "per_gpu_hour" not in value:
+        raise OptionsError(f"{where}: price must map per_gpu_hour (and optionally currency, partitions), e.g. "
+                           "price: {per_gpu_hour: 2.5, currency: USD, partitions: {gpu-h100: 3.1}}")
+    unknown = sorted(set(value) - {"per_gpu_hour", "currency", "partitions"})
+    if unknown:
+        raise OptionsError(f"{where}: price: unknown key(s) {', '.join(map(str, unknown))} (known: per_gpu_hour, currency, partitions)")
+
+    def amount(v, what: str) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != v:
+            raise OptionsError(f"{where}: price: {what} must be a number of 0 or more, got '{str(v)[:40]}'")
+        return float(v)
+
+    currency = str(value.get("currency") or "USD")
+    if not currency.isalpha() or len(currency) != 3:
+        raise OptionsError(f"{where}: price: currency must be a 3-letter code such as USD, got '{currency[:20]}'")
+    parts = value.get("partitions") or {}
+    if not isinstance(parts, dict):
+        raise OptionsError(f"{where}: price: partitions must map partition names to prices")
+    return {"per_gpu_hour": amount(value["per_gpu_hour"], "per_gpu_hour"), "currency": currency.upper(),
+            "partitions": {str(k): amount(v, f"partitions.{k}") for k, v in parts.items()}}
+
+
 def load_options(source_dir: Path, **overrides) -> IngestOptions:
     """Options from ``goodput.yaml`` at the top of the source directory, then overrides.
     Raises OptionsError (a ValueError) with one line naming the file and the option."""
@@ -107,6 +133,7 @@ def load_options(source_dir: Path, **overrides) -> IngestOptions:
                   "host names to times (gpu001: 2024-03-01T06:00:00Z)")
     runs = _times(values, overrides, "benchmark_run_times", where, "benchmark_run_times", "run time",
                   "run folders under benchmarks/ to times (nccl-run1: 2024-03-14T06:00:00Z)")
+    price = _price(values.pop("price", None), where)
     known = {f.name: str(f.type) for f in fields(IngestOptions) if f.name not in ("boot_times", "benchmark_run_times")}
     unknown = sorted(str(k) for k in values if k not in known)
     if unknown:
@@ -117,7 +144,7 @@ def load_options(source_dir: Path, **overrides) -> IngestOptions:
                     for k, v in overrides.items() if v is not None})
     if checked.get("sacct_delimiter") == "\\t":  # `--sacct-delimiter '\t'`: the shell passes backslash-t, not a tab
         checked["sacct_delimiter"] = "\t"
-    options = IngestOptions(**checked, boot_times=boot, benchmark_run_times=runs)
+    options = IngestOptions(**checked, boot_times=boot, benchmark_run_times=runs, price=price)
     try:
         ZoneInfo(options.tz)
     except (ValueError, ZoneInfoNotFoundError):

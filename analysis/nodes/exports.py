@@ -6,10 +6,15 @@ The two drain actions do different things in drain.sh, as scontrol(1) documents
 its node states: drain_after_job sets State=DRAIN (no new job starts on the node,
 the running ones run to completion); drain_now sets State=DOWN (Slurm also stops
 the jobs running on it). A node Slurm already has drained or down is left alone,
-so the reason its operator or health check gave stays (sql/models/export_slurm_out_of_service.sql)."""
+so the reason its operator or health check gave stays (sql/models/export_slurm_out_of_service.sql).
+
+drain.sh (and, for Kubernetes nodes, kubectl.sh) check before they act, every time they are run: the export's
+age, each node's live state against the one the export planned against, and the drain cap over what they would
+do now (analysis/nodes/scripts.py, docs/node-exports.md)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -20,16 +25,18 @@ import polars as pl
 
 from analysis import resources, sql
 from analysis.ingest.hosts import compress_hostlist
-from analysis.nodes import offenders
+from analysis.nodes import lifecycle, offenders, scripts
+from analysis.nodes.scripts import CONDITION_TYPE, K8S_REASON_ANNOTATION, K8S_TAINT_KEY, SLURM_TAG  # noqa: F401
 
 SCHEMA = resources.schema("blocklist.schema.json")
 DRAIN_ACTIONS = ("drain_now", "drain_after_job")
-# what drain.sh sets for each (scontrol update NodeName=... State=...)
-SLURM_STATE = {"drain_now": "DOWN", "drain_after_job": "DRAIN"}
+SLURM_STATE = scripts.SLURM_STATE  # what drain.sh sets for each (scontrol update NodeName=... State=...)
 # Host names come from logs: only names a shell and scontrol read literally are exported.
 SAFE_HOST = re.compile(r"^[A-Za-z0-9._-]+$")
 _UNSAFE_REASON = re.compile(r"[^A-Za-z0-9 _.:=,/()+-]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a reason from the logs is quoted in a comment line: one line
+_UNSAFE_STATE = re.compile(r"[^A-Za-z0-9_+*]")
+PLATFORMS = ("slurm", "kubernetes", "both")
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,8 @@ class LadderConfig:
     clean_job_hours: float = 2.0
     # nodes with repeated hardware incidents in their own history (analysis/nodes/offenders.py)
     offenders: offenders.OffenderConfig = field(default_factory=offenders.OffenderConfig)
+    # repair attempts that escalate a node (analysis/nodes/lifecycle.py)
+    lifecycle: lifecycle.LifecycleConfig = field(default_factory=lifecycle.LifecycleConfig)
 
 
 def drain_limit(cfg: LadderConfig, fleet: int) -> int:
@@ -105,12 +114,20 @@ def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: Lad
         if not sql.table_exists(con, table):
             sql.run(con, f"models/stand_in_{table}")
     offenders.build(con, as_of, cfg.offenders, cfg.attribution_after_s)
-    sql.run_steps(con, [("models/build_node_actions", {**clean, "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
-                                                "risk_p7": cfg.risk_p7, "after_s": cfg.attribution_after_s,
-                                                "bench_days": cfg.benchmark_window_days,
-                                                "bench_min_failed": cfg.benchmark_min_failed,
-                                                "bench_min_share": cfg.benchmark_min_share})])
-    return con.sql("SELECT * FROM node_actions ORDER BY action, host").pl()
+    lifecycle.build(con, as_of, cfg.lifecycle)  # the escalations so far: the ladder drains an escalated node now
+    latest = sql.scalar(con, "models/latest_action_as_of")
+    steps = [("models/build_node_actions", {**clean, "clean_days": cfg.clean_days, "repeat_min": cfg.repeat_min,
+                                            "risk_p7": cfg.risk_p7, "after_s": cfg.attribution_after_s,
+                                            "bench_days": cfg.benchmark_window_days,
+                                            "bench_min_failed": cfg.benchmark_min_failed,
+                                            "bench_min_share": cfg.benchmark_min_share}),
+             ("models/store_node_action_history", {"as_of": as_of})]
+    # an as-of older than the newest decisions (a backtest) is kept in the history, never over the current ones
+    if latest is None or as_of >= latest:
+        steps.append(("models/store_node_actions", None))
+    sql.run_steps(con, steps)
+    lifecycle.build(con, as_of, cfg.lifecycle)  # again, with this as-of's decisions in it
+    return con.sql("SELECT * FROM staged_node_actions ORDER BY action, host").pl()
 
 
 def _iso(t) -> str:
@@ -131,81 +148,244 @@ def with_slurm(actions: pl.DataFrame, slurm: pl.DataFrame | None) -> pl.DataFram
             .with_columns(left_alone=pl.col("action").is_in(DRAIN_ACTIONS) & pl.col("slurm_state").is_not_null()))
 
 
+def reported_score(score: float | None) -> float:
+    """node_actions.score as every export shows it (drain.sh's reasons, blocklist.json, node_conditions.json):
+    within [0, 1] and rounded to 2 decimals, so the number reads the same everywhere."""
+    return round(min(max(float(score or 0.0), 0.0), 1.0), 2)
+
+
+@dataclass(frozen=True)
+class ExportOverride:
+    """`goodput export --force` past the drain cap: who (the OS user) and why, in the export's header, in
+    blocklist.json and in the warehouse (table export_overrides)."""
+    forced_at: datetime  # UTC, naive
+    os_user: str
+    why: str
+    drains: int
+    drain_limit: int
+    fleet: int
+    as_of: datetime
+    platform: str
+    out_dir: str
+
+    def json(self) -> dict:
+        return {"forced_at": _iso(self.forced_at), "user": self.os_user, "why": self.why, "drains": self.drains,
+                "drain_limit": self.drain_limit, "fleet": self.fleet}
+
+    def header(self) -> str:
+        return (f"FORCED past the drain cap by {self.os_user} at {_iso(self.forced_at)}: {self.drains} of "
+                f"{self.fleet} nodes to drain, limit {self.drain_limit}; why: {_CONTROL.sub(' ', self.why)}")
+
+
+def os_user() -> str:
+    """The OS user running goodput (the real uid's name, not $USER)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        import getpass
+
+        return getpass.getuser()
+
+
+def record_override(con: duckdb.DuckDBPyConnection, override: ExportOverride) -> None:
+    """One row of export_overrides (sql/schema/export_overrides.sql)."""
+    sql.run_steps(con, [("schema/export_overrides", None),
+                        ("models/record_export_override", asdict(override))])
+
+
+def _resume_frame(resume: pl.DataFrame | None, actions: pl.DataFrame) -> pl.DataFrame:
+    """The nodes to resume (host, evidence): plain names only, and never a node this export drains."""
+    if resume is None or not resume.height:
+        return pl.DataFrame(schema={"host": pl.Utf8, "evidence": pl.Utf8})
+    drains = set(_safe_drains(actions)["host"])
+    return (_safe(resume.select("host", pl.col("evidence").cast(pl.Utf8)))
+            .filter(~pl.col("host").is_in(list(drains))).unique("host", keep="first").sort("host"))
+
+
+def resume_reason(evidence: str | None) -> str:
+    text = f"{SLURM_TAG} resume {_CONTROL.sub(' ', evidence or 'repaired and validated')}"
+    return _UNSAFE_REASON.sub("_", text)[:120]
+
+
 def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: LadderConfig,
-                   slurm: pl.DataFrame | None = None, cluster: str | None = None) -> dict:
+                   slurm: pl.DataFrame | None = None, cluster: str | None = None, *,
+                   resume: pl.DataFrame | None = None, fleet: int | None = None,
+                   override: ExportOverride | None = None, generated: datetime | None = None,
+                   platform: str = "slurm") -> dict:
     entries = []
     for r in with_slurm(_safe(actions), slurm).iter_rows(named=True):
         entries.append({
             "host": r["host"], "action": r["action"], "reason": r["reason"] or "", "cause": r["cause"] or "",
-            "score": float(min(max(r["score"] or 0.0, 0.0), 1.0)), "since": _iso(r["since"]), "expires": _iso(r["expires"]),
+            "score": reported_score(r["score"]), "since": _iso(r["since"]), "expires": _iso(r["expires"]),
             "suggest_ticket": bool(r["suggest_ticket"]), "suggested_component": r["suggested_component"],
             "evidence": {"event_times": [_iso(t) for t in r["event_times"] or []],
                          "jobs": [str(j) for j in r["jobs"] or []], "tickets": [str(t) for t in r["tickets"] or []],
                          "benchmarks": [str(b) for b in r.get("benchmarks") or []]},
             "slurm_state": r["slurm_state"], "slurm_reason": r["slurm_reason"],
         })
-    return {"generated_at": _iso(datetime.now(timezone.utc).replace(tzinfo=None)), "as_of": _iso(as_of),
-            "made_by": made_by, "cluster": cluster, "settings": asdict(cfg), "entries": entries}
+    out_of_service = _slurm_states(slurm)
+    resumes = [{"host": h, "evidence": e or "", "slurm_state": out_of_service.get(h)}
+               for h, e in _resume_frame(resume, actions).iter_rows()]
+    generated = generated or _utcnow()
+    return {"generated_at": _iso(generated), "as_of": _iso(as_of), "made_by": made_by, "cluster": cluster,
+            "platform": platform, "fleet": fleet, "drain_limit": drain_limit(cfg, fleet or 0),
+            "override": override.json() if override else None, "settings": asdict(cfg), "entries": entries,
+            "resume": resumes}
 
 
 def drain_reason(action: str, cause: str, score: float) -> str:
-    text = f"goodput: {action} {cause} score={score:.2f}"
+    text = f"{SLURM_TAG} {action} {cause} score={reported_score(score):.2f}"
     return _UNSAFE_REASON.sub("_", text)[:120]
 
 
-def drain_script(actions: pl.DataFrame, header: str, slurm: pl.DataFrame | None = None,
-                 cluster: str | None = None) -> str:
-    """scontrol lines, one per action and reason with the hosts as a hostlist, drain_now first; a
-    comment line per node Slurm already has drained or down, which the script leaves alone. With the
-    warehouse's ``cluster``, each line names it (scontrol(1) --clusters): host names repeat across clusters,
-    and a control host that reaches several must not drain another cluster's namesake."""
-    scontrol = f"scontrol --clusters={cluster}" if cluster else "scontrol"
-    drains = with_slurm(_safe_drains(actions), slurm)
-    lines = ["#!/usr/bin/env bash", *[f"# {h}" for h in header.splitlines()],
-             "# goodput never runs this file: review it, then run it as a Slurm operator.",
-             "# drain_after_job: State=DRAIN: no new job starts on these nodes; the running ones run to completion.",
-             "# drain_now: State=DOWN: Slurm also stops the jobs running on them now (scontrol(1): \"Stop all running",
-             "# and suspended jobs\"); write State=DRAIN instead to let those jobs finish.",
-             "set -euo pipefail", ""]
-    left = drains.filter(pl.col("left_alone")).sort("host")
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+
+
+def _slurm_states(slurm: pl.DataFrame | None) -> dict[str, str]:
+    return {} if slurm is None else dict(slurm.select("host", "state").iter_rows())
+
+
+def plan_steps(actions: pl.DataFrame, slurm: pl.DataFrame | None = None,
+               resume: pl.DataFrame | None = None) -> list[scripts.Step]:
+    """What drain.sh and kubectl.sh carry: every drain (drain_now first), with the state Slurm had for the node in
+    the warehouse (a node already out was planned as out: the scripts leave it alone), then the resumes."""
+    drains = with_slurm(_safe_drains(actions), slurm).sort(pl.col("action") != "drain_now", "host")
+    steps = [scripts.Step(r["host"], r["action"], "out" if r["left_alone"] else "in_service",
+                          _UNSAFE_STATE.sub("_", r["slurm_state"])[:40] if r["slurm_state"] else "-",
+                          drain_reason(r["action"], r["cause"] or "unknown", r["score"]))
+             for r in drains.iter_rows(named=True)]
+    states = _slurm_states(slurm)
+    for host, evidence in _resume_frame(resume, actions).iter_rows():
+        state = states.get(host)
+        steps.append(scripts.Step(host, "resume", "out", _UNSAFE_STATE.sub("_", state)[:40] if state else "-",
+                                  resume_reason(evidence)))
+    return steps
+
+
+def left_alone_notes(actions: pl.DataFrame, slurm: pl.DataFrame | None) -> list[str]:
+    """A comment line per node to drain that Slurm already has drained or down in the warehouse."""
+    left = with_slurm(_safe_drains(actions), slurm).filter(pl.col("left_alone")).sort("host")
+    notes = []
     for r in left.iter_rows(named=True):
         said = _CONTROL.sub(" ", r["slurm_reason"] or "")[:200]
-        lines.append(f"# left alone: {r['host']} is already {_CONTROL.sub(' ', r['slurm_state'])} in Slurm"
+        notes.append(f"left alone: {r['host']} is already {_CONTROL.sub(' ', r['slurm_state'])} in Slurm"
                      f"{f' (reason: {said})' if said else ''}; goodput would {r['action']} it ({r['cause'] or 'unknown'})")
-    grouped = (drains.filter(~pl.col("left_alone"))
-               .with_columns(reason=pl.struct("action", "cause", "score").map_elements(
-                   lambda s: drain_reason(s["action"], s["cause"] or "unknown", s["score"] or 0.0), return_dtype=pl.Utf8))
-               .group_by("action", "reason").agg(pl.col("host"))
-               .sort(pl.col("action") != "drain_now", "reason"))
-    for action, reason, hosts in grouped.iter_rows():
-        lines.append(f'{scontrol} update NodeName={compress_hostlist(hosts)} State={SLURM_STATE[action]} Reason="{reason}"')
-    if not grouped.height:
-        lines.append("# nothing else to drain" if left.height else "# nothing to drain")
-    return "\n".join(lines) + "\n"
+    return notes
+
+
+def _meta(as_of: datetime, cfg: LadderConfig, fleet: int | None, created: datetime, cluster: str | None,
+          max_age_hours: int, no_execute: bool) -> scripts.Meta:
+    return scripts.Meta(
+        created_at=int(created.replace(tzinfo=timezone.utc).timestamp()), created_iso=_iso(created),
+        as_of=_iso(as_of), fleet=fleet or 0, limit=drain_limit(cfg, fleet or 0),
+        cap_text=(f"max_drain_share {cfg.max_drain_share:.0%} of {fleet} nodes, max_drain_floor {cfg.max_drain_floor}"
+                  if fleet else f"fleet size unknown: max_drain_floor {cfg.max_drain_floor}"),
+        max_age_hours=max_age_hours, cluster=cluster, no_execute=no_execute)
+
+
+def drain_script(actions: pl.DataFrame, header: str, slurm: pl.DataFrame | None = None,
+                 cluster: str | None = None, *, resume: pl.DataFrame | None = None, as_of: datetime | None = None,
+                 cfg: LadderConfig = LadderConfig(), fleet: int | None = None, created: datetime | None = None,
+                 max_age_hours: int = scripts.DEFAULT_MAX_AGE_HOURS, platform: str = "slurm",
+                 no_execute: bool = False) -> str:
+    """drain.sh (platform slurm) or kubectl.sh (kubernetes): the plan (plan_steps) inside a script that checks
+    before it acts, every time it is run (analysis/nodes/scripts.py). A comment line per node Slurm already has
+    drained or down in the warehouse. With the warehouse's ``cluster``, every scontrol and sinfo call names it
+    (scontrol(1) --clusters): host names repeat across clusters, and a control host that reaches several must
+    not drain another cluster's namesake."""
+    created = created or _utcnow()
+    steps = plan_steps(actions, slurm, resume)
+    lines = [*header.splitlines(), *left_alone_notes(actions, slurm)]
+    if not steps:
+        lines.append("nothing to drain or resume")
+    meta = _meta(as_of or created, cfg, fleet, created, cluster, max_age_hours, no_execute)
+    return scripts.render(platform, steps, meta, lines)
+
+
+def node_conditions_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cluster: str | None = None,
+                         resume: pl.DataFrame | None = None, generated: datetime | None = None) -> dict:
+    """Per node, the condition a controller can act on, in the shape node-problem-detector publishes
+    (Kubernetes NodeCondition: type, status, reason, message, lastHeartbeatTime, lastTransitionTime): type
+    GoodputDrainRecommended, status "True" for drain_now and drain_after_job, "False" for watch and for a node
+    to resume; reason the action in CamelCase (DrainNow, DrainAfterJob, Watch, RepairedAndValidated)."""
+    generated = generated or _utcnow()
+    nodes = []
+    for r in _safe(actions).sort("host").iter_rows(named=True):
+        reason = "".join(w.capitalize() for w in r["action"].split("_"))
+        message = (f"{drain_reason(r['action'], r['cause'] or 'unknown', r['score'])}: "
+                   f"{_CONTROL.sub(' ', r['reason'] or '')}").rstrip(": ")
+        nodes.append({"name": r["host"], "conditions": [{
+            "type": CONDITION_TYPE, "status": "True" if r["action"] in DRAIN_ACTIONS else "False",
+            "reason": reason, "message": message[:1024], "lastHeartbeatTime": _iso(generated),
+            "lastTransitionTime": _iso(r["since"]) if r.get("since") is not None else _iso(as_of)}]})
+    for host, evidence in _resume_frame(resume, actions).iter_rows():
+        nodes.append({"name": host, "conditions": [{
+            "type": CONDITION_TYPE, "status": "False", "reason": "RepairedAndValidated",
+            "message": resume_reason(evidence), "lastHeartbeatTime": _iso(generated),
+            "lastTransitionTime": _iso(as_of)}]})
+    return {"generated_at": _iso(generated), "as_of": _iso(as_of), "made_by": made_by, "cluster": cluster,
+            "taint": K8S_TAINT_KEY, "nodes": nodes}
+
+
+def _write(path: Path, text: str, mode: int | None = None) -> None:
+    """Whole or not at all: a script half written must never be found and run."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    if mode is not None:
+        tmp.chmod(mode)
+    os.replace(tmp, path)
 
 
 def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by: str,
                   cfg: LadderConfig = LadderConfig(), plan: pl.DataFrame | None = None,
-                  slurm: pl.DataFrame | None = None, cluster: str | None = None) -> dict[str, Path]:
-    """blocklist.txt, drain.sh, blocklist.json (and validation_plan.json when a
-    plan is given) in ``out_dir``; returns their paths. ``slurm``: the nodes Slurm
-    already has drained or down (slurm_out_of_service): drain.sh leaves them alone,
-    blocklist.json gives their state and reason, blocklist.txt still lists them."""
+                  slurm: pl.DataFrame | None = None, cluster: str | None = None, *,
+                  resume: pl.DataFrame | None = None, platform: str = "slurm", no_execute: bool = False,
+                  fleet: int | None = None, override: ExportOverride | None = None,
+                  max_age_hours: int = scripts.DEFAULT_MAX_AGE_HOURS,
+                  created: datetime | None = None) -> dict[str, Path]:
+    """blocklist.txt, blocklist.json, and drain.sh (platform slurm or both), kubectl.sh and node_conditions.json
+    (kubernetes or both), and validation_plan.json when a plan is given, in ``out_dir``; returns their paths.
+    ``slurm``: the nodes Slurm already has drained or down (slurm_out_of_service): the scripts leave them alone,
+    blocklist.json gives their state and reason, blocklist.txt still lists them. ``resume`` (host, evidence): nodes
+    goodput drained that were since repaired and passed validation; the scripts resume those still out under
+    goodput's tag. ``fleet``: the fleet size the scripts' run-time cap is taken of (None: max_drain_floor alone).
+    ``override``: the export was forced past the cap (`goodput export --force --why`). ``created``: the
+    export's time, which the scripts' age limit counts from (default now)."""
+    if platform not in PLATFORMS:
+        raise ValueError(f"platform is one of {PLATFORMS}, not {platform!r}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    created = (created.astimezone(timezone.utc).replace(tzinfo=None) if created and created.tzinfo else created) \
+        or _utcnow()
     drains = _safe_drains(actions)
-    paths = {"blocklist.txt": out_dir / "blocklist.txt", "drain.sh": out_dir / "drain.sh",
-             "blocklist.json": out_dir / "blocklist.json"}
+    resumes = _resume_frame(resume, actions)
+    paths = {"blocklist.txt": out_dir / "blocklist.txt", "blocklist.json": out_dir / "blocklist.json"}
     hostlist = compress_hostlist(drains["host"].to_list())
     paths["blocklist.txt"].write_text(hostlist + "\n" if hostlist else "")
     already = int(with_slurm(drains, slurm)["left_alone"].sum())
     header = (f"Made by {made_by}\n" + (f"cluster {cluster}\n" if cluster else "")
               + f"as of {_iso(as_of)}: {drains.height} node(s) to drain"
-              + (f", {already} of them already drained or down in Slurm (left alone)" if already else ""))
-    paths["drain.sh"].write_text(drain_script(actions, header, slurm, cluster))
-    paths["drain.sh"].chmod(0o755)
-    paths["blocklist.json"].write_text(json.dumps(blocklist_json(actions, as_of, made_by, cfg, slurm, cluster), indent=2)
-                                       + "\n")
+              + (f", {already} of them already drained or down in Slurm (left alone)" if already else "")
+              + (f"\n{resumes.height} node(s) to resume: goodput drained them, they were repaired and passed validation"
+                 if resumes.height else "")
+              + (f"\n{override.header()}" if override else ""))
+    common = dict(resume=resume, as_of=as_of, cfg=cfg, fleet=fleet, created=created, max_age_hours=max_age_hours)
+    if platform in ("slurm", "both"):
+        paths["drain.sh"] = out_dir / "drain.sh"
+        _write(paths["drain.sh"], drain_script(actions, header, slurm, cluster, platform="slurm", **common), 0o755)
+    if platform in ("kubernetes", "both"):
+        paths["kubectl.sh"] = out_dir / "kubectl.sh"
+        _write(paths["kubectl.sh"], drain_script(actions, header, slurm, cluster, platform="kubernetes",
+                                                 no_execute=no_execute, **common), 0o755)
+        paths["node_conditions.json"] = out_dir / "node_conditions.json"
+        paths["node_conditions.json"].write_text(json.dumps(
+            node_conditions_json(actions, as_of, made_by, cluster, resume, created), indent=2) + "\n")
+    paths["blocklist.json"].write_text(json.dumps(blocklist_json(
+        actions, as_of, made_by, cfg, slurm, cluster, resume=resume, fleet=fleet, override=override,
+        generated=created, platform=platform), indent=2) + "\n")
     if plan is not None:
         paths["validation_plan.json"] = out_dir / "validation_plan.json"
         paths["validation_plan.json"].write_text(json.dumps(validation_plan_json(plan, as_of, made_by), indent=2) + "\n")

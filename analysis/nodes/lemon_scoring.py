@@ -56,6 +56,21 @@ def default_as_of(con: duckdb.DuckDBPyConnection) -> datetime:
     return datetime(end.year, end.month, end.day) + timedelta(days=1)
 
 
+def as_of_problem(con: duckdb.DuckDBPyConnection, as_of: datetime) -> str | None:
+    """Why ``as_of`` is outside the data (None: inside it). The models see data strictly before the as-of: a
+    day after the midnight that ends the data scores on nothing new and reads every recent record as absent (no
+    node would be acted on), and one before the first day has no history at all."""
+    start, end = data_span(con)
+    if end is None:
+        return None
+    first, last = datetime(start.year, start.month, start.day), default_as_of(con)
+    if first < as_of <= last:
+        return None
+    return (f"{as_of:%Y-%m-%d} is outside the data: it runs from {first:%Y-%m-%d} to {last - timedelta(days=1):%Y-%m-%d}, "
+            f"so --as-of may be {first + timedelta(days=1):%Y-%m-%d} to {last:%Y-%m-%d} (the models read the data before "
+            "it); --force to run anyway")
+
+
 def score_lemons(con: duckdb.DuckDBPyConnection, as_of: datetime | None = None, cfg: LemonConfig = LemonConfig(),
                  labels: pl.DataFrame | None = None, model_dir: Path | None = None,
                  cad: Cadence = Cadence()) -> LemonRun:

@@ -90,6 +90,7 @@ def plan(con: duckdb.DuckDBPyConnection, as_of: datetime, catalog: list[Benchmar
     duration_min, p_before, p_after, reduction."""
     catalog = catalog or load_catalog()
     target = resolve_target(con, as_of, target)
+    sql.run(con, "schema/node_action_history")  # the as-of's drains: built by build_node_actions before the plan
     nodes = sql.query(con, "models/validation_candidates", {"as_of": as_of, "target": target})
     fleet = {c: float(nodes[f"fleet_{c}"][0]) if nodes.height else 0.0 for c in CATEGORIES}
     total = sum(fleet.values()) or 1.0

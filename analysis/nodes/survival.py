@@ -187,6 +187,10 @@ class CoxTime:
         x = (_design(df) - self.mean) / self.std
         curves = []
         for model in self.members:
+            # a baseline sample with no incident in it leaves pycox an empty, object-typed hazard series that fails
+            # at predict (an as-of far past the data): no incident seen is a hazard of 0
+            model.baseline_hazards_ = model.baseline_hazards_.astype("float64")
+            model.baseline_cumulative_hazards_ = model.baseline_cumulative_hazards_.astype("float64")
             surv = model.predict_surv_df(x)
             times = surv.index.to_numpy()
             idx = np.searchsorted(times, grid, side="right") - 1  # step function: the last time at or before t

@@ -1,12 +1,12 @@
-"""What the commands share: the --db option, logging, one-line errors and crash logs."""
+"""What the commands share: the --db option, the rules of their options, logging, one-line errors and crash logs."""
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 
 def _db_option(f):
@@ -14,14 +14,56 @@ def _db_option(f):
                         help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")(f)
 
 
-def _me() -> str:
-    """How this command was started, for hints the user can paste (`.venv/bin/goodput`, not a bare name
-    that is not on PATH outside the venv)."""
-    argv0 = Path(sys.argv[0])
-    if argv0.name == "goodput" and argv0.exists():
-        rel = os.path.relpath(argv0)
-        return rel if "/" in rel and not rel.startswith("../..") else str(argv0)
-    return "goodput"
+def given(name: str) -> bool:
+    """Whether the user gave the current command's option ``name`` (its parameter name), on the command line or
+    from the environment, rather than leaving it at its default."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source is not None and source not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+
+
+def _flag(name: str) -> str:
+    """The option as the user types it: --failure-rate for failure_rate."""
+    for param in click.get_current_context().command.params:
+        if param.name == name:
+            return max(param.opts, key=len)
+    return "--" + name.replace("_", "-")
+
+
+def option_rules(conflicts: tuple = (), needs: tuple = ()) -> None:
+    """A command's rules for its options, checked where they are parsed, before any work: options given together
+    that conflict, and options given without the one they are for, are usage errors (exit 2) naming them, never
+    silently ignored. ``conflicts``: (names, why): at most one of ``names`` may be given. ``needs``: (name,
+    others, why): ``name`` is only read with one of ``others``. Each command calls this once, at its top."""
+    for names, why in conflicts:
+        clash = [n for n in names if given(n)]
+        if len(clash) > 1:
+            raise click.UsageError(f"{' and '.join(_flag(n) for n in clash)} conflict: {why}")
+    for name, others, why in needs:
+        if given(name) and not any(given(o) for o in others):
+            raise click.UsageError(f"{_flag(name)} goes with {' or '.join(_flag(o) for o in others)}: {why}")
+
+
+class RenamedOptions(click.Command):
+    """A command some of whose options were renamed: the old spelling still works, for scripts written against
+    it, and says what to use instead (on stderr). ``renamed``: {old: (new, why)}."""
+
+    def __init__(self, *args, renamed: dict[str, tuple[str, str]] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.renamed = renamed or {}
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        out = []
+        for i, arg in enumerate(args):
+            if arg == "--":  # what follows is arguments, never options
+                out += args[i:]
+                break
+            old, eq, value = arg.partition("=")
+            if old in self.renamed:
+                new, why = self.renamed[old]
+                click.echo(f"goodput {ctx.info_name}: {old} is deprecated here, use {new} ({why})", err=True)
+                arg = new + eq + value
+            out.append(arg)
+        return super().parse_args(ctx, out)
 
 
 def _crashed(exc: Exception, out: Path) -> click.ClickException:

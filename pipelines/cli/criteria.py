@@ -68,9 +68,11 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
 def _print(result, cfg) -> None:
     import polars as pl
 
+    from analysis.fmt import fmt_float, fmt_num, fmt_pct
+
     s = result.criteria.group_by("status").len().sort("status")
     click.echo(f"Criteria {result.version}: {result.criteria.height} metrics from {result.fleet} nodes, runs "
-               f"{result.trained_from:%Y-%m-%d} to {result.trained_to:%Y-%m-%d} (alpha {cfg.alpha}).")
+               f"{result.trained_from:%Y-%m-%d} to {result.trained_to:%Y-%m-%d} (alpha {fmt_float(cfg.alpha)}).")
     click.echo("  " + ", ".join(f"{st} {n}" for st, n in s.iter_rows()))
     guessed = result.criteria.filter(pl.col("guessed_direction"))
     if guessed.height:
@@ -79,13 +81,18 @@ def _print(result, cfg) -> None:
                                .head(3).iter_rows()))
     click.echo("Benchmark                          repeat.  margin alg2 / IQR / k-means")
     for r in result.per_benchmark.iter_rows(named=True):
-        m = [("-" if r[f"margin_{k}"] is None else f"{r[f'margin_{k}']:.3g}") for k in ("alg2", "iqr", "kmeans")]
-        click.echo(f"  {r['benchmark'][:32]:32} {r['repeatability'] or float('nan'):.3f}   {' / '.join(m)}")
+        m = [("-" if r[f"margin_{k}"] is None else fmt_num(r[f"margin_{k}"], 2)) for k in ("alg2", "iqr", "kmeans")]
+        click.echo(f"  {r['benchmark'][:32]:32} {fmt_num(r['repeatability'], 3):7}  {' / '.join(m)}")
+    click.echo(f"  repeat.: how alike the results of the nodes that passed are (1: identical; under "
+               f"{fmt_float(cfg.repeatability_floor)} it blocks the export, or --skip-noisy leaves it out; n/a: not measured).")
+    click.echo("  margin, per method (Algorithm 2, the 1.5 IQR fence, k-means): (worst healthy - best defective) / "
+               "(fleet median - worst healthy) over the nodes; over 1 the nodes it calls defective sit clear of the "
+               "healthy ones' spread, under 0 the two overlap; -: it called no node defective (no boundary).")
     nodes = result.nodes
     failed = nodes.filter(pl.col("last_failed"))
     click.echo(f"Latest runs: {failed.height} of {nodes.height} nodes failed; "
                f"{int(nodes['defective'].sum())} defective (failed >= {cfg.min_failed_runs} runs and >= "
-               f"{cfg.min_failed_share:.0%} of theirs).")
+               f"{fmt_pct(cfg.min_failed_share, 0)} of theirs).")
     for r in failed.sort("host").head(10).iter_rows(named=True):
         click.echo(f"  {r['host']:20} {r['last_run']}: {', '.join(r['last_failing'][:3])}"
                    + (" ..." if len(r["last_failing"]) > 3 else ""))

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from analysis import warehouse
-from pipelines.cli.common import _db_option
+from pipelines.cli.common import _db_option, given, option_rules
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
 # (Dagster, DuckDB, polars, torch take seconds).
@@ -35,14 +35,27 @@ from pipelines.cli.common import _db_option
 @click.option("--gpus-per-node", type=click.IntRange(1), default=None,
               help="GPUs per node, to count a job's nodes [default: 8, or the warehouse's with --from-db].")
 @click.option("--from-db", is_flag=True,
-              help="Use the failure rate (cluster_failure_rate) and node size (node_gpus) the warehouse measured.")
+              help="Use the failure rate (cluster_failure_rate) and node size (node_gpus) the warehouse measured "
+                   "(instead of --failure-rate; an explicit --gpus-per-node still wins).")
 @_db_option
-@click.pass_context
-def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_days, monte_carlo, do_sweep, target,
+def ettr(gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtime_days, monte_carlo, do_sweep, target,
          as_json, gpus_per_node, from_db, db):
-    """Expected ETTR and job MTTF for a training run (Meta eq. 1), optionally checked by Monte Carlo."""
+    """Expected ETTR and job MTTF for a training run (Meta eq. 1), optionally checked by Monte Carlo.
+    Options that would be ignored are refused (exit 2): --failure-rate with --from-db, --db without it,
+    --target without --sweep, and a single run's options (--checkpoint-min, --queue-min, --runtime-days,
+    --monte-carlo) with --sweep."""
     from analysis.derive import ettr as E
+    from analysis.fmt import fmt_float, fmt_num
 
+    single_run = ("checkpoint_min", "queue_min", "runtime_days", "monte_carlo")
+    option_rules(
+        conflicts=[(("failure_rate", "from_db"), "--from-db uses the failure rate the warehouse measured: give one"),
+                   *((("do_sweep", name), "--sweep computes the checkpoint interval for every failure rate and job "
+                      "size; --checkpoint-min, --queue-min, --runtime-days and --monte-carlo are a single run's")
+                     for name in single_run)],
+        needs=[("db", ("from_db",), "the warehouse is read only for its measured failure rate and node size"),
+               ("target", ("do_sweep",), "the target ETTR is what --sweep finds checkpoint intervals for; a single "
+                                         "run prints its expected ETTR")])
     if from_db:
         failure_rate, measured_per_node = _measured_rate(db or warehouse.default_db_path())
         gpus_per_node = gpus_per_node or measured_per_node
@@ -51,7 +64,6 @@ def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtim
     if do_sweep:
         import polars as pl
 
-        given = lambda name: ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT  # noqa: E731
         rates = sorted({1.0, 2.34, 4.0, 6.5, 10.0} | ({round(failure_rate, 3)} if from_db or given("failure_rate") else set()))
         sizes = sorted({1024, 4096, 16384, 65536, 131072} | ({gpus} if given("gpus") else set()))
         rows = E.sweep(target, rates, sizes, u0, gpus_per_node)
@@ -59,11 +71,12 @@ def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtim
             click.echo(json.dumps({"target_ettr": target, "restart_min": restart_min, "sweep": rows}, indent=2))
             return
         rate = "r per 1,000 node-days"
-        cells = [{rate: row["failures_per_1000_node_days"], "size": f"{row['gpus']:,} GPUs",
-                  "minutes": "unreachable" if row["checkpoint_minutes"] is None else f"{row['checkpoint_minutes']:,.1f}"}
+        cells = [{rate: fmt_float(row["failures_per_1000_node_days"]), "size": f"{row['gpus']:,} GPUs",
+                  "minutes": "unreachable" if row["checkpoint_minutes"] is None else fmt_num(row["checkpoint_minutes"], 1)}
                  for row in rows]
         table = pl.DataFrame(cells).pivot(on="size", index=rate, values="minutes")
-        click.echo(f"checkpoint interval Δt in minutes for expected ETTR {target} with {restart_min:g}-minute "
+        click.echo(f"checkpoint interval Δt in minutes for expected ETTR {fmt_float(target)} with "
+                   f"{fmt_float(restart_min)}-minute "
                    "restarts, by job size (columns, GPUs) and failure rate r (rows, failures per 1,000 node-days); "
                    "unreachable: the restart overhead alone costs too much")
         with pl.Config(tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, tbl_cols=-1,
@@ -87,16 +100,19 @@ def ettr(ctx, gpus, failure_rate, checkpoint_min, restart_min, queue_min, runtim
                                   "runtime_days": (runtime_h or 168) / 24, "mean_failures": mc.mean_failures}
         click.echo(json.dumps(out, indent=2))
         return
-    click.echo(f"job: {gpus} GPUs ({nodes:g} nodes), r = {failure_rate:g} per 1,000 node-days, "
-               f"checkpoint {checkpoint_min:g} min, restart {restart_min:g} min, queue {queue_min:g} min")
-    click.echo(f"job MTTF:       {E.job_mttf_hours(nodes, r):.3f} h")
-    click.echo(f"expected ETTR:  {value:.4f}" + ("" if valid else
+    click.echo(f"job: {gpus:,} GPUs ({fmt_float(nodes, sep=True)} nodes), r = {fmt_float(failure_rate, 2, sep=True)} per 1,000 "
+               f"node-days{' (measured)' if from_db else ''}, checkpoint {fmt_float(checkpoint_min)} min, restart "
+               f"{fmt_float(restart_min)} min, queue {fmt_float(queue_min)} min"
+               + (f", runtime {fmt_float(runtime_days)} days" if runtime_days else ""))
+    click.echo(f"job MTTF:       {fmt_num(E.job_mttf_hours(nodes, r), 3)} h")
+    click.echo(f"expected ETTR:  {fmt_num(value, 4)}" + ("" if valid else
                "   (outside the closed form's range: u0 + Δt/2 is not small against the MTTF;"
                + (" a run would rarely reach its next checkpoint, ETTR under 1%)" if stalled else
                   " the Monte Carlo below is the estimate)")))
     if mc is not None:
-        click.echo(f"Monte Carlo:    {mc.mean:.4f}  (95% CI {mc.ci_low:.4f}-{mc.ci_high:.4f}, {mc.trials} runs of "
-                   f"{(runtime_h or 168) / 24:g} days, {mc.mean_failures:.1f} failures per run)")
+        click.echo(f"Monte Carlo:    {fmt_num(mc.mean, 4)}  (95% CI {fmt_num(mc.ci_low, 4)}-{fmt_num(mc.ci_high, 4)}, "
+                   f"{mc.trials:,} runs of {fmt_float((runtime_h or 168) / 24)} days, {fmt_num(mc.mean_failures, 1)} "
+                   "failures per run)")
 
 
 def _measured_rate(db: Path) -> tuple[float, int]:
@@ -104,6 +120,7 @@ def _measured_rate(db: Path) -> tuple[float, int]:
     cluster_failure_rate and node_gpus)."""
     import duckdb
 
+    from analysis.commands.hints import follow_up
     from analysis.derive import metrics
 
     try:
@@ -114,7 +131,8 @@ def _measured_rate(db: Path) -> tuple[float, int]:
         row = con.execute("SELECT r_per_1000_node_days FROM cluster_failure_rate").fetchall()
         per_node = metrics.fleet_gpus_per_node(con)
     except duckdb.Error:
-        raise click.ClickException(f"{db} has no measured failure rate yet: run `goodput run` first") from None
+        raise click.ClickException(f"{db} has no measured failure rate yet: run `{follow_up('run', source='DIR', db=db)}` "
+                                   "first") from None
     finally:
         con.close()
     if not row or row[0][0] is None:

@@ -29,8 +29,9 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
     directory is read again by the next run: move it away first."""
     import duckdb
 
-    from analysis.ingest.forget import UnknownPaths, forget as forget_files
+    from analysis.commands.hints import follow_up
     from analysis.commands.preflight import warehouse_error
+    from analysis.ingest.forget import UnknownPaths, forget as forget_files
 
     db = db or warehouse.default_db_path()
     if not Path(db).is_file():
@@ -42,7 +43,9 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
     try:
         done = forget_files(con, list(paths), dry_run=dry_run)
     except UnknownPaths as exc:
-        raise click.ClickException(str(exc)) from None
+        listing = follow_up("sql", "SELECT path FROM ingested_files", db=db)
+        raise click.ClickException(f"not in the warehouse: {printable(', '.join(exc.paths))}; nothing was removed "
+                                   f"(`{listing}` lists the files it holds)") from None
     finally:
         con.close()
         if not dry_run:

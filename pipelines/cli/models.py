@@ -8,6 +8,7 @@ import click
 
 from analysis import fingerprints, warehouse
 from analysis.commands import data_health
+from analysis.commands.hints import follow_up
 from analysis.nodes.cadence import KINDS
 from pipelines.cli.common import _db_option
 
@@ -52,14 +53,17 @@ def _open(db: Path | None, read_only: bool):
                    "detector and rescores the jobs it judges (named alone, the node models are left as they are) "
                    "[default: each model is retrained when $GOODPUT_RETRAIN_AFTER_DAYS (7) days of new data have "
                    "passed or its input definition changed; in between the saved one scores].")
+@click.option("--force", "force", is_flag=True,
+              help="Accept an --as-of outside the data's span (refused otherwise, exit 2).")
 def models_command(db: Path | None, as_of: str | None, labels: Path | None, window_days: int,
-                   retrain: tuple[str, ...]) -> None:
+                   retrain: tuple[str, ...], force: bool) -> None:
     """(Re)build lemon_features, lemon_scores, model_evaluation and node_actions
     as of a day, from data strictly before it, with the saved models unless
     they are due for retraining (or --retrain names them). Writes the
     warehouse; the files Slurm reads come from `goodput export`."""
     import os
 
+    from analysis.nodes.lemon_scoring import as_of_problem
     from analysis.nodes.lemons import LabelsError, LemonConfig
     from analysis.nodes.node_models import ModelsConfig, run_models
     from pipelines.cli.common import _setup_logging
@@ -73,6 +77,9 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
     retrain = frozenset(retrain)
     con, db = _open(db, read_only=False)
     try:
+        problem = as_of_problem(con, when) if when is not None and not force else None
+        if problem:
+            raise click.BadParameter(problem, param_hint="--as-of")
         if retrain & {"telemetry", "all"}:
             _telemetry(con, db, retrain, alone=retrain == {"telemetry"})
         if retrain == {"telemetry"}:
@@ -159,7 +166,7 @@ def _print_models(result, db: Path) -> None:
     click.echo(f"Validation plan: {plan['host'].n_unique()} risky node(s), {plan.height} benchmark run(s).")
     counts = dict(result.actions.group_by("action").len().iter_rows())
     click.echo("Node actions: " + ", ".join(f"{a} {counts.get(a, 0)}" for a in ("drain_now", "drain_after_job", "watch")))
-    click.echo(f"Write the files Slurm reads with: goodput export --db {db} --out DIR")
+    click.echo(f"Write the files Slurm reads with: {follow_up('export', db=db, out='DIR')}")
 
 
 @click.command("export")
@@ -168,20 +175,45 @@ def _print_models(result, db: Path) -> None:
               show_default=True, help="Directory for blocklist.txt, drain.sh, blocklist.json and validation_plan.json "
                                       "(the default is where `goodput run` writes them with its default --out).")
 @click.option("--force", is_flag=True,
-              help="Write even when more nodes would be drained than max_drain_share / max_drain_floor allow.")
-def export_command(db: Path | None, out: Path, force: bool) -> None:
+              help="Write even when more nodes would be drained than max_drain_share / max_drain_floor allow. "
+                   "Needs --why: who (the OS user) and why are written in the export's header and blocklist.json, "
+                   "and recorded in the warehouse (table export_overrides).")
+@click.option("--why", "why", default=None, metavar="TEXT", help="Why --force: recorded with it.")
+@click.option("--platform", "platform", type=click.Choice(["slurm", "kubernetes", "both"]), default="slurm",
+              show_default=True, help="The nodes' scheduler: slurm writes drain.sh (scontrol); kubernetes writes "
+                                      "kubectl.sh (cordon and taint) and node_conditions.json; both writes all.")
+@click.option("--no-execute", "no_execute", is_flag=True,
+              help="kubectl.sh: drain_now taints NoExecute (the pods that do not tolerate it are evicted) instead of "
+                   "NoSchedule.")
+@click.option("--max-age", "max_age", type=click.IntRange(1, 24 * 366), default=24, show_default=True,
+              metavar="HOURS", help="The scripts refuse to run once the export is older than this (their own "
+                                    "--max-age overrides it; --stale-ok runs anyway).")
+def export_command(db: Path | None, out: Path, force: bool, why: str | None, platform: str, no_execute: bool,
+                   max_age: int) -> None:
     """Write the node_actions of the last `goodput models` / `goodput run` as
-    blocklist.txt (a Slurm hostlist for sbatch --exclude), drain.sh (scontrol
-    lines: drain_after_job State=DRAIN, drain_now State=DOWN; nodes Slurm already
-    has drained or down are left alone; goodput never runs it), blocklist.json
+    blocklist.txt (a Slurm hostlist for sbatch --exclude), drain.sh (scontrol:
+    drain_after_job State=DRAIN, drain_now State=DOWN, resumes of the nodes goodput
+    drained that were repaired and validated since), blocklist.json
     (schemas/blocklist.schema.json) and validation_plan.json (benchmarks per
-    risky node, Anubis Alg. 1)."""
+    risky node, Anubis Alg. 1); for Kubernetes nodes kubectl.sh and
+    node_conditions.json. goodput never runs the scripts: each is a dry run until
+    --apply, and checks before it acts, every time it is run: its own age, each
+    node's live state, and the drain cap (docs/node-exports.md)."""
+    from datetime import timezone
+
     from analysis.fleet import identity
-    from analysis.nodes.exports import (LadderConfig, drain_excess, latest_actions, latest_plan,
-                                        slurm_out_of_service, unsafe_hosts, write_exports)
+    from analysis.nodes import lifecycle
+    from analysis.nodes.exports import (ExportOverride, LadderConfig, drain_excess, latest_actions, latest_plan,
+                                        os_user, record_override, slurm_out_of_service, unsafe_hosts, write_exports)
     from analysis.nodes.node_models import fleet_size
     from analysis.version import made_by
 
+    if why is not None and not why.strip():
+        raise click.BadParameter("give a reason", param_hint="--why")
+    if force and why is None:
+        raise click.UsageError("--force needs --why TEXT: who forced the export and why are recorded")
+    if why is not None and not force:
+        raise click.UsageError("--why goes with --force")
     con, db = _open(db, read_only=True)
     try:
         actions, as_of = latest_actions(con)
@@ -189,20 +221,40 @@ def export_command(db: Path | None, out: Path, force: bool) -> None:
         fleet = fleet_size(con)
         slurm = slurm_out_of_service(con, as_of)
         cluster = identity.cluster_of(con)
+        resume = lifecycle.resume_candidates(con)  # goodput's drains repaired and validated since: drain.sh resumes them
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         con.close()
-    _, _, problem = drain_excess(actions, fleet, LadderConfig())
+    cfg = LadderConfig()
+    drains, limit, problem = drain_excess(actions, fleet, cfg)
     if problem and not force:
-        raise click.ClickException(f"{problem}: check node_actions (goodput sql \"SELECT * FROM node_actions\"), "
-                                   "then --force to write anyway")
+        raise click.ClickException(f"{problem}: check node_actions "
+                                   f"({follow_up('sql', 'SELECT * FROM node_actions', db=db)}), "
+                                   "then --force --why TEXT to write anyway")
+    override = None
+    if problem:  # forced: recorded in the warehouse before anything is written, or nothing is written
+        override = ExportOverride(datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0), os_user(),
+                                  why.strip(), drains, limit, fleet, as_of, platform, str(Path(out).resolve()))
+        writable, db = _open(db, read_only=False)
+        try:
+            record_override(writable, override)
+        except Exception as exc:  # noqa: BLE001 - a lock held by a running `goodput run`, a read-only file
+            raise click.ClickException(f"cannot record the override in {db}: {exc}; nothing written") from None
+        finally:
+            writable.close()
+        click.echo(f"FORCED past the drain limit ({problem}) by {override.os_user}: {override.why} "
+                   "(recorded in export_overrides)", err=True)
+    elif force:
+        click.echo("--force was not needed: the drains are within the limit; nothing recorded", err=True)
     try:
-        paths = write_exports(actions, out, as_of, made_by(db), plan=plan, slurm=slurm, cluster=cluster)
+        paths = write_exports(actions, out, as_of, made_by(db), cfg, plan=plan, slurm=slurm, cluster=cluster,
+                              resume=resume, platform=platform, no_execute=no_execute, fleet=fleet,
+                              override=override, max_age_hours=max_age)
     except OSError as exc:
         raise click.ClickException(f"cannot write to {out}: {exc.strerror or exc}") from None
     for name, path in paths.items():
-        click.echo(f"{name:15} {path}")
+        click.echo(f"{name:20} {path}")
     skipped = unsafe_hosts(actions)
     if skipped:
         click.echo(f"WARNING: {len(skipped)} host name(s) are not plain host names and were left out: "

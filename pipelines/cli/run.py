@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from analysis import resources, sql, warehouse
+from analysis.commands.hints import FLEET_DB_DIR
 from analysis.ingest.sources import IGNORED_FOLDERS, SOURCES
-from pipelines.cli.common import _crashed, _db_option, _me, _one_line, _setup_logging
+from pipelines.cli.common import _crashed, _db_option, _one_line, _setup_logging, option_rules
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
 # (Dagster, DuckDB, polars, torch take seconds).
@@ -38,10 +39,11 @@ DEMO_SOURCE = resources.demo_source()
               help="The cluster SOURCE is (Slurm's ClusterName): the warehouse is named for it and refused for another, "
                    "sacct dumps naming another cluster fail the run, and drain.sh targets it (scontrol -M).")
 @click.option("--fleet", "fleet", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Instead of --source: a folder per cluster (FLEET/<cluster>/slurm/...), each run into "
-                   "DB_DIR/<cluster>.duckdb and OUT/<cluster>/, then the fleet report in OUT/fleet/.")
-@click.option("--db-dir", "db_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("data/fleet"),
-              show_default=True, help="With --fleet: the folder of the clusters' warehouses.")
+              help="Instead of --source: the fleet's source folder, a folder per cluster (FLEET/<cluster>/slurm/...), "
+                   "each run into DB_DIR/<cluster>.duckdb and OUT/<cluster>/, then the fleet report in OUT/fleet/.")
+@click.option("--db-dir", "db_dir", type=click.Path(file_okay=False, path_type=Path), default=FLEET_DB_DIR,
+              show_default=True, help="With --fleet: the folder of the clusters' warehouses (<cluster>.duckdb), "
+                                      "as `fleet export`, `fleet report` and `sql` take it.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               help="With --fleet: how many clusters run at once (each in its own process; about one per 2 cores).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary, no per-file progress.")
@@ -67,11 +69,14 @@ def run(source: Path | None, db: Path | None, out: Path, tz: str | None, sacct_d
     from analysis.fleet.clusters import FleetError, check_name
     from pipelines.runner import SourceError, run_pipeline
 
-    if (source is None) == (fleet is None):
+    per_cluster = ("--fleet names each cluster by its folder and its warehouse DB_DIR/<cluster>.duckdb: leave out "
+                   "--db and --cluster")
+    option_rules(conflicts=[(("source", "fleet"), "give either --source (one cluster) or --fleet (a folder per cluster)"),
+                            (("fleet", "db"), per_cluster), (("fleet", "cluster"), per_cluster)],
+                 needs=[("db_dir", ("fleet",), "one cluster's warehouse is --db"),
+                        ("jobs", ("fleet",), "one cluster is one run")])
+    if source is None and fleet is None:
         raise click.UsageError("give either --source (one cluster) or --fleet (a folder per cluster)")
-    if fleet is not None and (db is not None or cluster is not None):
-        raise click.UsageError("--fleet names each cluster by its folder and its warehouse DB_DIR/<cluster>.duckdb: "
-                               "leave out --db and --cluster")
     try:
         cluster = cluster and check_name(cluster)
     except FleetError as exc:
@@ -158,7 +163,8 @@ def _demo_hints(db: Path) -> str:
     failed or was interrupted: the summary below says which)."""
     import duckdb
 
-    me = _me()
+    from analysis.commands.hints import follow_up
+
     try:
         con = warehouse.connect(db, read_only=True)
         try:
@@ -167,7 +173,7 @@ def _demo_hints(db: Path) -> str:
             con.close()
     except duckdb.Error:
         return "\nNo commands to try: the run did not build the failure causes they read (see below)."
-    lines = [f"\nTry: {me} sql --db {db} \"SELECT cause, count(*) FROM job_failure_causes GROUP BY ALL\""]
+    lines = [f"\nTry: {follow_up('sql', 'SELECT cause, count(*) FROM job_failure_causes GROUP BY ALL', db=db)}"]
     if example:
-        lines.append(f"     {me} why --db {db} {example[0][0]}    # a job a {example[0][1]} failure killed")
+        lines.append(f"     {follow_up('why', example[0][0], db=db)}    # a job a {example[0][1]} failure killed")
     return "\n".join(lines)

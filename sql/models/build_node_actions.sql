@@ -1,4 +1,5 @@
--- node_actions: what the scheduler should do with each node as of $as_of, by
+-- staged_node_actions (stored as node_actions by models/store_node_actions.sql): what the scheduler should do
+-- with each node as of $as_of, by
 -- an escalation ladder over the evidence of the last $expiry_days days:
 --   drain_now        a lemon, a confirmed, critical, non-transient incident since
 --                    the node's last repair, or a repeated validation failure (its
@@ -8,6 +9,7 @@
 --                    run (re-validate before new work), or a 7-day incident
 --                    probability of at least $risk_p7 (node_risk's Cox-Time, when it could be trained);
 --   watch            any other incident.
+-- An escalated node (node_lifecycle: repeated repair attempts for one component) is drained now, for RMA.
 -- A slow node (straggler_episodes: a node's workers slower than their peers, in two or more jobs that ended
 -- before $as_of, more often than chance; analysis/derive/stragglers.py) is validated before new work
 -- (drain_after_job), its jobs the evidence.
@@ -23,7 +25,7 @@
 -- evidence either way.
 -- A node that returned to service after its last incident and stayed clean for
 -- $clean_days leaves the list; every entry expires $expiry_days after its last evidence.
-CREATE OR REPLACE TABLE node_actions AS
+CREATE OR REPLACE TEMP TABLE staged_node_actions AS
 -- Only what was known before $as_of counts: a drain, a return to service, a
 -- ticket or a job failure dated later is the future (goodput models --as-of).
 WITH window_incidents AS (
@@ -113,6 +115,15 @@ WITH window_incidents AS (
                             ELSE '' END AS offender_reason,
            o.top_cause AS offender_cause, o.incidents AS offender_incidents, o.threshold AS offender_threshold
     FROM repeat_offenders o LEFT JOIN last_repair r USING (host) WHERE o.as_of = $as_of
+), escalated AS (
+    -- the node lifecycle's escalation (analysis/nodes/lifecycle.py): repeated repair attempts for one component,
+    -- not back in service since: drain it now and send it for RMA / inspection
+    SELECT e.host, arg_max(e.evidence, e.step_time) AS escalation_note, arg_max(e.cause, e.step_time) AS escalation_cause,
+           arg_max(e.component, e.step_time) AS escalation_component, max(e.step_time) AS escalated_at
+    FROM node_lifecycle e
+    WHERE e.state = 'escalated' AND e.step_time < $as_of AND e.step_time >= $as_of - to_days($expiry_days)
+      AND NOT EXISTS (SELECT 1 FROM node_lifecycle r WHERE r.host = e.host AND r.state = 'resumed' AND r.step_time > e.step_time)
+    GROUP BY e.host
 ), slow AS (
     SELECT host, list(DISTINCT job_id ORDER BY job_id) AS slow_jobs, count(DISTINCT job_id) AS slow_job_count,
            median(slowdown) AS slow_factor, min(start_time) AS slow_first, max(end_time) AS slow_last
@@ -120,15 +131,18 @@ WITH window_incidents AS (
     WHERE basis = 'repeat' AND end_time < $as_of AND start_time >= $as_of - to_days($expiry_days)
     GROUP BY host HAVING count(DISTINCT job_id) >= 2
 ), candidates AS (
-    SELECT coalesce(h.host, l.host, k.host, b.host, o.host, s.host) AS host, s.* EXCLUDE (host), s.host IS NOT NULL AS is_slow, o.* EXCLUDE (host), o.host IS NOT NULL AS is_offender, h.*  EXCLUDE (host), l.score AS lemon_score, l.suggested_component,
+    SELECT coalesce(h.host, l.host, k.host, b.host, o.host, s.host, x.host) AS host, s.* EXCLUDE (host),
+           s.host IS NOT NULL AS is_slow, x.* EXCLUDE (host), x.host IS NOT NULL AS is_escalated, o.* EXCLUDE (host), o.host IS NOT NULL AS is_offender, h.*  EXCLUDE (host), l.score AS lemon_score, l.suggested_component,
            l.top_signals, k.p_incident, k.model AS risk_model, l.host IS NOT NULL AS is_lemon,
            b.bench_run, b.bench_time, b.bench_failing, coalesce(b.bench_repeated, false) AS bench_repeated,
            b.host IS NOT NULL AS bench_failed
     FROM per_host h FULL JOIN lemons l USING (host) FULL JOIN (SELECT * FROM risk WHERE p_incident >= $risk_p7) k USING (host)
          FULL JOIN bench b USING (host) FULL JOIN offenders o USING (host) FULL JOIN slow s USING (host)
+         FULL JOIN escalated x USING (host)
 ), laddered AS (
     SELECT c.*, j.jobs,
-        CASE WHEN c.is_lemon OR c.confirmed_since_repair OR c.bench_repeated OR c.escalation = 'rma' THEN 'drain_now'
+        CASE WHEN c.is_lemon OR c.confirmed_since_repair OR c.bench_repeated OR c.escalation = 'rma' OR c.is_escalated
+             THEN 'drain_now'
              WHEN coalesce(c.confirmed_incidents, 0) >= $repeat_min OR c.p_incident IS NOT NULL OR c.bench_failed
                   OR c.is_offender OR c.is_slow THEN 'drain_after_job'
              ELSE 'watch' END AS action,
@@ -138,7 +152,8 @@ WITH window_incidents AS (
     FROM candidates c LEFT JOIN jobs_hit j USING (host)
 )
 SELECT host, $as_of::TIMESTAMP AS as_of, action,
-       CASE WHEN is_lemon THEN 'lemon node (' || coalesce(array_to_string(top_signals, ', '), 'signals') || ')'
+       CASE WHEN is_escalated THEN 'escalated: ' || escalation_note || coalesce('; ' || critical_note, '')
+            WHEN is_lemon THEN 'lemon node (' || coalesce(array_to_string(top_signals, ', '), 'signals') || ')'
                                 || coalesce('; ' || offender_reason, '')
             WHEN is_offender THEN offender_reason || coalesce('; ' || critical_note, '')
             WHEN confirmed_since_repair THEN critical_note
@@ -150,23 +165,32 @@ SELECT host, $as_of::TIMESTAMP AS as_of, action,
             WHEN p_incident IS NOT NULL THEN 'incident risk ' || round(p_incident, 2) || ' within 7 days (' || risk_model || ')'
             ELSE 'first incident: ' || cause END
        -- a node held for something else, or only watched, says why its critical incident does not drain it
-       || CASE WHEN NOT is_lemon AND NOT is_offender AND NOT coalesce(confirmed_since_repair, false)
+       || CASE WHEN NOT is_lemon AND NOT is_offender AND NOT coalesce(confirmed_since_repair, false) AND NOT is_escalated
                THEN coalesce('; ' || critical_note, '') ELSE '' END AS reason,
        CASE WHEN NOT is_lemon AND NOT coalesce(confirmed_since_repair, false)
                  AND (bench_repeated OR (bench_failed AND coalesce(confirmed_incidents, 0) < $repeat_min)) THEN 'benchmark'
+            WHEN is_escalated THEN coalesce(escalation_cause, cause, 'escalated')
             WHEN is_offender AND NOT is_lemon THEN offender_cause
             ELSE coalesce(cause, CASE WHEN is_lemon THEN 'lemon' WHEN is_slow THEN 'degraded_pace' ELSE 'risk' END) END AS cause,
-       -- a repeat offender at its threshold scores 0.5, at twice it 1
+       -- the action score (docs/methods.md#node-actions), 0-1, two decimals: the number every export, the report
+       -- and `goodput why` show. The strongest of the evidence that holds the node: the lemon score, the 7-day
+       -- incident risk, confirmed incidents / 4, a repeat offender's incidents over twice its threshold, jobs
+       -- straggled in / 4; 1 for an unrepaired critical incident, a repeated validation failure or an RMA, 0.5 for a
+       -- failed latest validation. A watched node with none of these scores 0.
        round(greatest(coalesce(lemon_score, 0), coalesce(p_incident, 0), least(coalesce(confirmed_incidents, 0) / 4.0, 1),
                       least(coalesce(offender_incidents, 0) / (2.0 * coalesce(offender_threshold, 1)), 1),
-                      least(coalesce(slow_job_count, 0) / 4.0, 1)), 3) AS score,
+                      least(coalesce(slow_job_count, 0) / 4.0, 1),
+                      CASE WHEN coalesce(confirmed_since_repair, false) OR bench_repeated OR escalation = 'rma'
+                                OR is_escalated THEN 1.0
+                           WHEN bench_failed THEN 0.5 ELSE 0 END), 2) AS score,
        coalesce(event_times, []) AS event_times, list_sort(list_distinct(coalesce(jobs, []) || coalesce(slow_jobs, []))) AS jobs, coalesce(tickets, []) AS tickets,
        CASE WHEN bench_failed THEN [bench_run || ': ' || m FOR m IN bench_failing] ELSE [] END AS benchmarks,
-       coalesce(least(first_evidence, bench_time, slow_first), $as_of::TIMESTAMP) AS since,
-       coalesce(greatest(last_evidence, bench_time, slow_last), $as_of::TIMESTAMP) + to_days($expiry_days) AS expires,
+       coalesce(least(first_evidence, bench_time, slow_first, escalated_at), $as_of::TIMESTAMP) AS since,
+       coalesce(greatest(last_evidence, bench_time, slow_last, escalated_at), $as_of::TIMESTAMP) + to_days($expiry_days) AS expires,
        action = 'drain_now' AS suggest_ticket,
-       coalesce(suggested_component, CASE WHEN escalation = 'rma' THEN offender_cause END) AS suggested_component,
+       coalesce(suggested_component, CASE WHEN is_escalated THEN escalation_component END,
+                CASE WHEN escalation = 'rma' THEN offender_cause END) AS suggested_component,
        critical_event, checks_passed, jobs_completed, restarted_at, returned_to_service
 FROM laddered
-WHERE NOT coalesce(stayed_clean, false) OR is_lemon OR bench_failed OR is_offender OR is_slow
+WHERE NOT coalesce(stayed_clean, false) OR is_lemon OR bench_failed OR is_offender OR is_slow OR is_escalated
 ORDER BY action, host;

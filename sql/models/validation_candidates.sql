@@ -10,5 +10,5 @@ WITH status AS (
 SELECT r.host, r.p_incident, s.gpu_all, s.host_all, s.network_all, s.storage_all, f.*
 FROM node_risk r JOIN status s USING (host) CROSS JOIN fleet f
 WHERE r.as_of = $as_of AND r.horizon_days = 7 AND r.model = 'cox_time' AND r.p_incident > $target
-  AND r.host NOT IN (SELECT host FROM node_actions WHERE action = 'drain_now')
+  AND r.host NOT IN (SELECT host FROM node_action_history WHERE as_of = $as_of AND action = 'drain_now')
 ORDER BY r.p_incident DESC, r.host

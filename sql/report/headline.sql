@@ -31,6 +31,7 @@ SELECT (SELECT g FROM last7) AS goodput_7d, (SELECT g FROM prev7) AS goodput_pre
        (SELECT cause FROM worst) AS worst_cause, (SELECT lost FROM worst) AS worst_cause_gpu_hours,
        (SELECT nodes FROM out_of_service) AS nodes_out_of_service,
        (SELECT count(*) FROM jobs WHERE submit_time < $day::TIMESTAMP + INTERVAL 1 DAY) AS job_instances,
-       (SELECT sum(n_gpus * coalesce(elapsed_s, 0)) / 3600.0 FROM jobs
-        WHERE end_time < $day::TIMESTAMP + INTERVAL 1 DAY) AS gpu_hours,
+       -- job time: the GPU-hours jobs were scheduled (goodput_daily, running jobs counted day by day), the one
+       -- definition the capacity split divides
+       (SELECT sum(scheduled_gpu_hours) FROM goodput_daily WHERE day <= $day) AS gpu_hours,
        (SELECT r_per_1000 FROM rate) AS r_per_1000_node_days

@@ -15,8 +15,9 @@ name the scrape target left out, the rest kept in the metric name (``time,host,d
 -> ``node_infiniband_..._total{device="mlx5_0",port="1"}``). A file without a host column is accepted
 when its name/folder names the host (ctx.host_hint).
 time: ISO 8601 with or without zone, or epoch s/ms; naive stamps are in ctx.options.tz. Rejected:
-unparseable time, no host, empty metric, a value that is not a finite number (NaN, Inf, stale markers
-and DCGM blanks with their own reasons), a gpu that is not an integer. Header lines repeated inside the
+unparseable time, a time outside the years 1970-2100 (options.YEARS), no host (a dated daily file's name,
+dcgm-2024-03-01.csv, names none: hosts.host_from_path), empty metric, a value that is not a finite number
+(NaN, Inf, stale markers and DCGM blanks with their own reasons), a gpu that is not an integer. Header lines repeated inside the
 file (concatenated exports) are skipped.
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ import pyarrow.parquet as pq
 
 from analysis.ingest.contract import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.ingest.lines import make_rejects
+from analysis.ingest.options import YEARS
 from analysis.ingest.parsers import promjson, series
 from analysis.ingest.parsers.csvlines import datetime_to_utc, match_header, parse_time_any, split_lines
 from analysis.ingest.parts import combine
@@ -117,10 +119,21 @@ def _csv_rows(rows: pl.DataFrame, layout: Layout, width: int, ctx: ParseContext)
         "line_no", pl.col("text").alias("raw"),
         *[fields.list.get(i).alias(c) for c, i in layout.cols.items()],
         *[fields.list.get(i).alias(series.col(name)) for name, i in layout.labels.items()])
-    picked = picked.with_columns(time_t=_distinct_times(picked["time"], ctx.options.tz))
+    picked, late = _outside_years(picked.with_columns(time_t=_distinct_times(picked["time"], ctx.options.tz)))
     good, bad = series.finish(series.resolve(picked, list(layout.labels), ctx.host_hint))
     return good, pl.concat([make_rejects(bad_shape["line_no"], bad_shape["text"], bad_shape["reason"].to_list()),
+                            make_rejects(late["line_no"], late["raw"], late["reason"].to_list()),
                             make_rejects(bad["line_no"], bad["raw"], bad["reason"].to_list())])
+
+
+def _outside_years(picked: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the rows whose time is unparsed or within the years a real cluster's log can carry (analysis/ingest/options.py
+    YEARS), the others with a 'reason'): an epoch of 99999999999999999999 would land in the year 5138."""
+    outside = pl.col("time_t").is_not_null() & ~pl.col("time_t").dt.year().is_between(*YEARS).fill_null(False)
+    late = picked.filter(outside).with_columns(reason=pl.format(
+        "time '{}' is outside the years {}-{}", pl.col("time").cast(pl.Utf8).fill_null(pl.col("time_t").cast(pl.Utf8)),
+        pl.lit(YEARS[0]), pl.lit(YEARS[1])))
+    return picked.filter(~outside), late
 
 
 def _distinct_times(texts: pl.Series, tz: str) -> pl.Series:
@@ -179,7 +192,9 @@ def _parquet_rows(frame: pl.DataFrame, layout: Layout, offset: int, ctx: ParseCo
     if not (isinstance(stamps.dtype, pl.Datetime) or stamps.dtype == pl.Date):  # epoch or text: from its text form
         stamps = picked["time"]
     time_t = datetime_to_utc(stamps, ctx.options.tz) if frame.height else pl.Series([], dtype=pl.Datetime("us"))
-    good, bad = series.finish(series.resolve(picked.with_columns(time_t=time_t), list(layout.labels), ctx.host_hint))
+    picked, late = _outside_years(picked.with_columns(time_t=time_t))
+    good, bad = series.finish(series.resolve(picked, list(layout.labels), ctx.host_hint))
+    bad = pl.concat([late.select("line_no", "reason"), bad.select("line_no", "reason")]).sort("line_no")
     # the raw text of a rejected row: its flat columns, comma-joined
     rows = frame.select(pl.all().gather(bad["line_no"] - offset - 1))
     flat = [_text(rows[c]).fill_null("") for c in rows.columns if not rows.schema[c].is_nested()]
