@@ -19,10 +19,12 @@ from assets.unchanged import replayed_while_unchanged, unless_unchanged
        group_name="models",
        description="lemon_features, lemon_scores (classifier with labels, else Meta-style thresholds), incident_samples, "
                    "node_risk (Cox-Time and baselines), model_evaluation, node_actions (watch / drain_after_job / "
-                   "drain_now), repeat_offenders and validation_plan, as of the end of the data. The classifier and the incident "
+                   "drain_now; node_action_history keeps every as-of), node_lifecycle, repeat_offenders and validation_plan, as of the "
+                   "end of the data. The classifier and the incident "
                    "models are retrained on a cadence (metadata: trained or loaded, their age).",
        metadata=writes("lemon_features", "lemon_scores", "incident_samples", "node_risk", "model_evaluation",
-                       "node_actions", "validation_plan", "node_population", "repeat_offenders"))
+                       "node_actions", "validation_plan", "node_population", "repeat_offenders", "node_action_history",
+                       "node_lifecycle", "node_lifecycle_now"))
 @unless_unchanged(files=lambda kw: [kw["models"].labels_path(kw["sources"].source_dir)])
 @withheld_on_error
 def node_actions(warehouse: Warehouse, sources: LogSources, models: ModelSettings) -> MaterializeResult:
