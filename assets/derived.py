@@ -4,7 +4,7 @@ from dagster import AssetCheckResult, AssetCheckSeverity, MaterializeResult, ass
 
 from analysis import sql
 from analysis.derive.jobs import build_jobs, map_switch_ports
-from analysis.ingest.sources import SOURCES
+from analysis.sources import SOURCES
 from assets.graph import writes
 from assets.resources import Warehouse
 from assets.unchanged import replayed_while_unchanged, unless_unchanged

@@ -8,7 +8,7 @@ from dagster import (AssetSelection, RunRequest, SensorEvaluationContext, SkipRe
 
 from analysis import sql, warehouse
 from analysis.ingest.engine import discover
-from analysis.ingest.sources import SOURCES
+from analysis.sources import SOURCES
 from analysis.resources import demo_source
 
 NIGHTLY_HOUR = int(os.environ.get("GOODPUT_NIGHTLY_HOUR", "3"))

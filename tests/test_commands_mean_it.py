@@ -239,7 +239,7 @@ def test_forgets_hint_repeats_the_db_given(db, tmp_path, monkeypatch):
 
 
 def test_follow_up_renders_the_options_a_paste_needs(tmp_path, monkeypatch):
-    from analysis.commands.hints import follow_up
+    from analysis.hints import follow_up
 
     monkeypatch.delenv("GOODPUT_DB", raising=False)
     assert follow_up("sql", "SELECT 1", db=Path("data/warehouse.duckdb")) == 'goodput sql "SELECT 1"'

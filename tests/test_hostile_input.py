@@ -14,7 +14,8 @@ import pytest
 
 from analysis import warehouse
 from analysis.ingest.contract import IngestOptions
-from analysis.ingest.engine import ingest_directory, prepare_file
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.one_file import prepare_file
 from analysis.ingest.hosts import HostlistError, expand_hostlist
 from analysis.ingest.lines import read_lines
 from tests.test_sacct_parser import HEADER, row
@@ -164,7 +165,7 @@ def test_unchanged_file_is_not_read_again(tmp_path, con, monkeypatch):
     old = time.time() - 3600
     os.utime(path, (old, old))
     ingest_directory(con, tmp_path / "src")
-    import analysis.ingest.engine as ingest
+    import analysis.ingest.one_file as ingest
 
     def no_read(*args, **kwargs):
         raise AssertionError("an unchanged file was read")

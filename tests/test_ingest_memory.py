@@ -13,7 +13,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from analysis import sql, warehouse
-from analysis.ingest import engine as ingest
+from analysis.ingest import one_file as ingest
 from analysis.ingest.contract import IngestOptions, ParseContext
 from analysis.ingest.engine import ingest_directory
 from analysis.ingest.lines import LineStream, read_lines

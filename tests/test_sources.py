@@ -1,4 +1,4 @@
-"""The source registry (analysis/ingest/sources.py): every declared source has what ingest, the accounting, `goodput
+"""The source registry (analysis/sources.py): every declared source has what ingest, the accounting, `goodput
 check` and Dagster need, and a source added at run time (one parser module, one declaration) is read by all
 of them."""
 import importlib
@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 from dagster import DagsterInstance, materialize
 
-from analysis import sql, warehouse
-from analysis.ingest import contract, sources
+from analysis import sources, sql, warehouse
+from analysis.ingest import contract
 from analysis.ingest.check import check_directory
 from analysis.ingest.engine import ingest_directory
-from analysis.ingest.sources import SOURCES, Source
+from analysis.sources import SOURCES, Source
 from assets.ingest import ingest_asset
 from assets.resources import LogSources, Warehouse
 from pipelines.cli import main

@@ -13,9 +13,8 @@ from datetime import date, datetime, timedelta, timezone
 import duckdb
 import polars as pl
 
-from analysis import sql
+from analysis import sources, sql
 from analysis.ingest import daily
-from analysis.ingest import sources
 
 # What is missing when a step is withheld (it crashed, or a blocking check stopped it).
 MISSING_WITHOUT_STEP: dict[str, str] = {

@@ -120,7 +120,7 @@ def _measured_rate(db: Path) -> tuple[float, int]:
     cluster_failure_rate and node_gpus)."""
     import duckdb
 
-    from analysis.commands.hints import follow_up
+    from analysis.hints import follow_up
     from analysis.derive import metrics
 
     try:

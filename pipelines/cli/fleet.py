@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from analysis.commands.hints import FLEET_DB_DIR
+from analysis.paths import FLEET_DB_DIR
 from pipelines.cli.common import _one_line, given
 
 # Imports inside the commands are deferred on purpose: `goodput --help` loads only what it uses.
@@ -23,7 +23,7 @@ RUN_OUT = Path("out")  # `goodput run --fleet`'s --out unasked
 def fleet_warehouses(db_dir: Path) -> dict[str, Path]:
     """The cluster warehouses of DB_DIR by cluster, or a usage error naming --db-dir (exit 2), saying whether the
     folder was given or is the default, and the command that fills it."""
-    from analysis.commands.hints import follow_up
+    from analysis.hints import follow_up
     from analysis.fleet.clusters import FleetError, warehouses_in
 
     which = f"{db_dir}" if given("db_dir") else f"{db_dir} (the default --db-dir)"

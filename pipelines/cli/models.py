@@ -8,7 +8,7 @@ import click
 
 from analysis import fingerprints, warehouse
 from analysis.commands import data_health
-from analysis.commands.hints import follow_up
+from analysis.hints import follow_up
 from analysis.nodes.cadence import KINDS
 from pipelines.cli.common import _db_option
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from analysis import resources, sql, warehouse
-from analysis.commands.hints import FLEET_DB_DIR
-from analysis.ingest.sources import IGNORED_FOLDERS, SOURCES
+from analysis.paths import FLEET_DB_DIR
+from analysis.sources import IGNORED_FOLDERS, SOURCES
 from pipelines.cli.common import _crashed, _db_option, _one_line, _setup_logging, option_rules
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
@@ -163,7 +163,7 @@ def _demo_hints(db: Path) -> str:
     failed or was interrupted: the summary below says which)."""
     import duckdb
 
-    from analysis.commands.hints import follow_up
+    from analysis.hints import follow_up
 
     try:
         con = warehouse.connect(db, read_only=True)

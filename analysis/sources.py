@@ -3,7 +3,7 @@ warehouse's raw tables (their inserts, the delete before a file is read again, t
 `goodput check`, the Dagster ingest assets, the daily source volume and the command line's help are derived
 from these declarations. Imports nothing: the command line's help lists the folders without loading parsers.
 
-Adding a source: write its parser module (the entry points are in analysis/ingest/contract.py and analysis/ingest/engine.py:
+Adding a source: write its parser module (the entry points are in analysis/ingest/contract.py and analysis/ingest/one_file.py:
 ``parse``, and optionally ``stream_parts``, ``parse_batch``, ``json_parts``, ``parquet_parts``), its tables'
 DDL (sql/schema/warehouse.sql for a built-in source; ``Source.ddl`` for one added from outside), and one ``Source``
 below, or ``register(Source(...))`` at run time, before the Dagster definitions are imported (their ingest
