@@ -15,6 +15,7 @@ import polars as pl
 from analysis import sql
 from analysis.nodes import cadence as cadence_mod
 from analysis.nodes.cadence import Cadence, ModelState
+from analysis.settings import TelemetryTraining
 from analysis.telemetry import detect, evaluate, frames, links, pending, saved, train
 from analysis.telemetry.detect import DetectConfig, Models
 from analysis.telemetry.truth import TRUTH_SCHEMA
@@ -67,7 +68,8 @@ def job_frame(con: duckdb.DuckDBPyConnection, job: dict, cfg: DetectConfig,
 
 
 def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), model_dir: Path | None = None,
-        max_train_jobs: int = 50, min_train_jobs: int = 3, epochs: int = 30, progress=None,
+        max_train_jobs: int = TelemetryTraining.max_train_jobs, min_train_jobs: int = TelemetryTraining.min_train_jobs,
+        epochs: int = TelemetryTraining.epochs, progress=None,
         lookback_days: float | None = None, split: datetime | None = None,
         cadence: Cadence = Cadence()) -> TelemetryRun:
     """Score the covered jobs not yet scored (new, or their coverage changed) with the saved detector,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from analysis.paths import FLEET_DB_DIR
+from analysis.paths import FLEET_DB_DIR, RUN_OUT  # `goodput run --fleet`'s --db-dir and --out unasked
 from pipelines.cli.common import _one_line, given
 
 # Imports inside the commands are deferred on purpose: `goodput --help` loads only what it uses.
@@ -17,7 +17,6 @@ from pipelines.cli.common import _one_line, given
 _DB_DIR = click.option("--db-dir", "db_dir", type=click.Path(file_okay=False, path_type=Path),
                        default=FLEET_DB_DIR, show_default=True,
                        help="The folder of the clusters' warehouses (<cluster>.duckdb): `run --fleet`'s --db-dir.")
-RUN_OUT = Path("out")  # `goodput run --fleet`'s --out unasked
 
 
 def fleet_warehouses(db_dir: Path) -> dict[str, Path]:
