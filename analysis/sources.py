@@ -81,6 +81,15 @@ BUILT_IN = (
 # folder -> declaration, in ingestion order; register() adds to it, so every reader sees a source added at run time
 SOURCES: dict[str, Source] = {s.folder: s for s in BUILT_IN}
 
+# node_events.source values goodput writes itself, from what it derives, and the asset that writes each: with the
+# registry's ``events`` they are every source a taxonomy rule can name (event_sources)
+DERIVED_EVENTS = {
+    "app": "job_log_events",  # errors found in the jobs' own logs (NCCL, CUDA, PyTorch)
+    "telemetry": "machine_alerts",  # machines the telemetry detector confirmed as drifting from their peers
+    "network": "port_counter_events",  # fabric port-counter deltas over their thresholds
+    "straggler": "straggler_episodes",  # nodes that slowed their jobs (degraded pace)
+}
+
 # truth/: `goodput simulate` writes its ground truth beside the logs; labels/: operator
 # labels for the models (labels/lemons.csv), read by `goodput models`, not ingested.
 IGNORED_FOLDERS = ("truth", "labels")
@@ -105,6 +114,12 @@ def unregister(folder: str) -> None:
     if any(s.folder == folder for s in BUILT_IN):
         raise ValueError(f"{folder}/ is a built-in source")
     SOURCES.pop(folder, None)
+
+
+def event_sources() -> tuple[str, ...]:
+    """Every node_events.source: the declared sources' ``events`` (a source registered at run time included),
+    then the derived ones (DERIVED_EVENTS)."""
+    return tuple(dict.fromkeys([*(s.events for s in SOURCES.values() if s.events), *DERIVED_EVENTS]))
 
 
 def raw_tables() -> tuple[str, ...]:
