@@ -169,6 +169,37 @@ def _known_files(con: duckdb.DuckDBPyConnection, files: list[tuple[Path, str | N
     return known
 
 
+def _triaged(con: duckdb.DuckDBPyConnection | None, files: list[tuple[Path, str | None]], keys: list[str], source_dir: Path,
+             options: IngestOptions, links: set[Path]) -> Iterator[list[tuple[Path, str | None, str, object, bool]]]:
+    """``files`` in chunks of CHECK_FILES (the warehouse asked once a chunk): (path, source, key, its
+    ingested_files row: None when it has none, ... when not looked up, and whether it is unchanged). The one rule
+    for "is this file new?": unchanged = same size, mtime and read options as when it was read, read more than a
+    second after that mtime (sql/ingest/files_by_paths.sql); any other file is read."""
+    for start in range(0, len(files), CHECK_FILES):
+        chunk = list(zip(files[start:start + CHECK_FILES], keys[start:start + CHECK_FILES]))
+        known = {} if con is None else _known_files(con, [f for f, _ in chunk], [k for _, k in chunk], source_dir,
+                                                     options, links)
+        out = []
+        for (path, source), key in chunk:
+            previous = known.get(key, ...)
+            out.append((path, source, key, previous, isinstance(previous, dict) and bool(previous["unchanged"])))
+        yield out
+
+
+def files_to_read(con: duckdb.DuckDBPyConnection | None, source_dir: Path, options: IngestOptions | None = None,
+                  sources: list[str] | None = None) -> list[tuple[Path, str | None, str]]:
+    """The files ingest_directory would read now (path, source, file_key): every one it would not skip as
+    unchanged (_triaged); con None: no warehouse yet, every file. The new-file sensor (pipelines/schedules.py) asks this, so it reports a file as new
+    exactly when a run would read it."""
+    source_dir = Path(source_dir)
+    options = options or load_options(source_dir)
+    found, links = discover_files(source_dir, sources)
+    files = [(p, s) for p, s in found if sources is None or s in sources]
+    return [(path, source, key) for chunk in _triaged(con, files, _keys(files, source_dir, links), source_dir, options,
+                                                      links)
+            for path, source, key, _, unchanged in chunk if not unchanged]
+
+
 def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: IngestOptions | None = None,
                      sources: list[str] | None = None,
                      progress: Callable[[FileOutcome, int, int], None] | None = None) -> IngestSummary:
@@ -184,13 +215,10 @@ def ingest_directory(con: duckdb.DuckDBPyConnection, source_dir: Path, options: 
     batch: list[Prepared] = []
     shas: dict = {}
     done = 0
-    for start in range(0, len(files), CHECK_FILES):  # the warehouse is asked once per CHECK_FILES files
-        chunk = list(zip(files[start:start + CHECK_FILES], keys[start:start + CHECK_FILES]))
-        known = _known_files(con, [f for f, _ in chunk], [k for _, k in chunk], source_dir, options, links)
+    for chunk in _triaged(con, files, keys, source_dir, options, links):
         todo = []
-        for (path, source), key in chunk:
-            previous = known.get(key, ...)
-            if isinstance(previous, dict) and previous["unchanged"]:
+        for path, source, key, previous, unchanged in chunk:
+            if unchanged:
                 done += 1
                 summary.outcomes.append(FileOutcome(key, source, "unchanged"))
                 if progress:
