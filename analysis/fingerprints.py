@@ -105,11 +105,6 @@ def record(con: duckdb.DuckDBPyConnection, asset: str, fingerprint_: str | None,
             "outcome": json.loads(text) if text else None, "built_at": built_at}
 
 
-def forget_sources(con: duckdb.DuckDBPyConnection) -> None:
-    """Files were taken out of the warehouse: the next run's ingest steps compute their versions again."""
-    sql.run(con, "ops/asset_inputs_forget_sources", {"prefix": SOURCE})
-
-
 def forget_all(con: duckdb.DuckDBPyConnection) -> None:
     """The next run rebuilds every step."""
     sql.run(con, "ops/asset_inputs_clear")

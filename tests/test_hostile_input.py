@@ -393,7 +393,7 @@ def test_db_under_a_file_says_the_parent_is_a_file(tmp_path):
     from click.testing import CliRunner
 
     from pipelines.cli import main
-    from tests.test_cli_sql import DEMO_SOURCE
+    from pipelines.cli import DEMO_SOURCE
 
     (tmp_path / "notes.txt").write_text("x")
     db = tmp_path / "notes.txt" / "w.duckdb"

@@ -10,7 +10,7 @@ from dagster import DagsterInstance, Definitions, materialize
 from analysis import warehouse
 from assets.graph import found, tables_of
 from pipelines.cli import DEMO_SOURCE, main
-from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
+from pipelines.definitions import all_assets, all_checks, daily_assets, defs
 from assets.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
                                  TaxonomyConfig, TelemetrySettings, Warehouse)
 from tests.shared import quick_telemetry, record_tables_written

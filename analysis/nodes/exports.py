@@ -26,7 +26,7 @@ import polars as pl
 from analysis import resources, sql
 from analysis.ingest.hosts import compress_hostlist
 from analysis.nodes import lifecycle, offenders, scripts
-from analysis.nodes.scripts import CONDITION_TYPE, K8S_REASON_ANNOTATION, K8S_TAINT_KEY, SLURM_TAG  # noqa: F401
+from analysis.nodes.scripts import CONDITION_TYPE, K8S_TAINT_KEY, SLURM_TAG
 from analysis.settings import ExportConfig, LadderConfig
 
 SCHEMA = resources.schema("blocklist.schema.json")

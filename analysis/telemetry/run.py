@@ -287,12 +287,3 @@ def evaluate_against_attribution(con: duckdb.DuckDBPyConnection) -> pl.DataFrame
     ev = ev.with_columns(model_version=pl.lit(jobs["model_version"][0] if jobs.height else None))
     sql.run_staged(con, {"staged_evaluation": ev}, [("telemetry/store_detector_evaluation", None)])
     return ev
-
-
-def evaluate_against_truth(con: duckdb.DuckDBPyConnection, truth: pl.DataFrame) -> pl.DataFrame:
-    """detector_evaluation of the stored alerts against a truth table (the simulator's
-    truth/telemetry_faults.csv): every job telemetry covers is judged; jitter rows are decoys."""
-    jobs = con.sql("SELECT DISTINCT job_id FROM telemetry_jobs").pl()["job_id"].cast(pl.Utf8).to_list()
-    alerts = con.sql("SELECT * FROM machine_alerts").pl()
-    truth = truth.with_columns(pl.col("job_id").cast(pl.Utf8)).cast(TRUTH_SCHEMA)
-    return evaluate.evaluate(alerts, truth, jobs)
