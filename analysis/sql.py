@@ -16,9 +16,9 @@ from pathlib import Path
 
 import duckdb
 
-from analysis import resources, sources
+from analysis import package_files, sources
 
-SQL_DIR = resources.sql_dir()
+SQL_DIR = package_files.sql_dir()
 RAW_TABLE = "{raw_table}"
 STAGES = ("schema", "ingest", "derive", "metrics", "models", "criteria", "telemetry", "report", "ops", "fleet",
           "alerts")

@@ -9,7 +9,7 @@ from assets.graph import writes
 from assets.resources import Warehouse
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
 
-# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/derive.py).
+# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/pure_builds.py).
 BUILDS = {"jobs": lambda con, s: build_jobs(con), "node_events": lambda con, s: map_switch_ports(con)}
 
 

@@ -13,7 +13,7 @@ from analysis import warehouse
 from analysis.ingest.contract import IngestOptions
 from analysis.ingest.options import load_options
 from analysis.paths import FLEET_DB_DIR, RUN_OUT
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from analysis.settings import (Cadence, CriteriaConfig, DetectConfig, ExportConfig, FrameConfig, HealthConfig,
                                LadderConfig, LemonConfig, MetricsConfig, OffenderConfig, RunsConfig, TelemetryTraining)
 

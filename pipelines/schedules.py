@@ -8,7 +8,7 @@ from dagster import (AssetSelection, RunRequest, SensorEvaluationContext, SkipRe
 
 from analysis import warehouse
 from analysis.ingest.engine import files_to_read
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from analysis.sources import SOURCES
 
 NIGHTLY_HOUR = int(os.environ.get("GOODPUT_NIGHTLY_HOUR", "3"))

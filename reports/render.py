@@ -14,7 +14,7 @@ import vl_convert
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from analysis import resources, sql
+from analysis import package_files, sql
 from analysis.criteria.learn import CriteriaConfig
 from analysis.derive import ettr
 from analysis.derive.metrics import PROJECTION_GPUS, fleet_gpus_per_node
@@ -25,7 +25,7 @@ from analysis.nodes.exports import DRAIN_ACTIONS, slurm_out_of_service, with_slu
 from analysis.settings import RunsConfig
 from reports import charts, cost, headline
 
-TEMPLATES = resources.path("reports", "templates")
+TEMPLATES = package_files.path("reports", "templates")
 
 
 @lru_cache(maxsize=1)

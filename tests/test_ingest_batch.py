@@ -14,7 +14,7 @@ from analysis.ingest import batch as ingest_batch
 from analysis.ingest import one_file as ingest
 from analysis.ingest.engine import discover, ingest_directory
 from analysis.ingest.parsers import kernel
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from analysis.sources import SOURCES

@@ -12,7 +12,7 @@ import pytest
 from analysis import warehouse
 from analysis.ingest import batch
 from analysis.ingest.engine import ingest_directory
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from pipelines.schedules import new_files
 
 

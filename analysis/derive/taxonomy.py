@@ -17,10 +17,10 @@ import duckdb
 import polars as pl
 import yaml
 
-from analysis import resources
+from analysis import package_files
 from analysis.sources import event_sources
 
-TAXONOMY_DIR = resources.taxonomy_dir()
+TAXONOMY_DIR = package_files.taxonomy_dir()
 SEVERITIES = ("critical", "warning", "info")
 DOMAINS = ("user", "system_software", "hardware", "infrastructure", "network")
 TOP_KEYS = {"rules", "xid_overrides", "windows", "causes", "version", "reasons"}

@@ -4,7 +4,7 @@ Every file is still identified on its own (unchanged, duplicate, unreadable:
 analysis.ingest.one_file.prepare_file) and still gets its own rows, rejects, counts and
 ingested_files record, written in the same transaction as the rest of its
 group. What is shared is the work per call: the files' lines are split in one
-polars read, parsed by one ``parse_batch`` call (analysis.ingest.parsers.batch) and
+polars read, parsed by one ``parse_batch`` call (analysis.ingest.parsers.batched) and
 accounted in one pass, so a source of thousands of small logs costs about what
 one log of the same size costs.
 
@@ -27,8 +27,8 @@ from analysis.ingest import one_file
 from analysis.ingest.accounting import FileCounts
 from analysis.ingest.contract import BatchParser, BatchResult
 from analysis.ingest.lines import _is_utf8, _split_lines
-from analysis.ingest.parsers.batch import FILE, fid_of, local_no
-from analysis.ingest.parsers.batch import counts as per_fid
+from analysis.ingest.parsers.batched import FILE, fid_of, local_no
+from analysis.ingest.parsers.batched import counts as per_fid
 
 log = logging.getLogger(__name__)
 

@@ -77,7 +77,7 @@ class ParseResult:
 
 @dataclass
 class BatchResult:
-    """What ``parse_batch`` returns (analysis/ingest/parsers/batch.py: the batch numbering)."""
+    """What ``parse_batch`` returns (analysis/ingest/parsers/batched.py: the batch numbering)."""
     tables: dict[str, pl.DataFrame]  # every frame has line_no (batch numbering)
     rejects: pl.DataFrame = field(default_factory=empty_rejects)  # line_no (batch numbering), raw, reason
     skipped: dict[int, int] = field(default_factory=dict)  # fid -> lines skipped (absent: 0)

@@ -23,13 +23,13 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analysis import resources, sql
+from analysis import package_files, sql
 from analysis.ingest.hosts import compress_hostlist
 from analysis.nodes import lifecycle, offenders, scripts
 from analysis.nodes.scripts import CONDITION_TYPE, K8S_TAINT_KEY, SLURM_TAG
 from analysis.settings import ExportConfig, LadderConfig
 
-SCHEMA = resources.schema("blocklist.schema.json")
+SCHEMA = package_files.schema("blocklist.schema.json")
 DRAIN_ACTIONS = ("drain_now", "drain_after_job")
 SLURM_STATE = scripts.SLURM_STATE  # what drain.sh sets for each (scontrol update NodeName=... State=...)
 # Host names come from logs: only names a shell and scontrol read literally are exported.

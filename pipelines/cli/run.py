@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from analysis import resources, sql, warehouse
+from analysis import package_files, sql, warehouse
 from analysis.paths import FLEET_DB_DIR, RUN_OUT
 from analysis.sources import IGNORED_FOLDERS, SOURCES
 from pipelines.cli.common import _crashed, _db_option, _one_line, _setup_logging, option_rules
@@ -14,7 +14,7 @@ from pipelines.cli.common import _crashed, _db_option, _one_line, _setup_logging
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
 # (Dagster, DuckDB, polars, torch take seconds).
 
-DEMO_SOURCE = resources.demo_source()
+DEMO_SOURCE = package_files.demo_source()
 
 
 @click.command()
