@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analysis import resources, sql
+from analysis import package_files, sql
 
 CODE_SUFFIXES = {".py", ".sql", ".yaml", ".yml", ".j2", ".html", ".json"}
 # libraries whose upgrade can change a result (query engine, models, charts)
@@ -38,8 +38,8 @@ def code_version() -> str:
     """One hash of goodput's code and shipped data files and of the libraries' versions, computed once per
     process: any change to the code rebuilds everything."""
     h = hashlib.sha256()
-    for package in resources.CODE_PACKAGES:  # where they are installed: a checkout or a wheel hash alike
-        root = resources.path(package)
+    for package in package_files.CODE_PACKAGES:  # where they are installed: a checkout or a wheel hash alike
+        root = package_files.path(package)
         for path in sorted(root.rglob("*")):
             if path.suffix in CODE_SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
                 name = f"{package}/{path.relative_to(root).as_posix()}"
@@ -103,11 +103,6 @@ def record(con: duckdb.DuckDBPyConnection, asset: str, fingerprint_: str | None,
                                       "outcome": text, "built_at": built_at})
     return {"fingerprint": fingerprint_, "output_version": output_version,
             "outcome": json.loads(text) if text else None, "built_at": built_at}
-
-
-def forget_sources(con: duckdb.DuckDBPyConnection) -> None:
-    """Files were taken out of the warehouse: the next run's ingest steps compute their versions again."""
-    sql.run(con, "ops/asset_inputs_forget_sources", {"prefix": SOURCE})
 
 
 def forget_all(con: duckdb.DuckDBPyConnection) -> None:

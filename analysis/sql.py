@@ -5,7 +5,7 @@ sql/derive/build_job_runs.sql (the stages: sql/__init__.py). One-line reads of a
 ``count`` and ``table_exists`` here rather than a file each.
 
 Values are always parameters ($name). A table name cannot be one: the raw tables a statement covers come from
-the source registry (analysis/ingest/sources.py), never from input. In a file, a line naming {raw_table} is written
+the source registry (analysis/sources.py), never from input. In a file, a line naming {raw_table} is written
 once per raw table, the first copy without a leading UNION ALL (the delete before a file is read again, the
 line accounting); ``raw_table=`` writes that one table instead (its insert)."""
 from __future__ import annotations
@@ -16,10 +16,9 @@ from pathlib import Path
 
 import duckdb
 
-from analysis import resources
-from analysis.ingest import sources
+from analysis import package_files, sources
 
-SQL_DIR = resources.sql_dir()
+SQL_DIR = package_files.sql_dir()
 RAW_TABLE = "{raw_table}"
 STAGES = ("schema", "ingest", "derive", "metrics", "models", "criteria", "telemetry", "report", "ops", "fleet",
           "alerts")

@@ -9,20 +9,14 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analysis import snapshot, sql
-from analysis.ingest import sources
-
-DEFAULT_DB = Path("data/warehouse.duckdb")
-DEMO_DB = Path("data/demo.duckdb")  # `goodput demo`'s (`make demo`'s), recreated at each demo
+from analysis import snapshot, sources, sql
+from analysis.hints import follow_up
+from analysis.paths import DEFAULT_DB, DEMO_DB, default_db_path  # noqa: F401 - read as warehouse.DEFAULT_DB, ...
 
 
 # DuckDB's default memory limit is 80% of the machine: on a shared box the
 # nightly run would take it all, and spilling to disk is only a little slower.
 DEFAULT_MEMORY_LIMIT = "1536MB"
-
-
-def default_db_path() -> Path:
-    return Path(os.environ.get("GOODPUT_DB", DEFAULT_DB))
 
 
 def _config() -> dict:
@@ -42,9 +36,7 @@ def missing_warehouse(path: Path | str) -> str:
     blocker = file_in_the_way(path)
     if blocker is not None:
         return f"no warehouse at {path}: {blocker} is a file, not a folder; give --db a path inside a folder"
-    from analysis.commands.hints import follow_up  # the hint repeats the --db given (issue 34)
-
-    hint = f"run `{follow_up('run', source='DIR', db=str(path))}` first"
+    hint = f"run `{follow_up('run', source='DIR', db=str(path))}` first"  # repeats the --db given (issue 34)
     if DEMO_DB.is_file() and Path(path).resolve() != DEMO_DB.resolve():  # after `make demo`, a bare `goodput why`
         hint += f", or read the demo's: --db {DEMO_DB}"
     return f"no warehouse at {path}: {hint}"
@@ -179,7 +171,7 @@ def first_data_day(path: Path | str | None = None):
 
 
 def write_files(con: duckdb.DuckDBPyConnection, batch: list) -> None:
-    """Write a batch of prepared files (analysis.ingest.engine.Prepared) in one
+    """Write a batch of prepared files (analysis.ingest.one_file.Prepared) in one
     transaction: each file's old rows are swapped for its new ones, so a crash
     leaves every file either as it was or as it is now, never half a file."""
     if not batch:

@@ -7,7 +7,7 @@ from assets.graph import writes
 from assets.resources import TaxonomyConfig, Warehouse
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
 
-# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/derive.py).
+# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/pure_builds.py).
 BUILDS = {"classified_events": lambda con, s: attribution.classify_events(con, s.taxonomy),
           "failure_attribution": lambda con, s: attribution.attribute_failures(con, s.taxonomy),
           "job_runs": lambda con, s: attribution.build_job_runs(con),

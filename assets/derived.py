@@ -4,12 +4,12 @@ from dagster import AssetCheckResult, AssetCheckSeverity, MaterializeResult, ass
 
 from analysis import sql
 from analysis.derive.jobs import build_jobs, map_switch_ports
-from analysis.ingest.sources import SOURCES
+from analysis.sources import DERIVED_EVENTS, SOURCES
 from assets.graph import writes
 from assets.resources import Warehouse
 from assets.unchanged import replayed_while_unchanged, unless_unchanged
 
-# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/derive.py).
+# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/pure_builds.py).
 BUILDS = {"jobs": lambda con, s: build_jobs(con), "node_events": lambda con, s: map_switch_ports(con)}
 
 
@@ -33,8 +33,7 @@ def jobs_instances_sequential(warehouse: Warehouse) -> AssetCheckResult:
 
 
 # every source whose rows land in node_events, topology (switch ports mapped to hosts) and the events goodput finds
-@asset(deps=[*(s.asset for s in SOURCES.values() if "node_events" in s.tables), "topology", "machine_alerts",
-             "port_counter_events", "job_log_events", "straggler_episodes"],
+@asset(deps=[*(s.asset for s in SOURCES.values() if "node_events" in s.tables), "topology", *DERIVED_EVENTS.values()],
        group_name="events", description="Kernel, switch, health, Slurm and job-log node events; switch ports mapped "
                                         "to hosts.",
        metadata=writes("node_events"))

@@ -1,5 +1,5 @@
 """The asset graph as the assets/ modules declare it, found rather than listed: pipelines/definitions.py serves
-every asset and check defined in this package, assets/derive.py runs the derived steps in its order, and
+every asset and check defined in this package, assets/pure_builds.py runs the derived steps in its order, and
 tests/test_asset_graph.py compares it with a reviewed snapshot.
 
 A step that writes warehouse tables names them in its definition's metadata (``writes``), so the catalog says

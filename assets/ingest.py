@@ -1,4 +1,4 @@
-"""Ingest assets: one per source of the registry (analysis/ingest/sources.py), each loading its folder's new or changed
+"""Ingest assets: one per source of the registry (analysis/sources.py), each loading its folder's new or changed
 files."""
 
 import logging
@@ -12,7 +12,7 @@ from analysis import sql
 from analysis.commands import diagnose
 from analysis.display import printable
 from analysis.ingest.engine import ingest_directory
-from analysis.ingest.sources import SOURCES, Source
+from analysis.sources import SOURCES, Source
 from assets.degrade import withheld_on_error
 from assets.graph import writes
 from assets.resources import LogSources, Warehouse

@@ -7,7 +7,7 @@ from assets.graph import writes
 from assets.resources import Warehouse
 from assets.unchanged import unless_unchanged
 
-BUILDS = {"job_log_events": lambda con, s: joblogs.build_events(con)}  # (assets/derive.py)
+BUILDS = {"job_log_events": lambda con, s: joblogs.build_events(con)}  # (assets/pure_builds.py)
 
 
 @asset(deps=["job_logs", "jobs", "topology"], group_name="events",

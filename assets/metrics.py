@@ -6,7 +6,7 @@ from assets.graph import writes
 from assets.resources import MetricsSettings, Warehouse
 from assets.unchanged import unless_unchanged
 
-# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/derive.py).
+# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/pure_builds.py).
 BUILDS = {"job_run_ettr": lambda con, s: metrics.build_run_ettr(con, s.metrics),
           "node_gpus": lambda con, s: metrics.build_node_gpus(con),
           "failure_rates": lambda con, s: metrics.build_failure_rates(con),

@@ -11,7 +11,7 @@ from analysis import warehouse
 from analysis.commands import data_health
 from analysis.commands import diagnose
 from analysis.ingest import daily
-from analysis.ingest.sources import SOURCES
+from analysis.sources import SOURCES
 from assets.graph import writes
 from assets.resources import LogSources, MetricsSettings, ReportSettings, TaxonomyConfig, Warehouse
 from assets.unchanged import unless_unchanged

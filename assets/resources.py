@@ -10,21 +10,32 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from analysis import warehouse
-from analysis.commands import data_health
 from analysis.ingest.contract import IngestOptions
 from analysis.ingest.options import load_options
-from analysis.resources import demo_source
+from analysis.paths import FLEET_DB_DIR, RUN_OUT
+from analysis.package_files import demo_source
+from analysis.settings import (Cadence, CriteriaConfig, DetectConfig, ExportConfig, FrameConfig, HealthConfig,
+                               LadderConfig, LemonConfig, MetricsConfig, OffenderConfig, RunsConfig, TelemetryTraining)
+
+def analysis_default(settings: type, name: str, per: int = 1):
+    """A field whose default is the analysis settings dataclass's (analysis/settings.py), defined there once;
+    ``per``: the analysis unit per the resource's (60: seconds there, minutes here). Its description names the
+    setting (Dagster's launchpad shows it; tests/test_settings_defaults.py reads it)."""
+    value = getattr(settings, name)
+    if per != 1:
+        value = value // per if isinstance(value, int) and value % per == 0 else value / per
+    return Field(default=value, description=f"{settings.__name__}.{name}" + (f" / {per}" if per != 1 else ""))
 
 
 def retrain_after_days_default(setting: float | None = None) -> float:
     """A resource's retrain_after_days when set, else $GOODPUT_RETRAIN_AFTER_DAYS (days of data a saved
-    model serves before it is retrained; 0: every run), else 7. Read when a model step runs, so a bad
-    value fails that step with this message rather than every import."""
+    model serves before it is retrained; 0: every run), else Cadence's (7). Read when a model step runs, so a
+    bad value fails that step with this message rather than every import."""
     if setting is not None:
         return max(0.0, float(setting))
     value = os.environ.get("GOODPUT_RETRAIN_AFTER_DAYS", "").strip()
     try:
-        return max(0.0, float(value)) if value else 7.0
+        return max(0.0, float(value)) if value else Cadence.retrain_after_days
     except ValueError:
         raise ValueError(f"GOODPUT_RETRAIN_AFTER_DAYS must be a number of days, got {value!r}") from None
 
@@ -68,9 +79,9 @@ class TaxonomyConfig(ConfigurableResource):
     """Failure taxonomy and attribution settings. rules_file: an operator's
     override file merged over taxonomy/rules.yaml (default $GOODPUT_RULES)."""
     rules_file: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_RULES") or None)
-    run_gap_minutes: int = 60  # a resubmission within this gap continues a job run
-    crash_loop_min: int = 5  # restarts after failures that make a crash loop
-    incident_gap_minutes: int = 30  # events closer than this are one node incident
+    run_gap_minutes: int = analysis_default(RunsConfig, "run_gap_s", per=60)  # a resubmission within it continues a run
+    crash_loop_min: int = analysis_default(RunsConfig, "crash_loop_min")  # restarts after failures: a crash loop
+    incident_gap_minutes: int = analysis_default(RunsConfig, "incident_gap_s", per=60)  # closer events: one incident
 
     def load(self):
         from analysis.derive.taxonomy import load
@@ -82,9 +93,9 @@ class MetricsSettings(ConfigurableResource):
     """ETTR and goodput parameters: restart overhead u0 and checkpoint interval
     Δt (defaults 5 and 60 minutes), optionally per account or run from a YAML
     file (default $GOODPUT_ETTR_PARAMS)."""
-    restart_min: float = 5.0
-    checkpoint_min: float = 60.0
-    second_order_window_min: float = 10.0
+    restart_min: float = analysis_default(MetricsConfig, "u0_s", per=60)
+    checkpoint_min: float = analysis_default(MetricsConfig, "dt_s", per=60)
+    second_order_window_min: float = analysis_default(MetricsConfig, "second_order_window_s", per=60)
     overrides_file: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_ETTR_PARAMS") or None)
 
     def config(self):
@@ -97,15 +108,15 @@ class MetricsSettings(ConfigurableResource):
 
 class ReportSettings(ConfigurableResource):
     """Where reports go, and the reject rate over which a source degrades them."""
-    out_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_OUT", "out"))
-    max_reject_rate: float = data_health.MAX_REJECT_RATE
+    out_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_OUT", str(RUN_OUT)))
+    max_reject_rate: float = analysis_default(HealthConfig, "max_reject_rate")
 
 
 class AlertSettings(ConfigurableResource):
     """Where `goodput run` posts the alerts of new drain and escalation decisions (docs/alerts.md): an Alertmanager's
     URL, default $GOODPUT_ALERTMANAGER_URL. None: nothing is sent (goodput is offline); the payload is written."""
     alertmanager_url: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_ALERTMANAGER_URL") or None)
-    timeout_s: float = 5.0
+    timeout_s: float = analysis_default(HealthConfig, "alert_timeout_s")
 
 
 class ModelSettings(ConfigurableResource):
@@ -117,31 +128,28 @@ class ModelSettings(ConfigurableResource):
     input definition changed (analysis.nodes.cadence); runs in between only score."""
     labels_file: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_LABELS") or None)
     retrain_after_days: float | None = None  # None: $GOODPUT_RETRAIN_AFTER_DAYS, else 7
-    window_days: int = 28
-    min_signals: int = 2
-    expiry_days: int = 14
-    clean_days: int = 7
-    repeat_min: int = 2
-    risk_p7: float = 0.5
-    max_drain_share: float = 0.10
-    max_drain_floor: int = 5
+    window_days: int = analysis_default(LemonConfig, "window_days")
+    min_signals: int = analysis_default(LemonConfig, "min_signals")
+    expiry_days: int = analysis_default(LadderConfig, "expiry_days")
+    clean_days: int = analysis_default(LadderConfig, "clean_days")
+    repeat_min: int = analysis_default(LadderConfig, "repeat_min")
+    risk_p7: float = analysis_default(LadderConfig, "risk_p7")
+    max_drain_share: float = analysis_default(LadderConfig, "max_drain_share")
+    max_drain_floor: int = analysis_default(LadderConfig, "max_drain_floor")
     # the nodes' scheduler, which scripts node_exports writes: slurm (drain.sh), kubernetes (kubectl.sh and
     # node_conditions.json) or both (`goodput export --platform`, docs/node-exports.md)
-    export_platform: str = "slurm"
-    # back in service after a critical incident no ticket closes (analysis.nodes.exports.LadderConfig)
-    clean_checks: int = 1
-    clean_jobs: int = 3
-    clean_job_hours: float = 2.0
-    # repeat offenders: hardware incidents in a node's own history (analysis.nodes.offenders.OffenderConfig)
-    offender_days: int = 180
-    offender_p: float = 0.01
-    offender_min: int = 3
-    rma_repeats: int = 3
+    export_platform: str = analysis_default(ExportConfig, "platform")
+    # back in service after a critical incident no ticket closes (analysis.settings.LadderConfig)
+    clean_checks: int = analysis_default(LadderConfig, "clean_checks")
+    clean_jobs: int = analysis_default(LadderConfig, "clean_jobs")
+    clean_job_hours: float = analysis_default(LadderConfig, "clean_job_hours")
+    # repeat offenders: hardware incidents in a node's own history (analysis.settings.OffenderConfig)
+    offender_days: int = analysis_default(OffenderConfig, "window_days")
+    offender_p: float = analysis_default(OffenderConfig, "p")
+    offender_min: int = analysis_default(OffenderConfig, "minimum")
+    rma_repeats: int = analysis_default(OffenderConfig, "rma_repeats")
 
     def ladder(self):
-        from analysis.nodes.exports import LadderConfig
-        from analysis.nodes.offenders import OffenderConfig
-
         return LadderConfig(self.expiry_days, self.clean_days, self.repeat_min, self.risk_p7, self.max_drain_share,
                             self.max_drain_floor, clean_checks=self.clean_checks, clean_jobs=self.clean_jobs,
                             clean_job_hours=self.clean_job_hours,
@@ -152,8 +160,6 @@ class ModelSettings(ConfigurableResource):
         return Path(self.labels_file) if self.labels_file else Path(source_dir) / "labels" / "lemons.csv"
 
     def config(self, source_dir: str, db_path: str):
-        from analysis.nodes.cadence import Cadence
-        from analysis.nodes.lemons import LemonConfig
         from analysis.nodes.node_models import ModelsConfig
 
         return ModelsConfig(lemon=LemonConfig(window_days=self.window_days, min_signals=self.min_signals),
@@ -168,15 +174,13 @@ class CriteriaSettings(ConfigurableResource):
     window of validation runs learned from, the repeatability floor that
     blocks the export, and an operator's metrics file ($GOODPUT_METRICS) tried
     before catalog/benchmark_metrics.yaml."""
-    alpha: float = 0.95
-    window_days: int = 56
-    repeatability_floor: float = 0.95
+    alpha: float = analysis_default(CriteriaConfig, "alpha")
+    window_days: int = analysis_default(CriteriaConfig, "window_days")
+    repeatability_floor: float = analysis_default(CriteriaConfig, "repeatability_floor")
     skip_noisy: bool = False
     metrics_file: str | None = Field(default_factory=lambda: os.environ.get("GOODPUT_METRICS") or None)
 
     def config(self):
-        from analysis.criteria.learn import CriteriaConfig
-
         return CriteriaConfig(alpha=self.alpha, window_days=self.window_days,
                               repeatability_floor=self.repeatability_floor)
 
@@ -186,24 +190,19 @@ class TelemetrySettings(ConfigurableResource):
     trained on the completed jobs telemetry covers, saved in models/ beside the warehouse, and retrained
     when retrain_after_days of new data have passed, or its input definition or metric set changed; a
     run in between only scores the jobs not scored yet (analysis.telemetry.run)."""
-    window_s: int = 60
-    stride_s: int = 60
-    continuity_s: int = 240
-    epochs: int = 30
-    max_train_jobs: int = 50
-    min_train_jobs: int = 3
-    lookback_days: float = 14.0  # a retrained detector re-judges the jobs that ended in the last two weeks
+    window_s: int = analysis_default(FrameConfig, "window_s")
+    stride_s: int = analysis_default(FrameConfig, "stride_s")
+    continuity_s: int = analysis_default(DetectConfig, "continuity_s")
+    epochs: int = analysis_default(TelemetryTraining, "epochs")
+    max_train_jobs: int = analysis_default(TelemetryTraining, "max_train_jobs")
+    min_train_jobs: int = analysis_default(TelemetryTraining, "min_train_jobs")
+    lookback_days: float = analysis_default(TelemetryTraining, "lookback_days")  # re-judged after a retraining
     retrain_after_days: float | None = None  # None: $GOODPUT_RETRAIN_AFTER_DAYS, else 7
 
     def cadence(self, db_path: str, retrain: frozenset = frozenset()):
-        from analysis.nodes.cadence import Cadence
-
         return Cadence(retrain_after_days_default(self.retrain_after_days), retrain, Path(db_path).name)
 
     def config(self):
-        from analysis.telemetry.detect import DetectConfig
-        from analysis.telemetry.frames import FrameConfig
-
         return DetectConfig(frame=FrameConfig(window_s=self.window_s, stride_s=self.stride_s),
                             continuity_s=self.continuity_s)
 
@@ -212,8 +211,8 @@ class FleetSettings(ConfigurableResource):
     """Where a fleet's trees, warehouses and outputs are (pipelines/fleet_definitions.py, docs/fleet.md): a folder
     per cluster in each."""
     source_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_FLEET_SOURCE", "fleet"))
-    db_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_FLEET_DB_DIR", "data/fleet"))
-    out_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_OUT", "out"))
+    db_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_FLEET_DB_DIR", str(FLEET_DB_DIR)))
+    out_dir: str = Field(default_factory=lambda: os.environ.get("GOODPUT_OUT", str(RUN_OUT)))
 
 
 def build_resources(db: Path | None = None, source: Path | None = None, out: Path | None = None, tz: str | None = None,

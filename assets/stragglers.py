@@ -8,7 +8,7 @@ from assets.graph import writes
 from assets.resources import Warehouse
 from assets.unchanged import unless_unchanged
 
-# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/derive.py).
+# The pure build behind each asset, with the resources' defaults: tests and benchmarks run them (assets/pure_builds.py).
 BUILDS = {"straggler_episodes": lambda con, s: stragglers.build(con)}
 
 

@@ -32,7 +32,7 @@ from analysis.nodes.node_models import ModelsConfig, run_models  # noqa: E402
 from analysis.simulate.config import preset  # noqa: E402
 from analysis.simulate.run import simulate  # noqa: E402
 from analysis.telemetry import run as telemetry_run  # noqa: E402
-from assets.derive import build_all  # noqa: E402
+from assets.pure_builds import build_all  # noqa: E402
 from timing import cpu, timed  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 
 

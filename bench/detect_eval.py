@@ -27,7 +27,7 @@ from analysis.ingest.engine import ingest_directory  # noqa: E402
 from analysis.simulate.config import preset  # noqa: E402
 from analysis.simulate.run import simulate  # noqa: E402
 from analysis.telemetry import evaluate, run as telemetry_run  # noqa: E402
-from assets.derive import build_all  # noqa: E402
+from assets.pure_builds import build_all  # noqa: E402
 
 
 def main() -> None:

@@ -147,7 +147,7 @@ if phase == "ingest":
     summary = ingest_directory(con, src)
     out["outcomes"] = [[o.source, o.status, o.lines, o.rows, o.rejects] for o in summary.outcomes]
 elif phase == "prep":
-    from assets.derive import steps
+    from assets.pure_builds import steps
     for key, build in steps(taxonomy):
         if key == "classified_events":
             break

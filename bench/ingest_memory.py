@@ -23,7 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from analysis import warehouse  # noqa: E402
-from analysis.ingest.engine import SOURCES, ingest_directory  # noqa: E402
+from analysis.ingest.engine import ingest_directory  # noqa: E402
+from analysis.sources import SOURCES  # noqa: E402
 from tests.test_ingest_memory import write_port_counters  # noqa: E402
 
 CHILD = """

@@ -104,7 +104,8 @@ def _ingest(repo: Path, source_dir: Path, source: str, workdir: Path) -> tuple[f
 def throughput(base: Path, workdir: Path, only: set[str] | None = None, against: Path | None = None) -> list[dict]:
     """Per source: files, MB, polars and goodput (and --against) wall/CPU seconds, printed as it goes."""
     sys.path.insert(0, str(REPO))
-    from analysis.ingest.engine import SOURCES, discover
+    from analysis.ingest.engine import discover
+    from analysis.sources import SOURCES
 
     by_source: dict[str, list[Path]] = {}
     for path, source in discover(base):

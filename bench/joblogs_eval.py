@@ -24,7 +24,7 @@ from analysis.derive.taxonomy import load  # noqa: E402
 from analysis.ingest.engine import ingest_directory  # noqa: E402
 from analysis.simulate.config import preset  # noqa: E402
 from analysis.simulate.run import simulate  # noqa: E402
-from assets.derive import build_all  # noqa: E402
+from assets.pure_builds import build_all  # noqa: E402
 from tests.test_joblogs import _sim_truth  # noqa: E402
 
 FABRIC = ["nccl_timeout", "infiniband_link"]

@@ -28,7 +28,7 @@ from analysis.nodes import lemons
 from analysis.nodes import survival
 from analysis.simulate.config import preset  # noqa: E402
 from analysis.simulate.run import simulate  # noqa: E402
-from assets.derive import build_all  # noqa: E402
+from assets.pure_builds import build_all  # noqa: E402
 from timing import timed  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 
 

@@ -3,7 +3,7 @@
     python bench/titan.py [--workdir /tmp/titan] [--every-days 150]
 
 Converts the Titan GPU-life table into a goodput source directory, ingests it,
-builds node_incidents (assets.derive.build_all), then builds incident_samples
+builds node_incidents (assets.pure_builds.build_all), then builds incident_samples
 and evaluates Cox-Time against the three exponential baselines on goodput's
 time split (analysis.nodes.incident_model.evaluate). Prints the evaluation table
 (model x metric), sample counts, the time of each step and peak RSS. Most
@@ -50,7 +50,7 @@ from analysis.derive import taxonomy
 from analysis.ingest.engine import ingest_directory  # noqa: E402
 from analysis.nodes import incident_model
 from analysis.nodes import survival
-from assets import derive  # noqa: E402
+from assets import pure_builds  # noqa: E402
 from timing import peak_mb, timed  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 
 DATA = Path("/work/shared/datasets/titan-gpu-life")
@@ -114,7 +114,7 @@ def main() -> None:
     summary = timed("ingest", lambda: ingest_directory(con, src))
     print("ingest:", dict(Counter(o.status for o in summary.outcomes)),
           f"rows {sum(o.rows for o in summary.outcomes):,}", f"rejects {sum(o.rejects for o in summary.outcomes):,}")
-    print("build_all:", timed("build_all", lambda: derive.build_all(con, taxonomy.load())))
+    print("build_all:", timed("build_all", lambda: pure_builds.build_all(con, taxonomy.load())))
     print(con.sql("SELECT cause, rule, severity, count(*) AS incidents, sum(events) AS events, "
                   "count(ticket_id) AS with_ticket FROM node_incidents GROUP BY ALL ORDER BY incidents DESC"))
 

@@ -1,1 +1,1 @@
-"""The benchmark catalogs (metrics, validation benchmarks): package data, read through analysis.resources."""
+"""The benchmark catalogs (metrics, validation benchmarks): package data, read through analysis.package_files."""

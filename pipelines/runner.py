@@ -15,7 +15,7 @@ from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
 
 from analysis import alerts, fingerprints, sql, warehouse
 from analysis.commands import data_health
-from analysis.commands.hints import follow_up
+from analysis.hints import follow_up
 from analysis.commands import diagnose
 from analysis.commands.preflight import SourceError, check_out, check_rules, check_source, check_warehouse  # noqa: F401
 from analysis.display import printable

@@ -6,10 +6,10 @@ from pathlib import Path
 from dagster import (AssetSelection, RunRequest, SensorEvaluationContext, SkipReason, build_schedule_from_partitioned_job,
                      define_asset_job, sensor)
 
-from analysis import sql, warehouse
-from analysis.ingest.engine import discover
-from analysis.ingest.sources import SOURCES
-from analysis.resources import demo_source
+from analysis import warehouse
+from analysis.ingest.engine import files_to_read
+from analysis.package_files import demo_source
+from analysis.sources import SOURCES
 
 NIGHTLY_HOUR = int(os.environ.get("GOODPUT_NIGHTLY_HOUR", "3"))
 
@@ -30,15 +30,7 @@ def new_files_sensor(context: SensorEvaluationContext):
     db = warehouse.default_db_path()
     if not source.is_dir():
         return SkipReason(f"source directory {source} does not exist")
-    known = _known_files(db)
-    changed = {}
-    for path, folder in discover(source):
-        if folder not in SOURCES:
-            continue
-        stat, key = path.stat(), str(path.resolve())
-        size, ingested_at = known.get(key, (None, None))
-        if size != stat.st_size or ingested_at is None or stat.st_mtime > ingested_at:
-            changed[key] = (folder, f"{stat.st_size}:{stat.st_mtime_ns}")
+    changed = new_files(source, db)
     if not changed:
         return SkipReason("no new or changed files")
     assets = sorted({SOURCES[folder].asset for folder, _ in changed.values()})
@@ -48,13 +40,22 @@ def new_files_sensor(context: SensorEvaluationContext):
     return RunRequest(run_key=run_key, asset_selection=sorted(keys), tags={"goodput/new_files": str(len(changed))})
 
 
-def _known_files(db: Path) -> dict[str, tuple[int, float]]:
-    """Ingested files: size and ingestion time (epoch seconds, UTC)."""
-    if not db.exists():
-        return {}
-    con = warehouse.connect(db, read_only=True)
+def new_files(source: Path, db: Path) -> dict[str, tuple[str, str]]:
+    """file key -> (its source folder, size:mtime_ns) of the files of a declared source a run would read now: the
+    engine's rule (analysis.ingest.engine.files_to_read), never a second one. A folder no source reads has no
+    ingest asset to run."""
+    con = warehouse.connect(db, read_only=True) if db.exists() else None  # None: nothing ingested, all new
     try:
-        rows = con.execute(sql.load("ops/sensor_known_files")).fetchall()
+        todo = files_to_read(con, source)
     finally:
-        con.close()
-    return {path: (size, ts) for path, size, ts in rows}
+        if con is not None:
+            con.close()
+    out = {}
+    for path, folder, key in todo:
+        if folder in SOURCES:
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            out[key] = (folder, f"{stat.st_size}:{stat.st_mtime_ns}")
+    return out

@@ -14,7 +14,7 @@ import vl_convert
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from analysis import resources, sql
+from analysis import package_files, sql
 from analysis.criteria.learn import CriteriaConfig
 from analysis.derive import ettr
 from analysis.derive.metrics import PROJECTION_GPUS, fleet_gpus_per_node
@@ -22,9 +22,10 @@ from analysis.derive.taxonomy import cause_label, load as load_taxonomy
 from analysis.fmt import fmt_num, fmt_pct  # the templates' `num` and `pct`, and the terminal's numbers
 from analysis.ingest.hosts import compress_hostlist
 from analysis.nodes.exports import DRAIN_ACTIONS, slurm_out_of_service, with_slurm
+from analysis.settings import RunsConfig
 from reports import charts, cost, headline
 
-TEMPLATES = resources.path("reports", "templates")
+TEMPLATES = package_files.path("reports", "templates")
 
 
 @lru_cache(maxsize=1)
@@ -89,7 +90,7 @@ UNCLASSIFIED_SHOWN = 15  # the operator texts no reason rule knows, the most fre
 
 
 def gather(con: duckdb.DuckDBPyConnection, day: date, u0_h: float, dt_h: float, window: tuple[int, int] = (600, 300),
-           crash_loop_min: int = 5, labels: dict[str, str] | None = None) -> dict:
+           crash_loop_min: int = RunsConfig.crash_loop_min, labels: dict[str, str] | None = None) -> dict:
     """Every number and table the report shows, from sql/report/."""
     q = lambda name, **p: sql.query(con, name, p or None)  # noqa: E731
     head = q("report/headline", day=day).row(0, named=True)
@@ -372,14 +373,14 @@ def first_screen(con: duckdb.DuckDBPyConnection, day: date, context: dict, label
 
 
 def render_report(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
-                  dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5,
+                  dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = RunsConfig.crash_loop_min,
                   labels: dict[str, str] | None = None) -> Path:
     """Write out_dir/reliability-DAY.html and a copy as latest.html; return the dated path."""
     return render_with_headline(con, day, out_dir, u0_h, dt_h, window, crash_loop_min, labels)[0]
 
 
 def render_with_headline(con: duckdb.DuckDBPyConnection, day: date, out_dir: Path, u0_h: float = 5 / 60,
-                         dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = 5,
+                         dt_h: float = 1.0, window: tuple[int, int] = (600, 300), crash_loop_min: int = RunsConfig.crash_loop_min,
                          labels: dict[str, str] | None = None, health: pl.DataFrame | None = None,
                          price: dict | None = None) -> tuple[Path, dict]:
     """render_report, and the headline numbers it shows (the report asset's metadata), from the same queries.

@@ -1,1 +1,1 @@
-"""JSON schemas of the exports: package data, read through analysis.resources."""
+"""JSON schemas of the exports: package data, read through analysis.package_files."""

@@ -1,4 +1,4 @@
-"""goodput's DuckDB statements, one .sql file each: package data, read through analysis.resources.
+"""goodput's DuckDB statements, one .sql file each: package data, read through analysis.package_files.
 
 A folder per stage that runs them, and callers name a statement "<stage>/<name>" (analysis.sql.load), so a
 file's callers are found by grepping that name (tests/test_sql_layout.py checks every file has one):

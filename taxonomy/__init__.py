@@ -1,1 +1,1 @@
-"""The failure taxonomy (rules.yaml, xids.yaml): package data, read through analysis.resources."""
+"""The failure taxonomy (rules.yaml, xids.yaml): package data, read through analysis.package_files."""

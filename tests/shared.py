@@ -53,7 +53,7 @@ def simulated_warehouse(cfg, root: Path, metrics: bool = True) -> dict:
     from analysis.ingest.engine import ingest_directory
     from analysis.simulate.run import simulate
     from analysis.derive.taxonomy import load
-    from assets.derive import build_all
+    from assets.pure_builds import build_all
 
     summary = simulate(cfg, root / "src")
     con = warehouse.connect(root / "w.duckdb")

@@ -1,6 +1,6 @@
 """The asset graph, found in the assets/ modules rather than listed: its shape (asset keys, their dependencies, the
 tables each declares, the checks on each) is a reviewed snapshot, and the derived steps that tests and benchmarks
-run without Dagster (assets/derive.py) follow its order. Which tables a step really writes: test_pipeline.py."""
+run without Dagster (assets/pure_builds.py) follow its order. Which tables a step really writes: test_pipeline.py."""
 from __future__ import annotations
 
 import difflib
@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from assets.derive import METRICS_GROUP, builds, steps
+from assets.pure_builds import METRICS_GROUP, builds, steps
 from assets.graph import found, tables_of
 
 SNAPSHOT = Path(__file__).resolve().parent / "fixtures" / "asset_graph.json"

@@ -19,7 +19,7 @@ from analysis.nodes import exports
 from analysis.nodes.lemon_scoring import default_as_of
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
-from assets.derive import build_all
+from assets.pure_builds import build_all
 
 AS_OF = datetime(2024, 6, 1)
 E = datetime(2024, 5, 25, 12)  # every hand-made critical incident's last event

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from analysis import warehouse
 from analysis.derive.taxonomy import load
 from analysis.ingest.engine import ingest_directory
-from analysis.resources import demo_source
-from assets.derive import build_all
+from analysis.package_files import demo_source
+from assets.pure_builds import build_all
 from pipelines.cli import main
 
 DEMO = demo_source()

@@ -6,8 +6,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from analysis import warehouse
-from analysis.ingest import sources
+from analysis import sources, warehouse
 from analysis.ingest.forget import UnknownPaths, forget
 from pipelines.cli import DEMO_SOURCE, main
 

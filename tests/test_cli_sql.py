@@ -6,7 +6,7 @@ import hashlib
 import pytest
 from click.testing import CliRunner
 
-from pipelines.cli import DEMO_SOURCE, main  # noqa: F401  (tests.test_hostile_input imports DEMO_SOURCE from here)
+from pipelines.cli import main
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from analysis import warehouse
 from analysis.fmt import fmt_float
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from pipelines.cli import main
 from tests.conftest import REPO
 
@@ -36,7 +36,7 @@ def db(tmp_path_factory) -> Path:
     from analysis.derive import metrics
     from analysis.derive.taxonomy import load
     from analysis.ingest.engine import ingest_directory
-    from assets.derive import build_all
+    from assets.pure_builds import build_all
 
     path = tmp_path_factory.mktemp("mean_it") / "w.duckdb"
     con = warehouse.connect(path)
@@ -239,7 +239,7 @@ def test_forgets_hint_repeats_the_db_given(db, tmp_path, monkeypatch):
 
 
 def test_follow_up_renders_the_options_a_paste_needs(tmp_path, monkeypatch):
-    from analysis.commands.hints import follow_up
+    from analysis.hints import follow_up
 
     monkeypatch.delenv("GOODPUT_DB", raising=False)
     assert follow_up("sql", "SELECT 1", db=Path("data/warehouse.duckdb")) == 'goodput sql "SELECT 1"'

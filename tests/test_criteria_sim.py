@@ -89,7 +89,7 @@ def test_validation_failures_reach_the_blocklist_and_the_lemon_signals(tmp_path)
     from analysis.simulate.config import preset
     from analysis.simulate.run import simulate
     from analysis.derive.taxonomy import load
-    from assets.derive import build_all
+    from assets.pure_builds import build_all
 
     # seed 3: a lemon fails the latest validation run after failing earlier ones (the case under test)
     simulate(preset("small", nodes=48, days=42, seed=3, telemetry_jobs=0), tmp_path / "src")

@@ -110,7 +110,7 @@ def test_dagster_run_succeeds_with_the_failed_source_check(source, tmp_path):
 
 def test_every_source_and_optional_step_says_what_is_missing_without_it():
     from analysis.commands import data_health
-    from analysis.ingest.sources import SOURCES
+    from analysis.sources import SOURCES
 
     assert all(s.missing for s in SOURCES.values())
     withheld = {a.op.name for a in all_assets if getattr(a.op.compute_fn.decorated_fn, "__wrapped__", None)}

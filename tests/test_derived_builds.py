@@ -12,10 +12,10 @@ from analysis.derive import attribution
 from analysis.derive import metrics
 from analysis.derive.taxonomy import load
 from analysis.ingest.engine import ingest_directory
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
-from assets.derive import build_all, steps
+from assets.pure_builds import build_all, steps
 from tests.test_taxonomy import _events
 
 # The statements replaced for speed, kept as the definition the new ones must meet:

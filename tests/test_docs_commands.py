@@ -12,7 +12,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from analysis.ingest.sources import SOURCES
+from analysis.sources import SOURCES
 from pipelines.cli import DEMO_SOURCE, main
 from tests.docs_commands import REPO, Command, commands
 

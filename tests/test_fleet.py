@@ -205,7 +205,7 @@ def test_a_run_named_for_a_cluster_fails_on_a_sacct_dump_of_another(fleet, tmp_p
 def test_one_broken_cluster_fails_alone_and_the_fleet_report_keeps_the_others(tmp_path):
     """Degrade, don't die: a cluster whose tree cannot be read fails its own run; the other cluster's run, its
     report and the fleet report are built, and the fleet's exit code says a cluster failed."""
-    from analysis.resources import demo_source
+    from analysis.package_files import demo_source
     from pipelines.fleet_runner import run_fleet
 
     shutil.copytree(demo_source(), tmp_path / "src" / "good")

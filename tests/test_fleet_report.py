@@ -9,7 +9,7 @@ import pytest
 
 from analysis import sql, warehouse
 from analysis.fleet.trend import Window, verdict
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.runner import run_pipeline

@@ -28,7 +28,7 @@ def flood(tmp_path_factory):
     from analysis import warehouse
     from analysis.derive.taxonomy import load
     from analysis.ingest.engine import ingest_directory
-    from assets.derive import build_all
+    from assets.pure_builds import build_all
 
     root = tmp_path_factory.mktemp("flood")
     lines = []

@@ -19,9 +19,10 @@ import pytest
 from analysis import warehouse
 from analysis.ingest.accounting import account
 from analysis.ingest.contract import IngestOptions, ParseContext, UnrecognisedFormat
-from analysis.ingest.engine import ingest_directory, parser_for
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.one_file import parser_for
 from analysis.ingest.lines import read_lines
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from tests.conftest import FIXTURES
 
 DEMO = demo_source()

@@ -17,7 +17,8 @@ import pytest
 from analysis import warehouse
 from analysis.ingest.accounting import account
 from analysis.ingest.contract import IngestOptions, ParseContext, UnrecognisedFormat
-from analysis.ingest.engine import ingest_directory, parser_for
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.one_file import parser_for
 from analysis.ingest.hosts import host_from_path
 from analysis.ingest.lines import CONTROL_NOTE, CONTROL_REASON, LineStream, read_lines
 from analysis.ingest.parsers import health, network, telemetry

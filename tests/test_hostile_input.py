@@ -14,7 +14,8 @@ import pytest
 
 from analysis import warehouse
 from analysis.ingest.contract import IngestOptions
-from analysis.ingest.engine import ingest_directory, prepare_file
+from analysis.ingest.engine import ingest_directory
+from analysis.ingest.one_file import prepare_file
 from analysis.ingest.hosts import HostlistError, expand_hostlist
 from analysis.ingest.lines import read_lines
 from tests.test_sacct_parser import HEADER, row
@@ -164,7 +165,7 @@ def test_unchanged_file_is_not_read_again(tmp_path, con, monkeypatch):
     old = time.time() - 3600
     os.utime(path, (old, old))
     ingest_directory(con, tmp_path / "src")
-    import analysis.ingest.engine as ingest
+    import analysis.ingest.one_file as ingest
 
     def no_read(*args, **kwargs):
         raise AssertionError("an unchanged file was read")
@@ -392,7 +393,7 @@ def test_db_under_a_file_says_the_parent_is_a_file(tmp_path):
     from click.testing import CliRunner
 
     from pipelines.cli import main
-    from tests.test_cli_sql import DEMO_SOURCE
+    from pipelines.cli import DEMO_SOURCE
 
     (tmp_path / "notes.txt").write_text("x")
     db = tmp_path / "notes.txt" / "w.duckdb"

@@ -9,15 +9,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis import warehouse
+from analysis import sources, warehouse
 from analysis.ingest import batch as ingest_batch
-from analysis.ingest import engine as ingest
-from analysis.ingest import sources
-from analysis.ingest.engine import SOURCES, discover, ingest_directory
+from analysis.ingest import one_file as ingest
+from analysis.ingest.engine import discover, ingest_directory
 from analysis.ingest.parsers import kernel
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
+from analysis.sources import SOURCES
 from tests.test_sacct_parser import HEADER, row
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -13,13 +13,13 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from analysis import sql, warehouse
-from analysis.ingest import engine as ingest
+from analysis.ingest import one_file as ingest
 from analysis.ingest.contract import IngestOptions, ParseContext
 from analysis.ingest.engine import ingest_directory
 from analysis.ingest.lines import LineStream, read_lines
 from analysis.ingest.parsers import health, kernel, sacct, slurm_events, switch, telemetry
 from analysis.ingest.parts import combine
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from tests.conftest import REPO
 from tests.test_sacct_parser import HEADER, row
 

@@ -21,7 +21,7 @@ from analysis.ingest.engine import ingest_directory
 from analysis.ingest.parsers import joblogs
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
-from assets.derive import build_all
+from assets.pure_builds import build_all
 from pipelines.cli import main
 from reports.render import render_report
 from tests.conftest import parse_file

@@ -13,7 +13,7 @@ from analysis.ingest.engine import ingest_directory
 from analysis.nodes import lemon_scoring
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
-from assets.derive import build_all
+from assets.pure_builds import build_all
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -6,9 +6,9 @@ from analysis import warehouse
 from analysis.derive import metrics
 from analysis.derive.taxonomy import load
 from analysis.ingest.engine import ingest_directory
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from analysis.simulate.config import preset
-from assets.derive import build_all
+from assets.pure_builds import build_all
 from tests.shared import private_warehouse
 from tests.test_simulate import HARDWARE
 

@@ -7,7 +7,7 @@ import duckdb
 import pytest
 from dagster import DagsterInstance, RunRequest, SkipReason, build_sensor_context, materialize
 
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
@@ -131,7 +131,7 @@ def test_daily_partitions_start_at_the_warehouses_first_day(tmp_path):
     from analysis.derive import metrics
     from analysis.ingest.engine import ingest_directory
     from analysis.derive.taxonomy import load
-    from assets.derive import build_all
+    from assets.pure_builds import build_all
     db = tmp_path / "w.duckdb"
     con = warehouse.connect(db)
     ingest_directory(con, demo_source())

@@ -22,10 +22,10 @@ from analysis.ingest.hosts import compress_hostlist, expand_hostlist
 from analysis.nodes import exports
 from analysis.nodes.lemons import LabelsError
 from analysis.nodes.node_models import ModelsConfig, run_models
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
-from assets.derive import build_all, steps
+from assets.pure_builds import build_all, steps
 from pipelines.cli import main
 from tests.shared import private_warehouse, shared_build
 

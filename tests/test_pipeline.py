@@ -10,7 +10,7 @@ from dagster import DagsterInstance, Definitions, materialize
 from analysis import warehouse
 from assets.graph import found, tables_of
 from pipelines.cli import DEMO_SOURCE, main
-from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
+from pipelines.definitions import all_assets, all_checks, daily_assets, defs
 from assets.resources import (CriteriaSettings, LogSources, MetricsSettings, ModelSettings, ReportSettings,
                                  TaxonomyConfig, TelemetrySettings, Warehouse)
 from tests.shared import quick_telemetry, record_tables_written
@@ -200,7 +200,7 @@ def test_demo_sample_starts_from_an_empty_warehouse(tmp_path):
 def test_lines_accounted_checks_only_the_files_of_this_run(tmp_path, monkeypatch):
     import dataclasses
 
-    import analysis.ingest.engine
+    import analysis.ingest.one_file
     from assets.ingest import ingest_assets, ingest_checks
 
     src, db = tmp_path / "src", tmp_path / "w.duckdb"
@@ -222,13 +222,13 @@ def test_lines_accounted_checks_only_the_files_of_this_run(tmp_path, monkeypatch
     checks = ingest()
     assert checks["lines_accounted"].passed
     # a file read in this run that loses a line fails the check, naming the file
-    real = analysis.ingest.engine.Tally.counts  # the engine adds a file's counts up with a Tally
+    real = analysis.ingest.one_file.Tally.counts  # the engine adds a file's counts up with a Tally
 
     def one_more_line(self, n_lines, refused):
         counts = real(self, n_lines, refused)
         return dataclasses.replace(counts, lines=counts.lines + 1)
 
-    monkeypatch.setattr(analysis.ingest.engine.Tally, "counts", one_more_line)
+    monkeypatch.setattr(analysis.ingest.one_file.Tally, "counts", one_more_line)
     (src / "kernel" / "gpu011.log").write_text((DEMO_SOURCE / "kernel" / "gpu003.log").read_text().replace("gpu003", "gpu011"))
     failed = ingest()["lines_accounted"]
     assert not failed.passed

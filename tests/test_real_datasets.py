@@ -6,7 +6,8 @@ import pytest
 
 from analysis import sql, warehouse
 from analysis.derive.jobs import build_jobs, map_switch_ports
-from analysis.ingest.engine import SOURCES, ingest_directory
+from analysis.ingest.engine import ingest_directory
+from analysis.sources import SOURCES
 from analysis.ingest.parsers import nccl_tests
 
 # dataset glob -> source folder

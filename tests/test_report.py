@@ -15,7 +15,7 @@ import pytest
 
 from click.testing import CliRunner
 
-from analysis.resources import demo_source
+from analysis.package_files import demo_source
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from assets.resources import ModelSettings
@@ -481,7 +481,7 @@ def test_capacity_split_on_the_hand_made_sample(tmp_path):
     from analysis.derive import metrics
     from analysis.ingest.engine import ingest_directory
     from analysis.derive.taxonomy import load
-    from assets.derive import build_all
+    from assets.pure_builds import build_all
     con = warehouse.connect(tmp_path / "w.duckdb")
     ingest_directory(con, demo_source())
     build_all(con, load(), metrics.MetricsConfig())

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.ingest.parsers import sacct
-from analysis.ingest.sources import BUILT_IN
+from analysis.sources import BUILT_IN
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.cli import main

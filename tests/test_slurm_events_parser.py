@@ -92,7 +92,7 @@ def test_an_event_in_two_daily_dumps_counts_once(tmp_path):
     from analysis.nodes import lemons
     from analysis.ingest.engine import ingest_directory
     from analysis.derive.taxonomy import load
-    from assets.derive import build_all
+    from assets.pure_builds import build_all
 
     folder = tmp_path / "src" / "slurm_events"
     folder.mkdir(parents=True)

@@ -1,9 +1,10 @@
-"""The source registry (analysis/ingest/sources.py): every declared source has what ingest, the accounting, `goodput
+"""The source registry (analysis/sources.py): every declared source has what ingest, the accounting, `goodput
 check` and Dagster need, and a source added at run time (one parser module, one declaration) is read by all
 of them."""
 import importlib
 import inspect
 import json
+import os
 import sys
 from datetime import datetime
 
@@ -11,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 from dagster import DagsterInstance, materialize
 
-from analysis import sql, warehouse
-from analysis.ingest import contract, sources
+from analysis import sources, sql, warehouse
+from analysis.ingest import contract
 from analysis.ingest.check import check_directory
 from analysis.ingest.engine import ingest_directory
-from analysis.ingest.sources import SOURCES, Source
+from analysis.sources import SOURCES, Source
 from assets.ingest import ingest_asset
 from assets.resources import LogSources, Warehouse
 from pipelines.cli import main
@@ -149,3 +150,85 @@ def test_a_toy_source_is_ingested_accounted_checked_and_materialised(toy, tmp_pa
     assert (materialization.metadata["files"].value, materialization.metadata["rows_added"].value) == (2, 2)
     assert sorted((e.check_name, e.passed) for e in result.get_asset_check_evaluations()) == [
         ("lines_accounted", True), ("not_all_rejected", True)]
+
+
+# -- the checklist of docs/architecture.md, followed literally in a copy of the checkout ---------------------------
+CHECKLIST_PARSER = '''"""`gauge <ISO time>` lines: a reading of the host the file is named after, and a node event at that time."""
+import polars as pl
+
+from analysis.ingest.contract import ParseResult
+from analysis.ingest.lines import make_rejects
+
+
+def parse(lines, ctx):
+    blank = lines["text"].str.strip_chars() == ""
+    when = lines["text"].str.slice(6).str.to_datetime("%Y-%m-%dT%H:%M:%S", strict=False)
+    ok = lines["text"].str.starts_with("gauge ") & when.is_not_null()
+    good = lines.filter(ok).with_columns(time=when.filter(ok))
+    bad = lines.filter(~ok & ~blank)
+    rows = good.select(pl.col("text").str.slice(6).alias("value"), pl.lit(ctx.host_hint).alias("host"), "line_no")
+    events = good.select(pl.col("time").alias("event_time"), pl.lit(ctx.host_hint).alias("host"),
+                         pl.lit("gauge").alias("source"), pl.lit("gauge").alias("kind"), "line_no")
+    return ParseResult(tables={"gauge_rows": rows, "node_events": events}, skipped=int(blank.sum()), format="gauge",
+                       rejects=make_rejects(bad["line_no"], bad["text"], "not a gauge line"))
+'''
+CHECKLIST_TEST = '''"""Step 6 of the checklist: the gauge source's fixture, parsed and ingested, every line accounted for."""
+from analysis import warehouse
+from analysis.ingest.engine import ingest_directory
+from tests.conftest import FIXTURES
+
+
+def test_the_gauge_fixture_is_ingested(tmp_path):
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    [outcome] = [o for o in ingest_directory(con, FIXTURES / "gauge").outcomes if o.source == "gauge"]
+    assert (outcome.status, outcome.lines, outcome.rows, outcome.rejects) == ("ok", 4, 4, 1)
+    assert con.execute("SELECT count(*) FROM node_events WHERE source = 'gauge'").fetchall() == [(2,)]
+'''
+# the structural tests: what a new source must not break (the rest of the suite reads the simulated cluster)
+CHECKLIST_TESTS = ("tests/test_gauge.py", "tests/test_asset_graph.py", "tests/test_architecture_doc.py",
+                   "tests/test_event_sources.py", "tests/test_import_layers.py", "tests/test_sql_layout.py",
+                   "tests/test_settings_defaults.py", "tests/test_docs_links.py", "tests/test_sources.py")
+
+
+@pytest.mark.skipif(bool(os.environ.get("GOODPUT_CHECKLIST_COPY")), reason="already in the copy")
+def test_following_the_checklist_keeps_the_structural_tests_green(tmp_path):
+    """docs/architecture.md's "Adding a source", step by step, for a source whose rows also land in node_events,
+    in a copy of the checkout: the snapshot and the doc's table regenerated as it says, the tests still pass."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import REPO
+
+    copy = tmp_path / "goodput"
+    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", ".pytest_cache", "data",
+                                                              "out"))
+    # 1. the parser module
+    (copy / "analysis" / "ingest" / "parsers" / "gauge.py").write_text(CHECKLIST_PARSER)
+    # 2. the declaration: required fields, events (its rows land in node_events), volume (a daily feed)
+    registry = copy / "analysis" / "sources.py"
+    text = registry.read_text()
+    anchor = "\n)\n\n# folder -> declaration"
+    assert anchor in text
+    registry.write_text(text.replace(anchor, '''
+    Source("gauge", "analysis.ingest.parsers.gauge", ("gauge_rows", "node_events"), "gauge_readings",
+           "gauge readings are missing", names_hosts=True, events="gauge", volume="ops/daily_volume_events"),''' + anchor))
+    # 3. the DDL of its new raw table (node_events has its own)
+    with (copy / "sql" / "schema" / "warehouse.sql").open("a") as ddl:
+        ddl.write("CREATE TABLE IF NOT EXISTS gauge_rows (value VARCHAR, host VARCHAR, file VARCHAR, line_no BIGINT);\n")
+    # 5. the snapshot and the doc's table, regenerated as the checklist says
+    python = sys.executable
+    env = {**os.environ, "GOODPUT_CHECKLIST_COPY": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    for module in ("tests.test_asset_graph", "tests.asset_table"):
+        done = subprocess.run([python, "-m", module], cwd=copy, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+    snapshot = json.loads((copy / "tests" / "fixtures" / "asset_graph.json").read_text())
+    assert "gauge_readings" in snapshot and "gauge_readings" in snapshot["node_events"]["deps"]
+    assert "`gauge_readings`" in (copy / "docs" / "architecture.md").read_text()
+    # 6. a test with a fixture
+    fixture = copy / "tests" / "fixtures" / "gauge" / "gauge"
+    fixture.mkdir(parents=True)
+    (fixture / "gpu001.log").write_text("gauge 2024-03-01T00:00:00\n\nnot gauge\ngauge 2024-03-01T01:00:00\n")
+    (copy / "tests" / "test_gauge.py").write_text(CHECKLIST_TEST)
+    done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *CHECKLIST_TESTS],
+                          cwd=copy, env=env, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]

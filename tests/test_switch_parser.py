@@ -11,7 +11,7 @@ from analysis.derive.taxonomy import load
 from analysis.ingest.contract import IngestOptions, UnrecognisedFormat
 from analysis.ingest.engine import ingest_directory
 from analysis.ingest.parsers.switch import SEVERITIES, normalize_port, parse
-from assets.derive import build_all
+from assets.pure_builds import build_all
 from tests.conftest import FIXTURES, parse_file
 
 COLUMNS = ["event_time", "host", "source", "kind", "code", "severity", "message", "device", "reporter", "line_no"]

@@ -12,7 +12,7 @@ from analysis.derive.taxonomy import TaxonomyError, load
 from analysis.ingest.contract import IngestOptions
 from analysis.ingest.engine import ingest_directory
 from analysis.ingest.parsers import joblogs, kernel
-from assets.derive import build_all
+from assets.pure_builds import build_all
 from tests.conftest import parse_file
 
 SIMULATOR_XIDS = {13: ("user", "warning"), 31: ("user", "warning"), 43: ("user", "info"),

@@ -162,7 +162,7 @@ def test_detection_over_the_warehouse_feeds_attribution(tmp_path):
     from analysis.simulate.run import simulate
     from analysis.derive.taxonomy import load
     from analysis.telemetry import run as telemetry_run
-    from assets.derive import build_all
+    from assets.pure_builds import build_all
 
     simulate(preset("small", seed=1), tmp_path / "src")
     con = warehouse.connect(tmp_path / "w.duckdb")

@@ -9,7 +9,7 @@ import pytest
 
 from analysis import warehouse
 from analysis.ingest.contract import IngestOptions
-from analysis.ingest.engine import ingest_file
+from analysis.ingest.one_file import ingest_file
 
 FRAME = pl.DataFrame({"time": [datetime(2024, 3, 1, 10, 0), datetime(2024, 3, 1, 10, 1), datetime(2024, 3, 1, 10, 2)],
                       "host": ["gpu001"] * 3, "metric": ["DCGM_FI_DEV_POWER_USAGE"] * 3,

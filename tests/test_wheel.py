@@ -21,8 +21,8 @@ from tests.conftest import REPO
 
 # what a build does not need (and what must not be copied: caches, warehouses, the VCS)
 NOT_BUILT = ("tests", "bench", "docs", "data", "out", "build", ".*", "*.egg-info", "__pycache__", "*.duckdb*")
-PROBE = ("import json, analysis, sql, samples; from analysis import resources, fingerprints; "
-         "print(json.dumps([analysis.__file__, sql.__file__, str(resources.demo_source()), fingerprints.code_version()]))")
+PROBE = ("import json, analysis, sql, samples; from analysis import fingerprints, package_files; "
+         "print(json.dumps([analysis.__file__, sql.__file__, str(package_files.demo_source()), fingerprints.code_version()]))")
 
 
 def _run(cmd, **kwargs) -> subprocess.CompletedProcess:

@@ -22,10 +22,11 @@ import polars as pl
 
 from analysis import sql
 from analysis.nodes.exports import DRAIN_ACTIONS
+from analysis.settings import HealthConfig
 
 API_PATH = "/api/v2/alerts"
 URL_ENV = "GOODPUT_ALERTMANAGER_URL"
-TIMEOUT_S = 5.0  # goodput is offline: an unreachable Alertmanager must not hold the nightly run
+TIMEOUT_S = HealthConfig.alert_timeout_s
 # longer than a night between runs: a resend by the next run finds the alert still active (no second notification)
 ALERT_HOLD = timedelta(hours=36)
 # build_repeat_offenders.sql ends the reason of an rma escalation so; build_node_actions.sql appends "; repaired

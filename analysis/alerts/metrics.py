@@ -16,8 +16,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analysis import sql
-from analysis.ingest import sources
+from analysis import sources, sql
 
 
 @dataclass(frozen=True)

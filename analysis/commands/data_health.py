@@ -13,9 +13,9 @@ from datetime import date, datetime, timedelta, timezone
 import duckdb
 import polars as pl
 
-from analysis import sql
+from analysis import sources, sql
 from analysis.ingest import daily
-from analysis.ingest import sources
+from analysis.settings import HealthConfig
 
 # What is missing when a step is withheld (it crashed, or a blocking check stopped it).
 MISSING_WITHOUT_STEP: dict[str, str] = {
@@ -28,7 +28,7 @@ MISSING_WITHOUT_STEP: dict[str, str] = {
     "node_actions": "lemon scores, incident risk and node actions keep their previous contents",
     "node_exports": "the blocklist, drain.sh and validation plan are not written (the previous ones stay)",
 }
-MAX_REJECT_RATE = 0.02  # of the lines of a source's newly read files: over it, the source degrades the run,
+MAX_REJECT_RATE = HealthConfig.max_reject_rate  # of a source's newly read lines: over it, the source degrades the run,
 MIN_REJECTS = 20  # if at least this many lines were rejected (one odd line of a 12-line file is not a broken feed)
 COLUMNS = {"what": pl.Utf8, "severity": pl.Utf8, "reason": pl.Utf8, "missing": pl.Utf8}
 OK, DEGRADED, FAILED = "ok", "degraded", "failed"

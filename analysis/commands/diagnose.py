@@ -13,10 +13,11 @@ import duckdb
 import polars as pl
 
 from analysis import sql
-from analysis.commands.hints import follow_up, warehouse_of
+from analysis.hints import follow_up, warehouse_of
 from analysis.display import printable
-from analysis.ingest.engine import SOURCES, discover, link_refusal
-from analysis.ingest.sources import alias
+from analysis.ingest.engine import discover
+from analysis.ingest.one_file import link_refusal
+from analysis.sources import SOURCES, alias
 
 SHOWN = 5  # files listed per problem; the rest are counted
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import duckdb
 
 from analysis import warehouse
-from analysis.commands.hints import follow_up
+from analysis.hints import follow_up
 from analysis.display import printable
 from analysis.ingest.contract import IngestOptions
-from analysis.ingest.engine import discover, link_refusal
+from analysis.ingest.engine import discover
+from analysis.ingest.one_file import link_refusal
 from analysis.ingest.options import load_options
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from analysis import resources
+from analysis import package_files
 
-CATALOG = resources.catalog("benchmark_metrics.yaml")
+CATALOG = package_files.catalog("benchmark_metrics.yaml")
 KINDS = ("measure", "flag", "info")
 DIRECTIONS = ("higher", "lower")
 # The documented rule for metrics no entry names: a name that reads as a time

@@ -20,37 +20,15 @@ when values are printed too coarsely to resolve the threshold (coarse).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import polars as pl
 
 from analysis.criteria import samples as S
 from analysis.criteria.similarity import learn_criterion, one_sided_similarity
+from analysis.settings import CriteriaConfig
 
 JUDGED = ("ok", "loose")
 Z05, Z01 = 1.645, 2.326
-
-
-@dataclass(frozen=True)
-class CriteriaConfig:
-    alpha: float = 0.95  # required similarity (SuperBench's usual 5% variance rules read the same)
-    noise_z: float = 4.5  # ~3e-6 false alarms per healthy metric: x hundreds of metrics, ~0.1% of nodes per run
-    min_alpha: float = 0.90  # widen a noisy metric's threshold down to here, no further
-    max_near_share: float = 0.005  # samples allowed within a third of the tolerance of the threshold
-    max_drop_share: float = 0.2
-    min_hosts: int = 5  # fewer nodes than this say nothing about a fleet
-    repeatability_floor: float = 0.95  # a benchmark below it blocks the export (Anubis: within alpha)
-    window_days: int = 56  # runs learned from and judged: the trailing window before the latest run (8 weekly runs)
-    steps_q: int = 16  # quantiles kept per per-step sample
-    missing_share: float = 0.5  # a metric "the fleet reports" in a run: on at least this share of its nodes
-    # A node is defective when it failed at least min_failed_runs runs and min_failed_share of its runs in
-    # the window. One failed run is a re-test: ~1% of healthy nodes fail a run (a one-off slow GPU), so two
-    # in 8 runs happen to ~0.4% of them; three to ~0.005%. A defect that shows in 80% of runs fails 3 of 8
-    # with probability 0.999.
-    min_failed_runs: int = 3
-    min_failed_share: float = 1 / 3
-    max_iter: int = 4
 
 
 CRITERIA_SCHEMA = {

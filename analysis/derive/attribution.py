@@ -10,6 +10,7 @@ import polars as pl
 
 from analysis import sql
 from analysis.derive.taxonomy import Taxonomy
+from analysis.settings import RunsConfig
 
 
 MESSAGE_RULE = {"rule_id": "rule_id", "m_message": "pattern", "m_kind": "kinds", "m_source": "sources",
@@ -77,12 +78,13 @@ def attribute_failures(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> di
             "failures": sql.scalar(con, "derive/count_primary_attributions")}
 
 
-def build_job_runs(con: duckdb.DuckDBPyConnection, gap_s: int = 3600, crash_loop_min: int = 5) -> int:
+def build_job_runs(con: duckdb.DuckDBPyConnection, gap_s: int = RunsConfig.run_gap_s,
+                   crash_loop_min: int = RunsConfig.crash_loop_min) -> int:
     sql.run_steps(con, [("derive/build_job_runs", {"gap_s": gap_s, "crash_loop_min": crash_loop_min})])
     return sql.count(con, "job_runs")
 
 
-def build_node_incidents(con: duckdb.DuckDBPyConnection, gap_s: int = 1800) -> int:
+def build_node_incidents(con: duckdb.DuckDBPyConnection, gap_s: int = RunsConfig.incident_gap_s) -> int:
     sql.run_steps(con, [("derive/build_node_incidents", {"gap_s": gap_s}), ("derive/view_cause_cooccurrence", None),
                        ("derive/view_top_offending_nodes", None), ("derive/build_node_outages", None),
                        ("derive/build_node_availability", None),

@@ -3,43 +3,14 @@ job size, failure rate over time, goodput and second-order preemptions, C4
 downtime and Aegis P_deg. Set operations live in sql/metrics/."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import duckdb
 import polars as pl
-import yaml
 
 from analysis import sql
 from analysis.derive import ettr
+from analysis.settings import MetricsConfig
 
 PROJECTION_GPUS = [8 * 2 ** k for k in range(15)]  # 8 .. 131,072
-
-
-@dataclass
-class MetricsConfig:
-    u0_s: int = 300  # restart overhead
-    dt_s: int = 3600  # checkpoint interval
-    second_order_window_s: int = 600  # requeued start within this after a preemption
-    overrides: list[dict] = field(default_factory=list)  # {scope: run|account, key, u0_s, dt_s}
-
-    @classmethod
-    def from_file(cls, path: Path | str | None, **defaults) -> "MetricsConfig":
-        """Per-account / per-run u0 and Δt from YAML:
-        ``accounts: {llm: {checkpoint_min: 30}}``, ``runs: {"1001234": {restart_min: 2}}``."""
-        cfg = cls(**defaults)
-        if not path:
-            return cfg
-        doc = yaml.safe_load(Path(path).read_text()) or {}
-        for scope, entries in (("account", doc.get("accounts") or {}), ("run", doc.get("runs") or {})):
-            for key, spec in entries.items():
-                unknown = set(spec) - {"checkpoint_min", "restart_min"}
-                if unknown:
-                    raise ValueError(f"{path}: {scope} {key}: unknown keys {sorted(unknown)}")
-                cfg.overrides.append({"scope": scope, "key": str(key),
-                                      "u0_s": int(spec["restart_min"] * 60) if "restart_min" in spec else None,
-                                      "dt_s": int(spec["checkpoint_min"] * 60) if "checkpoint_min" in spec else None})
-        return cfg
 
 
 def build_run_ettr(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> int:

@@ -17,9 +17,10 @@ import duckdb
 import polars as pl
 import yaml
 
-from analysis import resources
+from analysis import package_files
+from analysis.sources import event_sources
 
-TAXONOMY_DIR = resources.taxonomy_dir()
+TAXONOMY_DIR = package_files.taxonomy_dir()
 SEVERITIES = ("critical", "warning", "info")
 DOMAINS = ("user", "system_software", "hardware", "infrastructure", "network")
 TOP_KEYS = {"rules", "xid_overrides", "windows", "causes", "version", "reasons"}
@@ -37,11 +38,6 @@ REASON_KEYS = {"id", "cause", "severity", "transient", "priority", "pattern", "d
 # knows, any message naming a GPU) but not a check known by its code (rules.yaml, priority 47).
 REASON_SOURCES = ["slurm", "ticket", "health"]
 REASON_PRIORITY = 46
-# node_events.source values a rule can name ("app": application/NCCL logs fed in as events;
-# "telemetry": machines goodput's detector confirmed as drifting from their peers;
-# "network": fabric port counter deltas over their thresholds)
-# "ticket": repair tickets, one event per ticket at its opening)
-SOURCES = {"kernel", "switch", "health", "slurm", "app", "telemetry", "network", "ticket", "straggler"}
 # Bounds on an override file: far above any real one, low enough that a hostile one costs little.
 MAX_FILE_BYTES = 1 << 20
 MAX_NESTING = 32
@@ -214,9 +210,10 @@ def _rule_row(rule, causes: dict, where: str) -> dict:
     if not match:
         raise TaxonomyError(f"{at}: match needs some of {sorted(MATCH_KEYS)}")
     sources = _strings(match.get("source"), f"{at}: match.source")
-    if set(sources or []) - SOURCES:
-        raise TaxonomyError(f"{at}: match.source: unknown source {sorted(set(sources) - SOURCES)}"
-                            f" (known: {sorted(SOURCES)})")
+    known = set(event_sources())  # node_events.source values a rule can name (analysis/sources.py)
+    if set(sources or []) - known:
+        raise TaxonomyError(f"{at}: match.source: unknown source {sorted(set(sources) - known)}"
+                            f" (known: {sorted(known)})")
     event_severity = _strings(match.get("severity"), f"{at}: match.severity")
     count = _mapping(rule.get("count"), f"{at}: count", COUNT_KEYS)
     if rule.get("count") is not None and "n" not in count:

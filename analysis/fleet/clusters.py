@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.ingest.sources import SOURCES
+from analysis.sources import SOURCES
 
 # Slurm's ClusterName is lower case; the name is also a folder, a file and an SQL identifier, so no more than this.
 NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")

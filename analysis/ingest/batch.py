@@ -1,10 +1,10 @@
 """Many small files of one source read, parsed and accounted as one batch.
 
 Every file is still identified on its own (unchanged, duplicate, unreadable:
-analysis.ingest.engine.prepare_file) and still gets its own rows, rejects, counts and
+analysis.ingest.one_file.prepare_file) and still gets its own rows, rejects, counts and
 ingested_files record, written in the same transaction as the rest of its
 group. What is shared is the work per call: the files' lines are split in one
-polars read, parsed by one ``parse_batch`` call (analysis.ingest.parsers.batch) and
+polars read, parsed by one ``parse_batch`` call (analysis.ingest.parsers.batched) and
 accounted in one pass, so a source of thousands of small logs costs about what
 one log of the same size costs.
 
@@ -23,12 +23,12 @@ import duckdb
 import polars as pl
 
 from analysis import sql
-from analysis.ingest import engine as ingest  # (it imports this module: names from it are read at call time)
+from analysis.ingest import one_file
 from analysis.ingest.accounting import FileCounts
-from analysis.ingest.contract import BatchParser
+from analysis.ingest.contract import BatchParser, BatchResult
 from analysis.ingest.lines import _is_utf8, _split_lines
-from analysis.ingest.parsers.batch import FILE, BatchResult, fid_of, local_no
-from analysis.ingest.parsers.batch import counts as per_fid
+from analysis.ingest.parsers.batched import FILE, fid_of, local_no
+from analysis.ingest.parsers.batched import counts as per_fid
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def _size(path: Path) -> int | None:
 
 
 def batchable(path: Path, source: str | None) -> bool:
-    return (source is not None and isinstance(ingest.parser_for(source), BatchParser) and not ingest._is_parquet(path)
+    return (source is not None and isinstance(one_file.parser_for(source), BatchParser) and not one_file._is_parquet(path)
             and not path.is_symlink())
 
 
@@ -75,17 +75,17 @@ def groups(files: list[tuple]):
 
 
 def prepare(con: duckdb.DuckDBPyConnection, group: list[tuple[Path, str | None, str, dict | None]],
-            source_dir: Path, options, shas: dict) -> list[ingest.Prepared]:
+            source_dir: Path, options, shas: dict) -> list[one_file.Prepared]:
     """Prepared files of ``group`` (path, source, file_key, ingested_files row: None when it has none, ...
-    when not looked up), in its order (see ingest.prepare_file)."""
+    when not looked up), in its order (see one_file.prepare_file)."""
     if len(group) == 1:
         path, source, key, previous = group[0]
-        return [ingest.prepare_file(con, path, source, source_dir, options, batch_shas=shas, key=key,
+        return [one_file.prepare_file(con, path, source, source_dir, options, batch_shas=shas, key=key,
                                     previous=previous)]
-    out: list[ingest.Prepared | None] = [None] * len(group)
+    out: list[one_file.Prepared | None] = [None] * len(group)
     pending = {}
     for i, (path, source, key, previous) in enumerate(group):
-        prepared = ingest.prepare_file(con, path, source, source_dir, options, batch_shas=shas, defer=True,
+        prepared = one_file.prepare_file(con, path, source, source_dir, options, batch_shas=shas, defer=True,
                                        previous=previous, key=key)
         if prepared.pending is None:
             out[i] = prepared
@@ -102,12 +102,12 @@ def prepare(con: duckdb.DuckDBPyConnection, group: list[tuple[Path, str | None, 
     for i, prepared in zip(ready, _parse_batch(con, list(ready.values()), shas)):
         out[i] = prepared
     for i, p in later.items():
-        out[i] = ingest.finish(con, p, shas)
+        out[i] = one_file.finish(con, p, shas)
     return out
 
 
-def _look_up_twins(con: duckdb.DuckDBPyConnection, pendings: list[ingest.Pending]) -> None:
-    """Pending.twin of every file, in one query (ingest.prepare_file does it per file: file_by_sha)."""
+def _look_up_twins(con: duckdb.DuckDBPyConnection, pendings: list[one_file.Pending]) -> None:
+    """Pending.twin of every file, in one query (one_file.prepare_file does it per file: file_by_sha)."""
     if not pendings:
         return
     staged = pl.DataFrame([(p.ident.key, p.ident.sha256, p.ident.source, p.ident.host_hint, p.ident.fingerprint)
@@ -124,30 +124,30 @@ def _clean(raw) -> bool:
     return not raw.long_lines and not raw.problems and b"\x00" not in raw.data and _is_utf8(raw.data)
 
 
-def _parse_batch(con: duckdb.DuckDBPyConnection, pendings: list[ingest.Pending], shas: dict) -> list[ingest.Prepared]:
+def _parse_batch(con: duckdb.DuckDBPyConnection, pendings: list[one_file.Pending], shas: dict) -> list[one_file.Prepared]:
     """Parse ``pendings`` (clean files of one source) in one call; a file the batch does not account
-    for is parsed alone (ingest.finish), which reports what went wrong with it as before. The batch's
+    for is parsed alone (one_file.finish), which reports what went wrong with it as before. The batch's
     rows and rejects travel with its last file that is in the batch (they are written in one transaction)."""
     if len(pendings) < 2:
-        return [ingest.finish(con, p, shas) for p in pendings]
+        return [one_file.finish(con, p, shas) for p in pendings]
     datas = [p.raw.data for p in pendings]
     n_lines = [d.count(b"\n") + (1 if d and not d.endswith(b"\n") else 0) for d in datas]
     try:
         lines = _lines(b"".join(d if not d or d.endswith(b"\n") else d + b"\n" for d in datas), n_lines)
-        result = ingest.parser_for(pendings[0].ident.source).parse_batch(lines, [p.ctx for p in pendings])
+        result = one_file.parser_for(pendings[0].ident.source).parse_batch(lines, [p.ctx for p in pendings])
         files, tables, rejects = _split(result, n_lines, [p.ident.key for p in pendings])
     except (Exception, pl.exceptions.PanicException):  # noqa: BLE001 - each file alone says what is wrong
         log.debug("batch parse failed; parsing %d files one by one", len(pendings), exc_info=True)
-        return [ingest.finish(con, p, shas) for p in pendings]
+        return [one_file.finish(con, p, shas) for p in pendings]
     out = []
     for fid, p in enumerate(pendings):
         if fid not in files:
-            out.append(ingest.finish(con, p, shas))
+            out.append(one_file.finish(con, p, shas))
             continue
         counts = files[fid]
         key, source = p.ident.key, p.ident.source
-        record = ingest._record(p.ident, p.path, result.formats.get(fid), counts, "ok", "")
-        out.append(ingest.Prepared(ingest.FileOutcome(key, source, "ok", counts.lines, counts.rows, counts.rejects, ""),
+        record = one_file._record(p.ident, p.path, result.formats.get(fid), counts, "ok", "")
+        out.append(one_file.Prepared(one_file.FileOutcome(key, source, "ok", counts.lines, counts.rows, counts.rejects, ""),
                                    record, rows=counts.rows))
         shas.setdefault(p.twin_key, key)
     holder = out[max(files)]

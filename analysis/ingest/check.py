@@ -17,7 +17,8 @@ from analysis.commands import data_health
 from analysis.derive.jobs import build_jobs
 from analysis.display import printable
 from analysis.ingest.contract import IngestOptions
-from analysis.ingest.engine import SOURCES, ingest_directory
+from analysis.ingest.engine import ingest_directory
+from analysis.sources import SOURCES
 
 
 

@@ -18,15 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Protocol, runtime_checkable
+from typing import Iterable, Iterator, Protocol, runtime_checkable
 
 import polars as pl
 
 from analysis.ingest.hosts import MAX_HOSTS
-from analysis.ingest.lines import MAX_FILE_BYTES, MAX_LINE_BYTES, empty_rejects
-
-if TYPE_CHECKING:  # the batch module imports this one
-    from analysis.ingest.parsers.batch import BatchResult
+# UnrecognisedFormat, a parser's to raise, is declared with the line reader (which refuses UTF-16 files with it)
+from analysis.ingest.lines import MAX_FILE_BYTES, MAX_LINE_BYTES, UnrecognisedFormat, empty_rejects  # noqa: F401
 
 
 @dataclass
@@ -77,10 +75,15 @@ class ParseResult:
     problems: list[str] = field(default_factory=list)  # file-level warnings (a partial answer, ...)
 
 
-class UnrecognisedFormat(ValueError):
-    """Raised by a parser when a file is not in any format it reads. The engine
-    records the whole file as unrecognised (one reject row) instead of rejecting
-    millions of lines one by one."""
+@dataclass
+class BatchResult:
+    """What ``parse_batch`` returns (analysis/ingest/parsers/batched.py: the batch numbering)."""
+    tables: dict[str, pl.DataFrame]  # every frame has line_no (batch numbering)
+    rejects: pl.DataFrame = field(default_factory=empty_rejects)  # line_no (batch numbering), raw, reason
+    skipped: dict[int, int] = field(default_factory=dict)  # fid -> lines skipped (absent: 0)
+    merged: dict[int, int] = field(default_factory=dict)  # fid -> continuation lines merged
+    formats: dict[int, str] = field(default_factory=dict)  # fid -> the format detected
+    unrecognised: dict[int, str] = field(default_factory=dict)  # fid -> why no format fits (its rows are void)
 
 
 @runtime_checkable

@@ -7,7 +7,7 @@ import duckdb
 import polars as pl
 
 from analysis import sql
-from analysis.ingest.sources import SOURCES
+from analysis.sources import SOURCES
 
 
 def store_daily_volume(con: duckdb.DuckDBPyConnection, day: date, history_days: int = 7) -> pl.DataFrame:

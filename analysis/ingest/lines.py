@@ -64,6 +64,12 @@ def control_lines(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.filter(pl.col("text").str.contains(_CONTROL_LINE))
 
 
+class UnrecognisedFormat(ValueError):
+    """Raised by a parser when a file is not in any format it reads. The engine
+    records the whole file as unrecognised (one reject row) instead of rejecting
+    millions of lines one by one. (Parsers import it from analysis.ingest.contract.)"""
+
+
 def utf16(head: bytes) -> str | None:
     """'UTF-16LE' or 'UTF-16BE' when a file's first bytes are UTF-16 text (a Windows tool's or PowerShell's
     export): a byte-order mark, or a NUL in every other byte (ASCII text in UTF-16). None otherwise."""
@@ -87,8 +93,6 @@ def refuse_utf16(head: bytes) -> None:
     its lines are a NUL between every character."""
     kind = utf16(head)
     if kind:
-        from analysis.ingest.contract import UnrecognisedFormat  # (the contract imports this module)
-
         mark = "byte-order mark " + head[:2].hex(" ").upper() if head[:2] in (b"\xff\xfe", b"\xfe\xff") \
             else "a NUL byte beside every character"
         raise UnrecognisedFormat(f"{kind} text ({mark}), not UTF-8: goodput reads UTF-8 text; convert the file "

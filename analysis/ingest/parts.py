@@ -1,5 +1,5 @@
 """A file parsed in parts: how a parser reads a large file piece by piece, so that neither the file nor its
-rows are ever held whole (the engine writes each part as it comes: analysis/ingest/engine.py).
+rows are ever held whole (the engine writes each part as it comes: analysis/ingest/one_file.py).
 
 A part is a ParseResult for consecutive lines (or records) of the file, in file order; the parts' counts
 add up to the file's. A parser that reads pieces needs to know where a record may begin (``cut_frames``:

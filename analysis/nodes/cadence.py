@@ -25,19 +25,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
+from analysis.settings import Cadence
 
 FORMAT = 1  # bump when an artifact's layout, or code that changes what a model computes, changes
 KINDS = ("telemetry", "incident", "lemon")
-
-
-@dataclass(frozen=True)
-class Cadence:
-    retrain_after_days: float = 7.0  # 0: retrain every run (the behaviour before cadences)
-    retrain: frozenset = frozenset()  # kinds to retrain now whatever their age ("all": every kind)
-    scope: str | None = None  # the warehouse's file name: artifacts of another warehouse in the folder are not its
-
-    def forced(self, kind: str) -> bool:
-        return kind in self.retrain or "all" in self.retrain
 
 
 @dataclass

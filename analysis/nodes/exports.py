@@ -16,19 +16,20 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from analysis import resources, sql
+from analysis import package_files, sql
 from analysis.ingest.hosts import compress_hostlist
 from analysis.nodes import lifecycle, offenders, scripts
-from analysis.nodes.scripts import CONDITION_TYPE, K8S_REASON_ANNOTATION, K8S_TAINT_KEY, SLURM_TAG  # noqa: F401
+from analysis.nodes.scripts import CONDITION_TYPE, K8S_TAINT_KEY, SLURM_TAG
+from analysis.settings import ExportConfig, LadderConfig
 
-SCHEMA = resources.schema("blocklist.schema.json")
+SCHEMA = package_files.schema("blocklist.schema.json")
 DRAIN_ACTIONS = ("drain_now", "drain_after_job")
 SLURM_STATE = scripts.SLURM_STATE  # what drain.sh sets for each (scontrol update NodeName=... State=...)
 # Host names come from logs: only names a shell and scontrol read literally are exported.
@@ -37,34 +38,6 @@ _UNSAFE_REASON = re.compile(r"[^A-Za-z0-9 _.:=,/()+-]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a reason from the logs is quoted in a comment line: one line
 _UNSAFE_STATE = re.compile(r"[^A-Za-z0-9_+*]")
 PLATFORMS = ("slurm", "kubernetes", "both")
-
-
-@dataclass(frozen=True)
-class LadderConfig:
-    expiry_days: int = 14  # evidence older than this no longer holds a node
-    clean_days: int = 7  # back in service and clean this long: off the list
-    repeat_min: int = 2  # incidents in the window that mean drain_after_job
-    risk_p7: float = 0.5  # 7-day incident probability that means drain_after_job
-    max_drain_share: float = 0.10  # a blocking check fails above this share of the fleet ...
-    max_drain_floor: int = 5  # ... and above this many nodes (a small cluster may lose 5 nodes at once)
-    # a job's blame is known once the attribution window after its end has passed (taxonomy after_min)
-    attribution_after_s: int = 300
-    # a repeated validation failure, as goodput criteria calls a node defective (analysis/criteria/learn.py):
-    benchmark_window_days: int = 56  # validation runs that count ...
-    benchmark_min_failed: int = 3  # ... how many must have failed ...
-    benchmark_min_share: float = 1 / 3  # ... and what share of the node's runs
-    # With no repair ticket either way, a node is back in service after a critical incident
-    # (sql/models/build_clean_evidence.sql) when, since its last event and not drained now, at least
-    # clean_checks health checks passed and clean_jobs jobs of clean_job_hours or more ran on it
-    # and completed; or it rebooted or came back from DRAIN/DOWN and then passed clean_checks
-    # checks or completed one such job.
-    clean_checks: int = 1
-    clean_jobs: int = 3
-    clean_job_hours: float = 2.0
-    # nodes with repeated hardware incidents in their own history (analysis/nodes/offenders.py)
-    offenders: offenders.OffenderConfig = field(default_factory=offenders.OffenderConfig)
-    # repair attempts that escalate a node (analysis/nodes/lifecycle.py)
-    lifecycle: lifecycle.LifecycleConfig = field(default_factory=lifecycle.LifecycleConfig)
 
 
 def drain_limit(cfg: LadderConfig, fleet: int) -> int:
@@ -213,7 +186,7 @@ def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: La
                    slurm: pl.DataFrame | None = None, cluster: str | None = None, *,
                    resume: pl.DataFrame | None = None, fleet: int | None = None,
                    override: ExportOverride | None = None, generated: datetime | None = None,
-                   platform: str = "slurm") -> dict:
+                   platform: str = ExportConfig.platform) -> dict:
     entries = []
     for r in with_slurm(_safe(actions), slurm).iter_rows(named=True):
         entries.append({
@@ -289,7 +262,7 @@ def _meta(as_of: datetime, cfg: LadderConfig, fleet: int | None, created: dateti
 def drain_script(actions: pl.DataFrame, header: str, slurm: pl.DataFrame | None = None,
                  cluster: str | None = None, *, resume: pl.DataFrame | None = None, as_of: datetime | None = None,
                  cfg: LadderConfig = LadderConfig(), fleet: int | None = None, created: datetime | None = None,
-                 max_age_hours: int = scripts.DEFAULT_MAX_AGE_HOURS, platform: str = "slurm",
+                 max_age_hours: int = scripts.DEFAULT_MAX_AGE_HOURS, platform: str = ExportConfig.platform,
                  no_execute: bool = False) -> str:
     """drain.sh (platform slurm) or kubectl.sh (kubernetes): the plan (plan_steps) inside a script that checks
     before it acts, every time it is run (analysis/nodes/scripts.py). A comment line per node Slurm already has
@@ -342,7 +315,7 @@ def _write(path: Path, text: str, mode: int | None = None) -> None:
 def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by: str,
                   cfg: LadderConfig = LadderConfig(), plan: pl.DataFrame | None = None,
                   slurm: pl.DataFrame | None = None, cluster: str | None = None, *,
-                  resume: pl.DataFrame | None = None, platform: str = "slurm", no_execute: bool = False,
+                  resume: pl.DataFrame | None = None, platform: str = ExportConfig.platform, no_execute: bool = False,
                   fleet: int | None = None, override: ExportOverride | None = None,
                   max_age_hours: int = scripts.DEFAULT_MAX_AGE_HOURS,
                   created: datetime | None = None) -> dict[str, Path]:

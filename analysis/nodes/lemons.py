@@ -9,7 +9,7 @@ takes and returns polars frames or plain data.
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -19,10 +19,9 @@ import polars as pl
 
 from analysis import sql
 from analysis.ingest.hosts import HostlistError, expand_hostlist
+from analysis.settings import META_SIGNALS, LemonConfig
 
 # Meta's seven signals, then what our data adds.
-META_SIGNALS = ("excluded_jobs", "distinct_xids", "tickets", "out_of_service", "multi_node_failures",
-                "single_node_failures", "single_node_failure_rate")
 EXTRA_SIGNALS = ("blamed_failures", "incidents", "drained_incidents", "distinct_causes", "repeated_cause_incidents",
                  "ticket_components", "hours_out_of_service", "drained_incidents_per_30d", "days_since_repair",
                  "benchmark_failures", "straggler_jobs")
@@ -30,22 +29,6 @@ SIGNALS = META_SIGNALS + EXTRA_SIGNALS
 # days_since_repair is NULL for a node never repaired: as if repaired long ago
 NEVER_REPAIRED_DAYS = 365.0
 SEED = 20240301
-
-
-@dataclass(frozen=True)
-class LemonConfig:
-    """Windows and Meta-style thresholds. Meta set theirs by hand from the
-    fleet's CDF of each signal over a 28-day snapshot (Fig. 11) and published
-    none. A threshold here is a number, or ``pNN``: the fleet's NN-th
-    percentile of that signal in the same snapshot, never below 2 for a count
-    (0.5 for the failure rate), so a sparse signal cannot fire on one
-    occurrence. A node is a lemon by thresholds when at least ``min_signals``
-    of its signals reach theirs."""
-    window_days: int = 28
-    thresholds: dict = field(default_factory=lambda: {s: "p99" for s in META_SIGNALS})
-    min_signals: int = 2
-    snapshot_days: int = 7  # training snapshots: one every week of history
-    min_positive_labels: int = 3  # fewer labelled lemons: thresholds decide
 
 
 class LabelsError(ValueError):

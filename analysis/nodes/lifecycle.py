@@ -5,21 +5,15 @@ tickets, and the validation results after a repair (benchmark runs, health check
 step) and view node_lifecycle_now (each node's latest); the nodes drain.sh may resume come from it."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
 import polars as pl
 
 from analysis import sql
+from analysis.settings import LifecycleConfig
 
 RESUME_COLUMNS = {"host": pl.Utf8, "evidence": pl.Utf8, "since": pl.Datetime("us")}
-
-
-@dataclass(frozen=True)
-class LifecycleConfig:
-    escalate_drains: int = 3  # repair attempts for one component (drains, failed validations) ...
-    escalate_days: int = 90  # ... within this many days: RMA / hardware inspection
 
 
 def build(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LifecycleConfig = LifecycleConfig()) -> pl.DataFrame:

@@ -10,20 +10,13 @@ repeat offender (sql/models/build_repeat_offenders.sql). With no labels this is 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
 from datetime import datetime
 
 import duckdb
 
 from analysis import sql
-
-
-@dataclass(frozen=True)
-class OffenderConfig:
-    window_days: int = 180  # the history judged (the data's whole span when shorter)
-    p: float = 0.01  # chance of reaching the threshold at the fleet's rate
-    minimum: int = 3  # never fewer incidents than this
-    rma_repeats: int = 3  # one cause this often in the window: the repair did not hold, RMA the part
+from analysis.settings import OffenderConfig
 
 
 def poisson_threshold(rate: float, p: float, minimum: int) -> int:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from analysis.settings import ExportConfig
+
 # Slurm: every drain goodput writes has a Reason starting with this (drain.sh resumes only those)
 SLURM_TAG = "goodput:"
 # Kubernetes: the taint kubectl.sh sets (goodput.io/drain=<action>:<effect>); its key is the tag
@@ -29,7 +31,7 @@ ACTIONS = ("drain_now", "drain_after_job", "resume")
 # what drain.sh sets for each drain (scontrol update NodeName=... State=...)
 SLURM_STATE = {"drain_now": "DOWN", "drain_after_job": "DRAIN"}
 EXPECTED = ("in_service", "out")
-DEFAULT_MAX_AGE_HOURS = 24
+DEFAULT_MAX_AGE_HOURS = ExportConfig.max_age_hours
 _PLAIN = re.compile(r"^[A-Za-z0-9._-]+$")
 _FIELD = re.compile(r"^[A-Za-z0-9 _.:=,/()+*-]*$")  # no quote, no |, no $, no newline
 

@@ -11,9 +11,9 @@ import duckdb
 import polars as pl
 import yaml
 
-from analysis import resources, sql
+from analysis import package_files, sql
 
-CATALOG = resources.catalog("validation_benchmarks.yaml")
+CATALOG = package_files.catalog("validation_benchmarks.yaml")
 CATEGORIES = ("gpu", "host", "network", "storage")
 PRIOR_WEIGHT = 2.0  # a node's own incidents count against this many pseudo-incidents of the fleet's mix
 

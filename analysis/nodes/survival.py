@@ -120,7 +120,6 @@ class CoxTime:
         self.epochs, self.hidden, self.seeds, self.max_rows = epochs, hidden, seeds, max_rows
 
     def fit(self, df: pl.DataFrame) -> "CoxTime":
-        import torch
         from pycox.models import CoxTime as PycoxCoxTime
 
         if df.height < self.min_rows or df["event"].sum() < self.min_events:

@@ -53,7 +53,7 @@ NCCL_IB = ["nccl-bw:ib/allreduce_8589934592_busbw", "nccl-bw:ib/allreduce_858993
 CPU_MEM = [k for k in PER_NODE if k.startswith("cpu-memory-bw-latency/")]
 MISS_P, OUTLIER_P = 0.2, 0.01
 COMPONENTS = ("gpu", "pcie", "dimm", "nic", "optics", "psu", "bios", "cpu")
-NCCL_PEAK_BUSBW, NCCL_LAT_US, NCCL_RANKS = 186.0, 58.0, 16
+NCCL_PEAK_BUSBW, NCCL_LAT_US = 186.0, 58.0
 
 
 def _defect(component: str, rng: np.random.Generator) -> tuple[dict[str, float], float]:

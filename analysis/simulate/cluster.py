@@ -14,6 +14,11 @@ LEMON_CAUSE = {"gpu": "gpu_memory", "pcie": "gpu_unavailable", "dimm": "host_mem
 GPU_BUS = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")  # PCI buses of the 8 GPUs (H100 HGX-like)
 
 
+def ip_of(index: int) -> str:
+    """A node's address (topology's host_addresses, the job logs' NCCL lines)."""
+    return f"10.1.{index // 250}.{index % 250 + 1}"
+
+
 @dataclass
 class Cluster:
     hosts: list[str]
@@ -23,7 +28,6 @@ class Cluster:
     lemon: dict[int, str]  # node index -> defective component
 
     def topology_rows(self) -> list[tuple[str, str, str, str, str]]:
-        from analysis.simulate.joblogs import ip_of
         return [(self.leaf[i], self.port[i], h, "mlx5_0", ip_of(i)) for i, h in enumerate(self.hosts)]
 
 

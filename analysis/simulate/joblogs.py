@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.simulate.cluster import GPU_BUS
+from analysis.simulate.cluster import GPU_BUS, ip_of
 
 EXCEPTIONS = [
     "KeyError: 'input_ids'", "ValueError: Expected input batch_size (32) to match target batch_size (64).",
@@ -52,10 +52,6 @@ class Case:
     variant: str  # hang | fabric | link | ecc | user | ok | steps (stragglers.py: step lines only)
     culprit: str | None  # the host the truth blames (None: fabric, user, ok)
     steps: Any = None  # stragglers.InstanceSteps: torchtitan's per-rank step lines instead of Megatron's
-
-
-def ip_of(index: int) -> str:
-    return f"10.1.{index // 250}.{index % 250 + 1}"
 
 
 class JobLogWriter:

@@ -27,22 +27,13 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from analysis.telemetry import vae
-from analysis.telemetry.frames import FrameConfig, JobFrame
+from analysis.telemetry.frames import JobFrame
+from analysis.settings import DetectConfig
 
 METHODS = ("minder", "minder_nc", "raw", "con", "int", "md", "aegis")
 # Metric families in the order Minder checks them when no labelled history ranks them
 # (the paper's decision tree, Fig. 7: PFC, CPU, GPU, NVLink first).
 DEFAULT_PRIORITY = ("pause", "pfc", "cpu", "gpu_util", "clock", "nvlink", "pcie", "infiniband", "ecn")
-
-
-@dataclass(frozen=True)
-class DetectConfig:
-    frame: FrameConfig = field(default_factory=FrameConfig)
-    continuity_s: int = 240  # Minder: 4 minutes
-    aegis_sigma: float = 2.0
-    aegis_s: int = 600  # Aegis: 10 minutes
-    threshold_margin: float = 1.5  # over the highest score a training machine not taken as a suspect sustained
-    threshold_floor: float = 3.0  # a robust z under this is never an outlier
 
 
 def _quiet(fn):

@@ -10,7 +10,6 @@ import numpy as np
 import polars as pl
 
 from analysis.telemetry.detect import METHODS
-from analysis.telemetry.truth import TRUTH_SCHEMA
 
 ALERTS = {"job_id": pl.Utf8, "host": pl.Utf8, "metric": pl.Utf8, "method": pl.Utf8,
           "window_start": pl.Datetime("us"), "confirmed_at": pl.Datetime("us"), "score": pl.Float64,
@@ -65,4 +64,4 @@ def evaluate(alerts: pl.DataFrame, truth: pl.DataFrame, jobs: list[str], methods
     return pl.DataFrame(rows)
 
 
-__all__ = ["TRUTH_SCHEMA", "as_table", "evaluate", "verdicts", "window_labels"]
+__all__ = ["as_table", "evaluate", "verdicts", "window_labels"]

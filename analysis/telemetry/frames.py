@@ -17,16 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
-
-
-@dataclass(frozen=True)
-class FrameConfig:
-    window_s: int = 60  # 6 samples at a 10 s interval
-    stride_s: int = 60
-    max_fill_s: int = 30  # nearest-sample fill for gaps up to this long
-    # the common clock; one model serves every job, so every job's windows hold the same number of samples
-    # (DCGM exporter scrapes every 10-30 s; None: the job's own median interval)
-    interval_s: int | None = 10
+from analysis.settings import FrameConfig
 
 
 @dataclass

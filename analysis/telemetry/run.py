@@ -15,6 +15,7 @@ import polars as pl
 from analysis import sql
 from analysis.nodes import cadence as cadence_mod
 from analysis.nodes.cadence import Cadence, ModelState
+from analysis.settings import TelemetryTraining
 from analysis.telemetry import detect, evaluate, frames, links, pending, saved, train
 from analysis.telemetry.detect import DetectConfig, Models
 from analysis.telemetry.truth import TRUTH_SCHEMA
@@ -67,7 +68,8 @@ def job_frame(con: duckdb.DuckDBPyConnection, job: dict, cfg: DetectConfig,
 
 
 def run(con: duckdb.DuckDBPyConnection, cfg: DetectConfig = DetectConfig(), model_dir: Path | None = None,
-        max_train_jobs: int = 50, min_train_jobs: int = 3, epochs: int = 30, progress=None,
+        max_train_jobs: int = TelemetryTraining.max_train_jobs, min_train_jobs: int = TelemetryTraining.min_train_jobs,
+        epochs: int = TelemetryTraining.epochs, progress=None,
         lookback_days: float | None = None, split: datetime | None = None,
         cadence: Cadence = Cadence()) -> TelemetryRun:
     """Score the covered jobs not yet scored (new, or their coverage changed) with the saved detector,
@@ -285,12 +287,3 @@ def evaluate_against_attribution(con: duckdb.DuckDBPyConnection) -> pl.DataFrame
     ev = ev.with_columns(model_version=pl.lit(jobs["model_version"][0] if jobs.height else None))
     sql.run_staged(con, {"staged_evaluation": ev}, [("telemetry/store_detector_evaluation", None)])
     return ev
-
-
-def evaluate_against_truth(con: duckdb.DuckDBPyConnection, truth: pl.DataFrame) -> pl.DataFrame:
-    """detector_evaluation of the stored alerts against a truth table (the simulator's
-    truth/telemetry_faults.csv): every job telemetry covers is judged; jitter rows are decoys."""
-    jobs = con.sql("SELECT DISTINCT job_id FROM telemetry_jobs").pl()["job_id"].cast(pl.Utf8).to_list()
-    alerts = con.sql("SELECT * FROM machine_alerts").pl()
-    truth = truth.with_columns(pl.col("job_id").cast(pl.Utf8)).cast(TRUTH_SCHEMA)
-    return evaluate.evaluate(alerts, truth, jobs)

@@ -9,6 +9,27 @@ import click
 from click.core import ParameterSource
 
 
+class SettingOption(click.Option):
+    """An option whose default is an analysis setting's (analysis/settings.py), defined there once:
+    ``setting=(SettingsClass, "field")``, ``per``: the analysis unit per the option's (60: seconds there, minutes
+    here). tests/test_settings_defaults.py finds every numeric option's default here or in its list of the
+    command line's own."""
+
+    def __init__(self, *args, setting: tuple[type, str], per: int = 1, **kwargs):
+        settings, name = setting
+        value = getattr(settings, name)
+        if per != 1:
+            value = value // per if isinstance(value, int) and value % per == 0 else value / per
+        self.setting = (settings, name, per)
+        kwargs.setdefault("show_default", True)
+        super().__init__(*args, default=value, **kwargs)
+
+
+def setting_option(*decls, setting: tuple[type, str], per: int = 1, **kwargs):
+    """click.option with the default of an analysis setting (SettingOption)."""
+    return click.option(*decls, cls=SettingOption, setting=setting, per=per, **kwargs)
+
+
 def _db_option(f):
     return click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
                         help="DuckDB warehouse file [default: $GOODPUT_DB or ./data/warehouse.duckdb].")(f)

@@ -6,7 +6,9 @@ from pathlib import Path
 import click
 
 from analysis import warehouse
-from pipelines.cli.common import _db_option
+from analysis.paths import RUN_OUT
+from analysis.settings import CriteriaConfig
+from pipelines.cli.common import _db_option, setting_option
 from pipelines.cli.models import _open
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
@@ -15,17 +17,17 @@ from pipelines.cli.models import _open
 
 @click.command("criteria")
 @_db_option
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/exports/criteria"),
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=RUN_OUT / "exports" / "criteria",
               show_default=True, help="Directory for criteria.json, rules.yaml and baseline.json (the default is where "
                                       "`goodput run` writes them with its default --out).")
-@click.option("--alpha", type=click.FloatRange(0.5, 1.0, max_open=True), default=0.95, show_default=True,
-              help="Required similarity to the criterion (0.95: 5% worse fails, as SuperBench's variance rules).")
-@click.option("--window-days", type=click.IntRange(1, 3650), default=56, show_default=True,
-              help="Validation runs learned from and judged: this many days before the latest run.")
+@setting_option("--alpha", type=click.FloatRange(0.5, 1.0, max_open=True), setting=(CriteriaConfig, "alpha"),
+                help="Required similarity to the criterion (0.95: 5% worse fails, as SuperBench's variance rules).")
+@setting_option("--window-days", type=click.IntRange(1, 3650), setting=(CriteriaConfig, "window_days"),
+                help="Validation runs learned from and judged: this many days before the latest run.")
 @click.option("--metrics", "metrics", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Metrics catalog entries tried before catalog/benchmark_metrics.yaml [default: $GOODPUT_METRICS].")
-@click.option("--repeatability-floor", type=click.FloatRange(0.0, 1.0), default=0.95, show_default=True,
-              help="A benchmark whose repeatability among healthy nodes is under this blocks the export.")
+@setting_option("--repeatability-floor", type=click.FloatRange(0.0, 1.0), setting=(CriteriaConfig, "repeatability_floor"),
+                help="A benchmark whose repeatability among healthy nodes is under this blocks the export.")
 @click.option("--skip-noisy", is_flag=True, help="Export without the benchmarks under the floor instead of not at all.")
 def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int, metrics: Path | None,
                      repeatability_floor: float, skip_noisy: bool) -> None:
@@ -38,7 +40,6 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
     from analysis import fingerprints
     from analysis.criteria import catalog
     from analysis.criteria import run as criteria_run
-    from analysis.criteria.learn import CriteriaConfig
     from analysis.version import made_by
 
     metrics = metrics or (Path(os.environ["GOODPUT_METRICS"]) if os.environ.get("GOODPUT_METRICS") else None)

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from analysis import warehouse
-from pipelines.cli.common import _db_option, given, option_rules
+from analysis.settings import MetricsConfig
+from pipelines.cli.common import _db_option, given, option_rules, setting_option
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
 # (Dagster, DuckDB, polars, torch take seconds).
@@ -17,9 +18,10 @@ from pipelines.cli.common import _db_option, given, option_rules
 @click.option("--gpus", type=click.IntRange(1), default=16384, show_default=True, help="Job size in GPUs (8 per node).")
 @click.option("--failure-rate", type=click.FloatRange(0), default=6.5, show_default=True,
               help="Failures per 1,000 node-days of runtime (Meta RSC-1: 6.5, RSC-2: 2.34).")
-@click.option("--checkpoint-min", type=click.FloatRange(0, min_open=True), default=60, show_default=True,
-              help="Checkpoint interval Δt in minutes.")
-@click.option("--restart-min", type=click.FloatRange(0), default=5, show_default=True, help="Restart overhead u0 in minutes.")
+@setting_option("--checkpoint-min", type=click.FloatRange(0, min_open=True), setting=(MetricsConfig, "dt_s"), per=60,
+                help="Checkpoint interval Δt in minutes.")
+@setting_option("--restart-min", type=click.FloatRange(0), setting=(MetricsConfig, "u0_s"), per=60,
+                help="Restart overhead u0 in minutes.")
 @click.option("--queue-min", type=click.FloatRange(0), default=0, show_default=True,
               help="Mean queue time q after submission and after every interruption, minutes.")
 @click.option("--runtime-days", type=click.FloatRange(0, min_open=True), default=None,
@@ -120,7 +122,7 @@ def _measured_rate(db: Path) -> tuple[float, int]:
     cluster_failure_rate and node_gpus)."""
     import duckdb
 
-    from analysis.commands.hints import follow_up
+    from analysis.hints import follow_up
     from analysis.derive import metrics
 
     try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from analysis.commands.hints import FLEET_DB_DIR
+from analysis.paths import FLEET_DB_DIR, RUN_OUT  # `goodput run --fleet`'s --db-dir and --out unasked
 from pipelines.cli.common import _one_line, given
 
 # Imports inside the commands are deferred on purpose: `goodput --help` loads only what it uses.
@@ -17,13 +17,12 @@ from pipelines.cli.common import _one_line, given
 _DB_DIR = click.option("--db-dir", "db_dir", type=click.Path(file_okay=False, path_type=Path),
                        default=FLEET_DB_DIR, show_default=True,
                        help="The folder of the clusters' warehouses (<cluster>.duckdb): `run --fleet`'s --db-dir.")
-RUN_OUT = Path("out")  # `goodput run --fleet`'s --out unasked
 
 
 def fleet_warehouses(db_dir: Path) -> dict[str, Path]:
     """The cluster warehouses of DB_DIR by cluster, or a usage error naming --db-dir (exit 2), saying whether the
     folder was given or is the default, and the command that fills it."""
-    from analysis.commands.hints import follow_up
+    from analysis.hints import follow_up
     from analysis.fleet.clusters import FleetError, warehouses_in
 
     which = f"{db_dir}" if given("db_dir") else f"{db_dir} (the default --db-dir)"

@@ -29,7 +29,7 @@ def forget(db: Path | None, dry_run: bool, paths: tuple[str, ...]) -> None:
     directory is read again by the next run: move it away first."""
     import duckdb
 
-    from analysis.commands.hints import follow_up
+    from analysis.hints import follow_up
     from analysis.commands.preflight import warehouse_error
     from analysis.ingest.forget import UnknownPaths, forget as forget_files
 

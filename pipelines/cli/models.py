@@ -8,9 +8,11 @@ import click
 
 from analysis import fingerprints, warehouse
 from analysis.commands import data_health
-from analysis.commands.hints import follow_up
+from analysis.hints import follow_up
 from analysis.nodes.cadence import KINDS
-from pipelines.cli.common import _db_option
+from analysis.paths import RUN_OUT
+from analysis.settings import Cadence, ExportConfig, LemonConfig
+from pipelines.cli.common import _db_option, setting_option
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
 # (Dagster, DuckDB, polars, torch take seconds).
@@ -46,13 +48,14 @@ def _open(db: Path | None, read_only: bool):
 @click.option("--labels", "labels", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Lemon labels CSV (host,is_lemon,confirmed_at,component) [default: $GOODPUT_LABELS; none: "
                    "Meta-style thresholds decide].")
-@click.option("--window-days", type=click.IntRange(1, 365), default=28, show_default=True,
-              help="Trailing window of the lemon signals.")
+@setting_option("--window-days", type=click.IntRange(1, 365), setting=(LemonConfig, "window_days"),
+                help="Trailing window of the lemon signals.")
 @click.option("--retrain", "retrain", multiple=True, type=click.Choice(KINDS + ("all",)),
               help="Retrain this model now, whatever its age (repeatable). `telemetry` retrains the telemetry "
                    "detector and rescores the jobs it judges (named alone, the node models are left as they are) "
-                   "[default: each model is retrained when $GOODPUT_RETRAIN_AFTER_DAYS (7) days of new data have "
-                   "passed or its input definition changed; in between the saved one scores].")
+                   "[default: each model is retrained when $GOODPUT_RETRAIN_AFTER_DAYS "
+                   f"({Cadence.retrain_after_days:g}) days of new data have passed or its input definition changed; "
+                   "in between the saved one scores].")
 @click.option("--force", "force", is_flag=True,
               help="Accept an --as-of outside the data's span (refused otherwise, exit 2).")
 def models_command(db: Path | None, as_of: str | None, labels: Path | None, window_days: int,
@@ -64,7 +67,7 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
     import os
 
     from analysis.nodes.lemon_scoring import as_of_problem
-    from analysis.nodes.lemons import LabelsError, LemonConfig
+    from analysis.nodes.lemons import LabelsError
     from analysis.nodes.node_models import ModelsConfig, run_models
     from pipelines.cli.common import _setup_logging
 
@@ -100,7 +103,6 @@ def models_command(db: Path | None, as_of: str | None, labels: Path | None, wind
 
 
 def _cadence(db: Path, retrain: frozenset):
-    from analysis.nodes.cadence import Cadence
     from assets.resources import retrain_after_days_default
 
     return Cadence(retrain_after_days_default(), retrain, Path(db).name)
@@ -171,7 +173,7 @@ def _print_models(result, db: Path) -> None:
 
 @click.command("export")
 @_db_option
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/exports"),
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=RUN_OUT / "exports",
               show_default=True, help="Directory for blocklist.txt, drain.sh, blocklist.json and validation_plan.json "
                                       "(the default is where `goodput run` writes them with its default --out).")
 @click.option("--force", is_flag=True,
@@ -179,14 +181,14 @@ def _print_models(result, db: Path) -> None:
                    "Needs --why: who (the OS user) and why are written in the export's header and blocklist.json, "
                    "and recorded in the warehouse (table export_overrides).")
 @click.option("--why", "why", default=None, metavar="TEXT", help="Why --force: recorded with it.")
-@click.option("--platform", "platform", type=click.Choice(["slurm", "kubernetes", "both"]), default="slurm",
-              show_default=True, help="The nodes' scheduler: slurm writes drain.sh (scontrol); kubernetes writes "
+@setting_option("--platform", "platform", type=click.Choice(["slurm", "kubernetes", "both"]),
+                setting=(ExportConfig, "platform"), help="The nodes' scheduler: slurm writes drain.sh (scontrol); kubernetes writes "
                                       "kubectl.sh (cordon and taint) and node_conditions.json; both writes all.")
 @click.option("--no-execute", "no_execute", is_flag=True,
               help="kubectl.sh: drain_now taints NoExecute (the pods that do not tolerate it are evicted) instead of "
                    "NoSchedule.")
-@click.option("--max-age", "max_age", type=click.IntRange(1, 24 * 366), default=24, show_default=True,
-              metavar="HOURS", help="The scripts refuse to run once the export is older than this (their own "
+@setting_option("--max-age", "max_age", type=click.IntRange(1, 24 * 366), setting=(ExportConfig, "max_age_hours"),
+                metavar="HOURS", help="The scripts refuse to run once the export is older than this (their own "
                                     "--max-age overrides it; --stale-ok runs anyway).")
 def export_command(db: Path | None, out: Path, force: bool, why: str | None, platform: str, no_execute: bool,
                    max_age: int) -> None:

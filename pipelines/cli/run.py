@@ -6,15 +6,15 @@ from pathlib import Path
 
 import click
 
-from analysis import resources, sql, warehouse
-from analysis.commands.hints import FLEET_DB_DIR
-from analysis.ingest.sources import IGNORED_FOLDERS, SOURCES
+from analysis import package_files, sql, warehouse
+from analysis.paths import FLEET_DB_DIR, RUN_OUT
+from analysis.sources import IGNORED_FOLDERS, SOURCES
 from pipelines.cli.common import _crashed, _db_option, _one_line, _setup_logging, option_rules
 
 # Imports inside the commands are deferred on purpose: `goodput --help` and each command load only what they use
 # (Dagster, DuckDB, polars, torch take seconds).
 
-DEMO_SOURCE = resources.demo_source()
+DEMO_SOURCE = package_files.demo_source()
 
 
 @click.command()
@@ -22,7 +22,7 @@ DEMO_SOURCE = resources.demo_source()
               help=f"Source directory, a folder per source: {', '.join(s + '/' for s in SOURCES)} (only slurm/ is "
                    f"required; {' and '.join(s + '/' for s in IGNORED_FOLDERS)} are not ingested).")
 @_db_option
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out"), show_default=True,
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=RUN_OUT, show_default=True,
               help="Directory for reports/ (the reliability report), exports/ (blocklist, drain.sh, criteria/), "
                    "ingest_summary.csv and goodput-errors.log (the tracebacks of steps that failed).")
 @click.option("--tz", default=None, help="Time zone of naive timestamps in the logs (e.g. Europe/Paris) [default: UTC].")
@@ -121,7 +121,7 @@ def _run_fleet(fleet: Path, db_dir: Path, out: Path, jobs: int, quiet: bool, opt
 @click.command()
 @click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="DuckDB warehouse file, recreated on every demo [default: data/demo.duckdb].")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/demo"), show_default=True)
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=RUN_OUT / "demo", show_default=True)
 @click.option("--sample", is_flag=True, help="Use the small hand-made source directory instead of a simulated cluster.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
 def demo(db: Path | None, out: Path, sample: bool, quiet: bool) -> None:
@@ -163,7 +163,7 @@ def _demo_hints(db: Path) -> str:
     failed or was interrupted: the summary below says which)."""
     import duckdb
 
-    from analysis.commands.hints import follow_up
+    from analysis.hints import follow_up
 
     try:
         con = warehouse.connect(db, read_only=True)

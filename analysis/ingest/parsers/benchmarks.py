@@ -27,7 +27,7 @@ import polars as pl
 
 from analysis.ingest.contract import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.ingest.lines import make_rejects
-from analysis.ingest.parsers import batch, jsonlines, nccl_tests
+from analysis.ingest.parsers import batched, jsonlines, nccl_tests
 from analysis.ingest.parsers.csvlines import parse_time_any, split_lines
 
 NODE_KEYS = ("node", "host", "hostname")
@@ -37,16 +37,16 @@ COLUMNS = ["run_time", "host", "benchmark", "metric", "rank", "size_bytes", "sam
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    return batch.single(parse_batch(batch.numbered(lines), [ctx]))
+    return batched.single(parse_batch(batched.numbered(lines), [ctx]))
 
 
-def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
-    """Many benchmark outputs at once (analysis.ingest.parsers.batch): the SuperBench JSON lines of every file
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchResult:
+    """Many benchmark outputs at once (analysis.ingest.parsers.batched): the SuperBench JSON lines of every file
     are decoded together; other formats are read file by file."""
     text = pl.col("text").str.strip_chars()
     firsts = lines.filter(text != "").group_by("fid", maintain_order=True).agg(text.first())
     first_of = dict(zip(firsts["fid"].to_list(), firsts["text"].to_list()))
-    result = batch.BatchResult(tables={"benchmark_results": _finish(pl.DataFrame(), ctxs[0])})
+    result = batched.BatchResult(tables={"benchmark_results": _finish(pl.DataFrame(), ctxs[0])})
     jsonl = [fid for fid, first in first_of.items() if first.startswith("{")]
     by_file = lines.partition_by("fid", as_dict=True) if len(first_of) > len(jsonl) else {}
     for fid, ctx in enumerate(ctxs):
@@ -61,7 +61,7 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchRes
     if any(given):  # a result without a time takes its run's from benchmark_run_times (ctx.run_time)
         rows = result.tables["benchmark_results"]
         result.tables["benchmark_results"] = rows.with_columns(run_time=pl.coalesce(
-            "run_time", batch.per_file(given, pl.Datetime("us"), batch.fid_of(pl.col("line_no")))))
+            "run_time", batched.per_file(given, pl.Datetime("us"), batched.fid_of(pl.col("line_no")))))
     return result
 
 
@@ -84,7 +84,7 @@ def _chunks(lines: pl.DataFrame, fids: list[int]) -> list[list[int]]:
     return chunks + [run]
 
 
-def _add(result: batch.BatchResult, fid: int | None, lines: pl.DataFrame, ctx, first: str | None) -> None:
+def _add(result: batched.BatchResult, fid: int | None, lines: pl.DataFrame, ctx, first: str | None) -> None:
     """One file's results (fid; ``first``: its first non-blank line), or the JSON-lines files' (fid None)."""
     if fid is None:
         one = _jsonl(lines, ctx)
@@ -94,7 +94,7 @@ def _add(result: batch.BatchResult, fid: int | None, lines: pl.DataFrame, ctx, f
         except UnrecognisedFormat as exc:
             result.unrecognised[fid] = str(exc)
             return
-        one = batch.BatchResult(one.tables, one.rejects, {fid: one.skipped}, {fid: one.merged}, {fid: one.format})
+        one = batched.BatchResult(one.tables, one.rejects, {fid: one.skipped}, {fid: one.merged}, {fid: one.format})
     result.tables["benchmark_results"] = pl.concat([result.tables["benchmark_results"],
                                                     one.tables["benchmark_results"]], how="vertical_relaxed")
     result.rejects = pl.concat([result.rejects, one.rejects], how="vertical_relaxed")
@@ -126,7 +126,7 @@ _META = {"line_no": pl.Int64, "host": pl.Utf8, "time": pl.Utf8}  # one row per d
 _VALUES = {"line_no": pl.Int64, "key": pl.Utf8, "col": pl.Int32, "sample_idx": pl.Int32, "value": pl.Float64}
 
 
-def _jsonl(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
+def _jsonl(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchResult:
     body = lines.filter(pl.col("text").str.strip_chars() != "")
     decoded = jsonlines.decode(body)
     metas, values, ambiguous = [], [], []
@@ -148,9 +148,9 @@ def _jsonl(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
            .otherwise(pl.lit("no numeric benchmark value in this line")))
     bad = meta.filter(~pl.col("stored")).join(body, on="line_no").with_columns(why=why)
     rejects = pl.concat([decoded.rejects, again.rejects, make_rejects(bad["line_no"], bad["text"], bad["why"])])
-    named = batch.counts(batch.fid_of(meta.filter(pl.col("host").is_not_null())["line_no"]))
-    refused = batch.counts(batch.fid_of(rejects["line_no"]))
-    files = batch.counts(lines["fid"])
+    named = batched.counts(batched.fid_of(meta.filter(pl.col("host").is_not_null())["line_no"]))
+    refused = batched.counts(batched.fid_of(rejects["line_no"]))
+    files = batched.counts(lines["fid"])
     # a file without a node in any line is no SuperBench summary: none of its lines is read
     unrecognised = {fid: f"{ctxs[fid].path.name}: JSON lines without a 'node' key: not a SuperBench results "
                          "summary (raw monitor/telemetry JSON is not a benchmark result)"
@@ -159,8 +159,8 @@ def _jsonl(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
     # key (sample_idx) are in order already: the sort only interleaves keys and lines
     meta = meta.filter(pl.col("stored")).with_columns(run_time=parse_time_any(pl.col("time"), ctxs[0].options.tz))
     rows = vals.join(meta.select("line_no", "host", "run_time"), on="line_no")
-    blank = batch.counts(lines.filter(pl.col("text").str.strip_chars() == "")["fid"])
-    return batch.BatchResult(tables={"benchmark_results": _finish(rows.sort("line_no", "col", maintain_order=True), ctxs[0])},
+    blank = batched.counts(lines.filter(pl.col("text").str.strip_chars() == "")["fid"])
+    return batched.BatchResult(tables={"benchmark_results": _finish(rows.sort("line_no", "col", maintain_order=True), ctxs[0])},
                              rejects=rejects.sort("line_no"), skipped={fid: blank.get(fid, 0) for fid in files},
                              formats=dict.fromkeys(files, "superbench-jsonl"), unrecognised=unrecognised)
 

@@ -39,7 +39,7 @@ import polars as pl
 from analysis.ingest.contract import ParseContext, ParseResult
 from analysis.ingest.lines import make_rejects
 from analysis.ingest.options import YEARS
-from analysis.ingest.parsers import batch, jsonlines
+from analysis.ingest.parsers import batched, jsonlines
 from analysis.ingest.parsers.csvlines import parse_time_any
 from analysis.ingest.parts import each_piece
 from analysis.ingest.timeutil import infer_year, local_to_utc, month_number
@@ -75,27 +75,27 @@ def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    return batch.single(parse_batch(batch.numbered(lines), [ctx]))
+    return batched.single(parse_batch(batched.numbered(lines), [ctx]))
 
 
-def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
-    """Many health logs at once (analysis.ingest.parsers.batch)."""
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchResult:
+    """Many health logs at once (analysis.ingest.parsers.batched)."""
     text = pl.col("text").str.strip_chars()
     frame = lines.with_columns(blank=text == "", is_json=text.str.starts_with("{"))
     json_part = frame.filter(pl.col("is_json"))
     nhc_part = frame.filter(~pl.col("is_json") & ~pl.col("blank"))
-    skipped = batch.counts(frame.filter(pl.col("blank"))["fid"])
+    skipped = batched.counts(frame.filter(pl.col("blank"))["fid"])
     j_rows, j_bad = _json(json_part, ctxs)
     n_rows, n_bad, n_skipped, n_merged, n_known = _nhc(nhc_part, ctxs)
-    n_json, n_nhc = batch.counts(json_part["fid"]), batch.counts(nhc_part["fid"])
-    n_json_bad = batch.counts(batch.fid_of(j_bad["line_no"]))
+    n_json, n_nhc = batched.counts(json_part["fid"]), batched.counts(nhc_part["fid"])
+    n_json_bad = batched.counts(batched.fid_of(j_bad["line_no"]))
     unrecognised, formats = {}, {}
     for fid in range(len(ctxs)):
         jp, known = n_json.get(fid, 0), n_known.get(fid, 0)
         if jp and n_json_bad.get(fid, 0) == jp and known == 0 or not jp and known == 0 and n_nhc.get(fid, 0):
             unrecognised[fid] = NOT_HEALTH
         formats[fid] = "+".join(f for f, n in (("health-jsonl", jp), ("nhc", known)) if n) or "health"
-    return batch.BatchResult(tables={"node_events": pl.concat([j_rows, n_rows]).sort("line_no")},
+    return batched.BatchResult(tables={"node_events": pl.concat([j_rows, n_rows]).sort("line_no")},
                              rejects=pl.concat([j_bad, n_bad]).sort("line_no"),
                              skipped={fid: skipped.get(fid, 0) + n_skipped.get(fid, 0) for fid in range(len(ctxs))},
                              merged=n_merged, formats=formats, unrecognised=unrecognised)
@@ -123,7 +123,7 @@ def _json(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, p
     rows = (values.hstack(part.drop("line_no")) if aligned else values.join(part, on="line_no")).select(
         "fid", "line_no", "text", **{k: pl.coalesce([pl.col(a).replace("", None) for a in v]) for k, v in KEYS.items()})
     rows = rows.with_columns(t=_distinct_times(rows["time"], ctxs[0].options.tz),
-                             host=pl.col("host").fill_null(batch.per_file([c.host_hint for c in ctxs], pl.Utf8)))
+                             host=pl.col("host").fill_null(batched.per_file([c.host_hint for c in ctxs], pl.Utf8)))
     why = (pl.when(pl.col("time").is_null()).then(pl.lit("no time field (time/timestamp/ts)"))
            .when(pl.col("t").is_null()).then(pl.format("unparseable time '{}'", pl.col("time")))
            .when(~_in_years(pl.col("t"))).then(_outside(pl.col("time")))
@@ -142,9 +142,9 @@ def _nhc(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, pl
     tz = ctxs[0].options.tz
     present = set(part["fid"].unique().to_list())  # (a stat per file only for files with NHC lines)
     refs = [c.mtime if fid in present and c.path.exists() else None for fid, c in enumerate(ctxs)]
-    year = batch.per_file([c.options.syslog_year or (ref.year if ref else 1970) for c, ref in zip(ctxs, refs)],
+    year = batched.per_file([c.options.syslog_year or (ref.year if ref else 1970) for c, ref in zip(ctxs, refs)],
                           pl.Int32)
-    ref_month = batch.per_file([12 if c.options.syslog_year or not ref else ref.month for c, ref in zip(ctxs, refs)],
+    ref_month = batched.per_file([12 if c.options.syslog_year or not ref else ref.month for c, ref in zip(ctxs, refs)],
                                pl.Int32)
     g = part.with_columns(pl.col("text").str.extract_groups(_RFC3164).alias("a"),
                           pl.col("text").str.extract_groups(_ISOSYS).alias("b"),
@@ -158,7 +158,7 @@ def _nhc(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, pl
         nhc_tag=pl.coalesce("tag", "itag").str.contains(r"^nhc\b"),
         t=pl.coalesce(local_to_utc(stamp3164, tz), parse_time_any(pl.col("iso"), tz),
                       parse_time_any(pl.col("epoch"), tz)),
-        host=pl.coalesce("shost", "ihost", batch.per_file([c.host_hint for c in ctxs], pl.Utf8)),
+        host=pl.coalesce("shost", "ihost", batched.per_file([c.host_hint for c in ctxs], pl.Utf8)),
         msg=pl.coalesce("smsg", "imsg", "tmsg", pl.col("text")).str.strip_chars())
     fail = pl.col("msg").str.extract(_FAIL, 1)
     g = g.with_columns(fail=fail, is_error_copy=pl.col("msg").str.contains(r"^ERROR:\s+\S+:\s+Health check failed"))
@@ -182,7 +182,7 @@ def _nhc(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, pl
             & ~pl.col("is_error_copy").shift(1).fill_null(True) & ~first & (pl.col("host") == prev("host"))
             & (pl.col("t").is_null() & prev("t").is_null() | (pl.col("t") == prev("t"))))
     g = g.with_columns(merged=same.fill_null(False) & pl.col("severity").is_not_null())
-    known = batch.counts(g.filter(~pl.col("other_program") & (pl.col("severity").is_not_null() | pl.col("msg").str.contains(
+    known = batched.counts(g.filter(~pl.col("other_program") & (pl.col("severity").is_not_null() | pl.col("msg").str.contains(
         r"^(Node Health Check|Running check:|DEBUG:|ERROR:|Health check)")) | pl.col("nhc_tag"))["fid"])
     result, t_ok = pl.col("severity").is_not_null(), pl.col("t").is_not_null()
     # Every line gets one disposition. Skips, each counted: a syslog line of
@@ -205,10 +205,10 @@ def _nhc(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, pl
                                          "nor an NHC log or syslog line")))
     bad = g.filter(pl.col("why").is_not_null())
     good = g.filter(pl.col("why").is_null() & result & t_ok & ~pl.col("merged") & ~pl.col("other_program"))
-    n_merged = batch.counts(g.filter(pl.col("merged"))["fid"])
-    n_good, n_bad = batch.counts(good["fid"]), batch.counts(bad["fid"])
+    n_merged = batched.counts(g.filter(pl.col("merged"))["fid"])
+    n_good, n_bad = batched.counts(good["fid"]), batched.counts(bad["fid"])
     n_skipped = {fid: n - n_good.get(fid, 0) - n_bad.get(fid, 0) - n_merged.get(fid, 0)
-                 for fid, n in batch.counts(part["fid"]).items()}
+                 for fid, n in batched.counts(part["fid"]).items()}
     return _events(good), make_rejects(bad["line_no"], bad["text"], bad["why"]), n_skipped, n_merged, known
 
 

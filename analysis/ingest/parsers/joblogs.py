@@ -62,7 +62,7 @@ import polars as pl
 
 from analysis.ingest.contract import ParseContext, ParseResult, UnrecognisedFormat
 from analysis.ingest.lines import make_rejects
-from analysis.ingest.parsers import batch, steplines
+from analysis.ingest.parsers import batched, steplines
 from analysis.ingest.parsers.csvlines import parse_time_any
 from analysis.ingest.parts import combine
 from analysis.ingest.timeutil import local_to_utc
@@ -149,34 +149,34 @@ def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[
         raise UnrecognisedFormat(NO_JOB)
     year, carry = None, None
     for lines in chunks:
-        lines = batch.numbered(lines)
+        lines = batched.numbered(lines)
         if year is None:  # glog stamps carry no year: the year of the file's dated lines, any of them
             year = _years(lines).get(0)
         # each worker's last step line goes on to the next piece (steplines.derive)
         result, carry = _parse(lines, [ctx], {0: year} if year else {}, carry)
-        yield batch.single(result)
+        yield batched.single(result)
 
 
-def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
-    """Many job logs at once (analysis.ingest.parsers.batch): one per job, thousands a day."""
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchResult:
+    """Many job logs at once (analysis.ingest.parsers.batched): one per job, thousands a day."""
     return _parse(lines, ctxs, _years(lines))[0]
 
 
 def _parse(lines: pl.DataFrame, ctxs: list[ParseContext], years: dict[int, int],
-           carry: steplines.Carry | None = None) -> tuple[batch.BatchResult, steplines.Carry]:
+           carry: steplines.Carry | None = None) -> tuple[batched.BatchResult, steplines.Carry]:
     """``years``: fid -> the year of the file's dated lines (a file without one: its mtime's); ``carry``: the
     step lines before this piece of the file (steplines.derive), returned for the next piece."""
     job_ids = [job_id_for(c.path) for c in ctxs]
     kept = _screen(lines)
-    year = batch.per_file([years.get(i) or c.mtime.year for i, c in enumerate(ctxs)] if kept.height else [0], pl.Int32)
+    year = batched.per_file([years.get(i) or c.mtime.year for i, c in enumerate(ctxs)] if kept.height else [0], pl.Int32)
     rows, bad = _rows(kept.with_columns(_year=year), ctxs[0].options.tz)
     rows, carry = steplines.derive(rows, carry, steplines.batches(kept))
-    rows = rows.with_columns(job_id=batch.per_file(job_ids, pl.Utf8, batch.fid_of(pl.col("line_no"))))
-    per_file = batch.counts(batch.fid_of(lines["line_no"]))
-    stored = batch.counts(batch.fid_of(rows["line_no"].unique()))
-    refused = batch.counts(batch.fid_of(bad["line_no"]))
+    rows = rows.with_columns(job_id=batched.per_file(job_ids, pl.Utf8, batched.fid_of(pl.col("line_no"))))
+    per_file = batched.counts(batched.fid_of(lines["line_no"]))
+    stored = batched.counts(batched.fid_of(rows["line_no"].unique()))
+    refused = batched.counts(batched.fid_of(bad["line_no"]))
     bad = bad.join(lines, on="line_no")
-    return batch.BatchResult(
+    return batched.BatchResult(
         tables={"job_log_lines": rows.select([_column(c, t) for c, t in COLUMNS.items()])},
         rejects=make_rejects(bad["line_no"], bad["text"], bad["reason"].to_list()),
         skipped={fid: n - stored.get(fid, 0) - refused.get(fid, 0) for fid, n in per_file.items()},
@@ -194,7 +194,7 @@ def _column(name: str, dtype) -> pl.Expr:
 def _years(lines: pl.DataFrame) -> dict[int, int]:
     """fid -> the latest year a dated line of the file names (files without one are absent)."""
     years = lines.filter(pl.col("text").str.contains("-", literal=True)).select(
-        fid=batch.fid_of(pl.col("line_no")),
+        fid=batched.fid_of(pl.col("line_no")),
         year=pl.col("text").str.extract(r"(?:^|[\[\s])((?:19|20)\d\d)-[01]\d-[0-3]\d[ T_]\d\d:", 1).cast(pl.Int32))
     years = years.drop_nulls().group_by("fid").agg(pl.col("year").max())
     return dict(zip(years["fid"].to_list(), years["year"].to_list()))

@@ -17,7 +17,7 @@ import polars as pl
 
 from analysis.ingest.contract import ParseContext, ParseResult
 from analysis.ingest.lines import make_rejects
-from analysis.ingest.parsers import batch
+from analysis.ingest.parsers import batched
 from analysis.ingest.parsers.kernel_events import classify, severity_from_pri, severity_from_word
 from analysis.ingest.parts import each_piece
 from analysis.ingest.timeutil import aware_to_naive_utc, local_to_utc, month_number
@@ -101,8 +101,8 @@ def _years(m: pl.DataFrame, ctxs: list[ParseContext]) -> pl.Series:
         return m["rolls"] + ctxs[0].options.syslog_year
     ends = m.group_by("fid").agg(last=pl.col("m").drop_nulls().last(), end_rolls=pl.col("rolls").last())
     refs = {fid: _mtime(ctxs[fid]) for fid in ends["fid"].to_list()}
-    ends = ends.with_columns(ref_year=batch.per_file([refs.get(i, _NOW).year for i in range(len(ctxs))], pl.Int32),
-                             ref_month=batch.per_file([refs.get(i, _NOW).month for i in range(len(ctxs))], pl.Int32))
+    ends = ends.with_columns(ref_year=batched.per_file([refs.get(i, _NOW).year for i in range(len(ctxs))], pl.Int32),
+                             ref_month=batched.per_file([refs.get(i, _NOW).month for i in range(len(ctxs))], pl.Int32))
     last_year = pl.col("ref_year") - (pl.col("last") > pl.col("ref_month")).fill_null(False).cast(pl.Int32)
     ends = ends.select("fid", base=last_year - pl.col("end_rolls"))
     return m.join(ends, on="fid", how="left", maintain_order="left").select(pl.col("rolls") + pl.col("base"))["rolls"]
@@ -218,16 +218,16 @@ def _has_header(lines: pl.DataFrame) -> pl.Series:
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    return batch.single(parse_batch(batch.numbered(lines), [ctx]))
+    return batched.single(parse_batch(batched.numbered(lines), [ctx]))
 
 
-def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
-    """Many kernel logs at once (analysis.ingest.parsers.batch)."""
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchResult:
+    """Many kernel logs at once (analysis.ingest.parsers.batched)."""
     tz = ctxs[0].options.tz
     text = pl.col("text")
     skip = lines.select(text.str.contains(SKIP))["text"]
     n_skipped = int(skip.sum())
-    skipped = batch.counts(lines["fid"].filter(skip))
+    skipped = batched.counts(lines["fid"].filter(skip))
     live = lines.filter(~skip) if n_skipped else lines
     pre_mask = live.select(text.str.contains(HAS_PREFIX))["text"]
     prefixed = live.filter(pre_mask).with_columns(
@@ -240,9 +240,9 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchRes
     # a file of which no line has a header is no kernel log: none of its lines is read
     headed = set(recs["fid"].unique().to_list()) if recs is not None else set()
     unrecognised = {fid: f"no kernel log header in {n} non-blank lines"
-                    for fid, n in batch.counts(live["fid"]).items() if fid not in headed}
+                    for fid, n in batched.counts(live["fid"]).items() if fid not in headed}
     if recs is None:
-        return batch.BatchResult({"node_events": pl.DataFrame(schema=_schema())}, skipped=skipped,
+        return batched.BatchResult({"node_events": pl.DataFrame(schema=_schema())}, skipped=skipped,
                                  unrecognised=unrecognised)
     recs = recs.drop("pri", "lvl")
     if prefixed.height:
@@ -253,17 +253,17 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchRes
     host = pl.col("host").str.replace(r"^([A-Za-z][\w-]*)\.[A-Za-z][\w.-]*$", "$1")
     recs = recs.with_columns(
         host=pl.when(host.is_in(NO_HOST) | host.is_null())
-        .then(batch.per_file([c.host_hint for c in ctxs], pl.Utf8)).otherwise(host),
+        .then(batched.per_file([c.host_hint for c in ctxs], pl.Utf8)).otherwise(host),
         sev=pl.coalesce(severity_from_word(pl.col("plvl")), severity_from_pri(pl.col("ppri")), pl.col("sev")))
     raw_fids = set(recs.filter(pl.col("up_us").is_not_null())["fid"].unique().to_list())
     boots = [_boot_time(c) if fid in raw_fids else (None, None) for fid, c in enumerate(ctxs)]
     naive = pl.col("naive")
     wall = pl.when(pl.col("off").is_not_null()).then(naive - pl.duration(minutes=pl.col("off"))) \
         .otherwise(local_to_utc(naive, tz))
-    since_boot = batch.per_file([b for b, _ in boots], pl.Datetime("us")) + pl.duration(microseconds=pl.col("up_us"))
+    since_boot = batched.per_file([b for b, _ in boots], pl.Datetime("us")) + pl.duration(microseconds=pl.col("up_us"))
     recs = recs.with_columns(event_time=pl.when(pl.col("up_us").is_not_null()).then(since_boot).otherwise(wall))
     recs = recs.with_columns(why=pl.when(pl.col("event_time").is_not_null()).then(NULL_S)
-                             .when(pl.col("up_us").is_not_null()).then(batch.per_file([e for _, e in boots], pl.Utf8))
+                             .when(pl.col("up_us").is_not_null()).then(batched.per_file([e for _, e in boots], pl.Utf8))
                              .otherwise(pl.lit(f"invalid timestamp (or not a time in {tz})")))
     if recs.height == live.height:  # every line that is not skipped has a header: nothing to fold
         merged, rejects = {}, make_rejects([], [], [])
@@ -278,8 +278,8 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchRes
         events = events.sort("line_no")
     bad = recs.filter(pl.col("why").is_not_null()).join(lines.rename({"text": "raw"}), on="line_no", how="left")
     rejects = pl.concat([make_rejects(bad["line_no"], bad["raw"], bad["why"].to_list()), rejects])
-    return batch.BatchResult({"node_events": events}, rejects=rejects.sort("line_no"), skipped=skipped, merged=merged,
-                             formats=batch.formats(recs["fid"], recs["fmt"]), unrecognised=unrecognised)
+    return batched.BatchResult({"node_events": events}, rejects=rejects.sort("line_no"), skipped=skipped, merged=merged,
+                             formats=batched.formats(recs["fid"], recs["fmt"]), unrecognised=unrecognised)
 
 
 def _continuations(lines: pl.DataFrame, skip: pl.Series, recs: pl.DataFrame):
@@ -306,14 +306,14 @@ def _continuations(lines: pl.DataFrame, skip: pl.Series, recs: pl.DataFrame):
     rejects = pl.concat([
         make_rejects(orphan["line_no"], orphan["text"], "no recognised timestamp header"),
         make_rejects(dead["line_no"], dead["text"],
-                     dead.select(pl.format("continuation of rejected line {}", batch.local_no(pl.col("anchor"))))
+                     dead.select(pl.format("continuation of rejected line {}", batched.local_no(pl.col("anchor"))))
                      .to_series())])
     if cont.height:
         extra = cont.group_by("anchor", maintain_order=True).agg(pl.col("text").str.strip_chars().str.join("\n").alias("more"))
         recs = recs.join(extra, left_on="line_no", right_on="anchor", how="left").with_columns(
             message=pl.when(pl.col("more").is_null()).then(pl.col("message"))
             .otherwise(pl.concat_str(["message", "more"], separator="\n"))).drop("more")
-    return recs, batch.counts(cont["fid"]), rejects
+    return recs, batched.counts(cont["fid"]), rejects
 
 
 def _schema() -> dict:

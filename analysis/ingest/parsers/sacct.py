@@ -17,7 +17,7 @@ import polars as pl
 from analysis.ingest.contract import ParseContext, ParseResult
 from analysis.ingest.hosts import HostlistError, expand_hostlist
 from analysis.ingest.lines import empty_rejects, make_rejects
-from analysis.ingest.parsers import batch
+from analysis.ingest.parsers import batched
 from analysis.ingest.parsers.sacct_repair import FREE_TEXT, JOBID_RE, repair_rows
 from analysis.ingest.parts import each_piece
 from analysis.ingest.timeutil import local_to_utc, parse_duration_s
@@ -95,7 +95,7 @@ def _expand_nodes(node_lists: pl.Series, max_hosts: int) -> pl.DataFrame:
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    return batch.single(parse_batch(batch.numbered(lines), [ctx]))
+    return batched.single(parse_batch(batched.numbered(lines), [ctx]))
 
 
 def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
@@ -114,21 +114,21 @@ def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[
 
     def piece(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         nonlocal above
-        result, above = _parse_batch(batch.numbered(lines), [ctx], above)
-        return batch.single(result)
+        result, above = _parse_batch(batched.numbered(lines), [ctx], above)
+        return batched.single(result)
 
     yield from each_piece(piece, chain([first], chunks), ctx, starts)
 
 
-def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
-    """Many sacct dumps at once (analysis.ingest.parsers.batch). Concatenated dumps repeat the header, possibly
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchResult:
+    """Many sacct dumps at once (analysis.ingest.parsers.batched). Concatenated dumps repeat the header, possibly
     with other columns: each header starts a segment read with its own column names, and the segments
     of every file that share column names are read together."""
     return _parse_batch(lines, ctxs)[0]
 
 
 def _parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext], above: tuple[list[str], str] | None = None
-                 ) -> tuple[batch.BatchResult, tuple[list[str], str] | None]:
+                 ) -> tuple[batched.BatchResult, tuple[list[str], str] | None]:
     """-> (the result, the columns and delimiter of the last header seen, or ``above`` when none).
     ``above`` (one file read in pieces: stream_parts): those of the header above ``lines``, which
     read the lines before the piece's first header; the piece is cut at every header."""
@@ -140,7 +140,7 @@ def _parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext], above: tuple[lis
               for fid in range(len(ctxs))}
     if above is not None:
         delims = {0: above[1]}
-    result = batch.BatchResult(tables={}, rejects=empty_rejects())
+    result = batched.BatchResult(tables={}, rejects=empty_rejects())
     last = above
     for delim in sorted(set(delims.values())):
         fids = [fid for fid, d in delims.items() if d == delim]
@@ -180,7 +180,7 @@ def _header(first_line: str, delim: str) -> bool:
     return any(f.strip().lower() == "jobid" for f in first_line.split(delim))
 
 
-def _add(result: batch.BatchResult, lines: pl.DataFrame, columns: list[str], delim: str, opts) -> None:
+def _add(result: batched.BatchResult, lines: pl.DataFrame, columns: list[str], delim: str, opts) -> None:
     """Parse segments that share ``columns`` into ``result``."""
     names: dict[str, int] = {}
     for i, col in enumerate(columns):
@@ -193,7 +193,7 @@ def _add(result: batch.BatchResult, lines: pl.DataFrame, columns: list[str], del
     stripped = pl.col("text").str.strip_chars()
     body = lines.filter((stripped != "") & (stripped != header_text)).with_columns(
         n=pl.col("text").str.count_matches(delim, literal=True) + 1)
-    _count(result.skipped, batch.counts(lines["fid"]), batch.counts(body["fid"]), -1)
+    _count(result.skipped, batched.counts(lines["fid"]), batched.counts(body["fid"]), -1)
 
     body, merged_tail = _fold_trailing_lines(body, columns, delim)
     ncols = len(columns)

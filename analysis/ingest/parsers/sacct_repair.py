@@ -18,7 +18,7 @@ import re
 import polars as pl
 
 from analysis.ingest.lines import empty_rejects, make_rejects
-from analysis.ingest.parsers.batch import FILE
+from analysis.ingest.parsers.batched import FILE
 
 # Slurm job ids are 32-bit; 18 digits is the most an Int64 column holds.
 JOBID_RE = r"^(?P<base>\d{1,18})(?:_(?P<task>\d{1,18}|\[[^\]]*\]))?(?:\+(?P<het>\d{1,9}))?(?:\.(?P<step>[A-Za-z0-9_+-]+))?$"

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.ingest.parsers import batch
+from analysis.ingest.parsers import batched
 from analysis.ingest.timeutil import local_to_utc
 
 # literal screen (joblogs.TOKENS): a step line holds one of these
@@ -126,7 +126,7 @@ def batches(kept: pl.DataFrame) -> pl.DataFrame:
     t = pl.col("text")
     number = lambda pattern: t.str.extract(pattern, 1).cast(pl.Float64, strict=False)  # noqa: E731
     return (kept.filter(t.str.contains("local batch size", literal=True))
-            .select("line_no", _fid=batch.fid_of(pl.col("line_no")),
+            .select("line_no", _fid=batched.fid_of(pl.col("line_no")),
                     tokens=number(r"local batch size (\d+),") * number(r"sequence length (\d+)")
                     * number(r"gradient accumulation steps (\d+)").fill_null(1.0))
             .filter(pl.col("tokens") > 0))
@@ -145,7 +145,7 @@ def derive(rows: pl.DataFrame, carry: Carry | None, batch_lines: pl.DataFrame) -
     key = ["_fid", "code", *WORKER]
     want = ((pl.col("kind") == "step_time") & pl.col("code").is_in(DERIVED) & pl.col("step").is_not_null()
             & pl.col("log_time").is_not_null())
-    seq = rows.filter(want).select("line_no", _fid=batch.fid_of(pl.col("line_no")),
+    seq = rows.filter(want).select("line_no", _fid=batched.fid_of(pl.col("line_no")),
                                    **{c: pl.col(c).cast(t) for c, t in CARRY.items() if c != "_fid"})
     if not seq.height:
         return rows, Carry(carry.workers, tokens)
@@ -172,7 +172,7 @@ def _from_tps(rows: pl.DataFrame, before: float | None, batch_lines: pl.DataFram
     """torchtitan's tps is a rank's tokens per second over the steps since its last line (per device: with
     tensor, pipeline or context parallelism the seconds come out that many times the step's, the same factor
     for every rank), so its step took tokens per step / tps."""
-    lines = rows.filter(pl.col("_tps") > 0).select("line_no", "_tps", _fid=batch.fid_of(pl.col("line_no")))
+    lines = rows.filter(pl.col("_tps") > 0).select("line_no", "_tps", _fid=batched.fid_of(pl.col("line_no")))
     if lines.height:
         lines = lines.join_asof(batch_lines, on="line_no", by="_fid", strategy="backward",
                                 check_sortedness=False)  # both sorted by line_no, so by file too

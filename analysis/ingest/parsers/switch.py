@@ -15,7 +15,7 @@ import polars as pl
 
 from analysis.ingest.contract import ParseContext, ParseResult
 from analysis.ingest.lines import make_rejects
-from analysis.ingest.parsers import batch
+from analysis.ingest.parsers import batched
 from analysis.ingest.parts import each_piece
 from analysis.ingest.timeutil import TZ_ABBREV_MINUTES, infer_year, month_number, shift_by_abbrev
 
@@ -171,13 +171,13 @@ def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
-    return batch.single(parse_batch(batch.numbered(lines), [ctx]))
+    return batched.single(parse_batch(batched.numbered(lines), [ctx]))
 
 
-def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchResult:
-    """Many switch logs at once (analysis.ingest.parsers.batch)."""
+def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchResult:
+    """Many switch logs at once (analysis.ingest.parsers.batched)."""
     blank = lines["text"].str.strip_chars().str.len_chars() == 0
-    skipped = batch.counts(lines["fid"].filter(blank))
+    skipped = batched.counts(lines["fid"].filter(blank))
     df = lines.filter(~blank)
 
     # <PRI> is common to every shape; take it off once.
@@ -220,8 +220,8 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchRes
     year = pl.col("year").cast(pl.Int32, strict=False)
     if df.select(year.is_null().any()).item():
         refs = [_year_reference(ctx) for ctx in ctxs]
-        year = pl.coalesce(year, infer_year(pl.col("mon"), batch.per_file([y for y, _ in refs], pl.Int32),
-                                            batch.per_file([m for _, m in refs], pl.Int32)))
+        year = pl.coalesce(year, infer_year(pl.col("mon"), batched.per_file([y for y, _ in refs], pl.Int32),
+                                            batched.per_file([m for _, m in refs], pl.Int32)))
     stamp = pl.concat_str([year, pl.lit("-"), pl.col("mon"), pl.lit("-"), pl.col("day"), pl.lit(" "),
                            pl.col("H"), pl.lit(":"), pl.col("M"), pl.lit(":"), pl.col("S")])
     naive = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us") + pl.duration(
@@ -265,7 +265,7 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchRes
         "kind", "code", "severity",
         pl.col("msg").alias("message"),
         "device",
-        pl.coalesce(pl.col("host"), batch.per_file([c.host_hint for c in ctxs], pl.Utf8)).alias("reporter"),
+        pl.coalesce(pl.col("host"), batched.per_file([c.host_hint for c in ctxs], pl.Utf8)).alias("reporter"),
         "line_no",
     ).sort("line_no")
 
@@ -275,7 +275,7 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batch.BatchRes
         make_rejects(bad_time["line_no"], bad_time["text"],
                      "invalid timestamp (impossible date/time or a local time skipped by DST)"),
     ]).sort("line_no")
-    shapes = batch.formats(df["fid"], df["shape"])
-    return batch.BatchResult(tables={"node_events": events}, rejects=rejects, skipped=skipped,
+    shapes = batched.formats(df["fid"], df["shape"])
+    return batched.BatchResult(tables={"node_events": events}, rejects=rejects, skipped=skipped,
                              formats={fid: "switch-syslog:" + shapes[fid] if fid in shapes else "switch-syslog"
                                       for fid in range(len(ctxs))}, unrecognised=unrecognised)

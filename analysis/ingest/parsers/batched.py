@@ -13,25 +13,12 @@ per-file value (:func:`per_file`). ``parse(lines, ctx)`` is
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import polars as pl
 
-from analysis.ingest.contract import ParseContext, ParseResult, UnrecognisedFormat
-from analysis.ingest.lines import empty_rejects
+from analysis.ingest.contract import BatchResult, ParseResult, UnrecognisedFormat  # noqa: F401 - parsers read batch.BatchResult
 
 SHIFT = 32
 FILE = 1 << SHIFT  # line_no // FILE is the fid
-
-
-@dataclass
-class BatchResult:
-    tables: dict[str, pl.DataFrame]  # every frame has line_no (batch numbering)
-    rejects: pl.DataFrame = field(default_factory=empty_rejects)  # line_no (batch numbering), raw, reason
-    skipped: dict[int, int] = field(default_factory=dict)  # fid -> lines skipped (absent: 0)
-    merged: dict[int, int] = field(default_factory=dict)  # fid -> continuation lines merged
-    formats: dict[int, str] = field(default_factory=dict)  # fid -> the format detected
-    unrecognised: dict[int, str] = field(default_factory=dict)  # fid -> why no format fits (its rows are void)
 
 
 def numbered(lines: pl.DataFrame, fid: int = 0) -> pl.DataFrame:

@@ -3,7 +3,7 @@ warehouse's raw tables (their inserts, the delete before a file is read again, t
 `goodput check`, the Dagster ingest assets, the daily source volume and the command line's help are derived
 from these declarations. Imports nothing: the command line's help lists the folders without loading parsers.
 
-Adding a source: write its parser module (the entry points are in analysis/ingest/contract.py and analysis/ingest/engine.py:
+Adding a source: write its parser module (the entry points are in analysis/ingest/contract.py and analysis/ingest/one_file.py:
 ``parse``, and optionally ``stream_parts``, ``parse_batch``, ``json_parts``, ``parquet_parts``), its tables'
 DDL (sql/schema/warehouse.sql for a built-in source; ``Source.ddl`` for one added from outside), and one ``Source``
 below, or ``register(Source(...))`` at run time, before the Dagster definitions are imported (their ingest
@@ -81,6 +81,15 @@ BUILT_IN = (
 # folder -> declaration, in ingestion order; register() adds to it, so every reader sees a source added at run time
 SOURCES: dict[str, Source] = {s.folder: s for s in BUILT_IN}
 
+# node_events.source values goodput writes itself, from what it derives, and the asset that writes each: with the
+# registry's ``events`` they are every source a taxonomy rule can name (event_sources)
+DERIVED_EVENTS = {
+    "app": "job_log_events",  # errors found in the jobs' own logs (NCCL, CUDA, PyTorch)
+    "telemetry": "machine_alerts",  # machines the telemetry detector confirmed as drifting from their peers
+    "network": "port_counter_events",  # fabric port-counter deltas over their thresholds
+    "straggler": "straggler_episodes",  # nodes that slowed their jobs (degraded pace)
+}
+
 # truth/: `goodput simulate` writes its ground truth beside the logs; labels/: operator
 # labels for the models (labels/lemons.csv), read by `goodput models`, not ingested.
 IGNORED_FOLDERS = ("truth", "labels")
@@ -105,6 +114,12 @@ def unregister(folder: str) -> None:
     if any(s.folder == folder for s in BUILT_IN):
         raise ValueError(f"{folder}/ is a built-in source")
     SOURCES.pop(folder, None)
+
+
+def event_sources() -> tuple[str, ...]:
+    """Every node_events.source: the declared sources' ``events`` (a source registered at run time included),
+    then the derived ones (DERIVED_EVENTS)."""
+    return tuple(dict.fromkeys([*(s.events for s in SOURCES.values() if s.events), *DERIVED_EVENTS]))
 
 
 def raw_tables() -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import shlex
 import sys
 from pathlib import Path
 
-FLEET_DB_DIR = Path("data/fleet")  # the fleet commands' --db-dir unasked (`run --fleet`, `fleet export|report`)
+from analysis.paths import FLEET_DB_DIR, default_db_path
 _PLACEHOLDER = re.compile(r"[A-Z][A-Z_]*(\.\.\.)?")  # PATH, DIR, JOB_ID, PATH...: for the user to fill in
 
 
@@ -28,9 +28,7 @@ def program() -> str:
 def _unasked(name: str) -> Path | None:
     """What the follow-up takes when the option is left out."""
     if name == "db":
-        from analysis import warehouse
-
-        return warehouse.default_db_path()
+        return default_db_path()
     if name == "db_dir":
         return FLEET_DB_DIR
     return None

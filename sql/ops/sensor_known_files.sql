@@ -1,1 +1,0 @@
-SELECT path, size_bytes, epoch(ingested_at) FROM ingested_files
