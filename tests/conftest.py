@@ -27,7 +27,7 @@ SLOW_FIRST = ("test_lemon_accuracy.py", "test_telemetry_detect.py", "test_node_m
               "test_attribution.py", "test_node_history.py", "test_stragglers_run.py", "test_metrics.py",
               "test_simulate.py", "test_cli_forget.py",
               "test_cli_run_coverage.py", "test_cli_run_errors.py", "test_derived_builds.py", "test_simulate_states.py",
-              "test_criteria_sim.py", "test_joblogs.py")
+              "test_criteria_sim.py", "test_joblogs.py", "test_lifecycle.py", "test_sources.py", "test_alerts.py")
 
 
 # Tests write only into temporary folders: the checkout (out/, data/, any file in it, ignored by git or not) is
