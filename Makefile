@@ -11,7 +11,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first and pinned: pip takes the CPU wheel from local disk; unpinned pulls a CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test]'
+	# setuptools tells every editable install of a flat layout (the packages beside the project's other folders)
+	# to mind same-named folders: information, not a problem with this package; a fresh clone's first screen is ours
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
 setup: $(STAMP)

@@ -315,3 +315,12 @@ def test_the_wheel_builds_without_a_warning_and_ships_its_data(tmp_path):
     assert wanted and not wanted - shipped, sorted(wanted - shipped)[:20]
     assert "samples/demo_source/slurm/sacct-2024-03-01.txt" in shipped and "sql/report/node_actions.sql" in shipped
     assert not any("__pycache__" in name for name in shipped)
+
+
+def test_make_installs_without_setuptools_notice():
+    """`make demo` / `make test` install editable: setuptools' generic notice for flat layouts ("Editable
+    installation ... folders with the same name") is filtered in the Makefile's install line, so a fresh clone's
+    first lines are goodput's (checked by hand: `PYTHONWARNINGS='ignore:Editable installation' pip install -e .`
+    prints nothing; without the filter, 10 lines of BuildBackendWarning)."""
+    line = next(l for l in (REPO / "Makefile").read_text().splitlines() if "pip install" in l and "-e '.[test]'" in l)
+    assert "PYTHONWARNINGS='ignore:Editable installation'" in line and "--quiet" in line
