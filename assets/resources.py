@@ -217,12 +217,13 @@ class FleetSettings(ConfigurableResource):
 
 def build_resources(db: Path | None = None, source: Path | None = None, out: Path | None = None, tz: str | None = None,
                     sacct_delimiter: str | None = None, boot_times: dict[str, str] | None = None,
-                    rules_file: Path | None = None, models: ModelSettings | None = None) -> dict:
+                    rules_file: Path | None = None, models: ModelSettings | None = None,
+                    telemetry: "TelemetrySettings | None" = None) -> dict:
     """The resources every asset runs with, by the keys the assets name them: the code location's (no argument:
     every setting's default, its environment variable read now) and `goodput run`'s (its options)."""
     return {"warehouse": Warehouse(db_path=str(db)) if db else Warehouse(),
             "models": models or ModelSettings(), "criteria": CriteriaSettings(),
-            "telemetry_settings": TelemetrySettings(), "settings": MetricsSettings(),
+            "telemetry_settings": telemetry or TelemetrySettings(), "settings": MetricsSettings(),
             "report_settings": ReportSettings(out_dir=str(out)) if out else ReportSettings(),
             "alert_settings": AlertSettings(),
             "taxonomy": TaxonomyConfig(rules_file=str(rules_file)) if rules_file else TaxonomyConfig(),

@@ -21,7 +21,7 @@ from analysis.commands.preflight import SourceError, check_out, check_rules, che
 from analysis.display import printable
 from analysis.fleet import identity
 from analysis.fleet.clusters import check_name
-from assets.resources import ModelSettings, build_resources
+from assets.resources import ModelSettings, TelemetrySettings, build_resources
 from assets.unchanged import UNCHANGED
 from pipelines.definitions import all_assets, all_checks, daily_assets, daily_checks, defs
 
@@ -133,7 +133,7 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
                  sacct_delimiter: str | None = None, boot_times: dict[str, str] | None = None,
                  rules_file: Path | None = None, warn: Callable[[str], None] | None = None,
                  models: ModelSettings | None = None, rebuild: bool = False, cluster: str | None = None,
-                 record_steps: bool = True) -> RunResult:
+                 record_steps: bool = True, telemetry: TelemetrySettings | None = None) -> RunResult:
     """Ingest and build what changed (everything with ``rebuild``). Raises SourceError, before any work, for
     what the user must fix first; ``warn`` hears each warning as soon as it is known (the result's summary
     lists them all: the command line prints that, so each warning once). ``cluster``: the cluster the source
@@ -156,13 +156,13 @@ def run_pipeline(source: Path, db: Path, out: Path, tz: str | None = None,
         if rebuild:
             _forget_built(db)
         return _build(source, db, out, warn or (lambda _message: None), tz, sacct_delimiter, boot_times, rules_file,
-                      models, _instance(record_steps))
+                      models, _instance(record_steps), telemetry)
 
 
 def _build(source: Path, db: Path, out: Path, warn: Callable[[str], None], tz, sacct_delimiter, boot_times,
-           rules_file, models, instance: DagsterInstance) -> RunResult:
+           rules_file, models, instance: DagsterInstance, telemetry: TelemetrySettings | None = None) -> RunResult:
     since = datetime.now(timezone.utc).replace(tzinfo=None)  # ingested_at is naive UTC
-    resources = build_resources(db, source, out, tz, sacct_delimiter, boot_times, rules_file, models)
+    resources = build_resources(db, source, out, tz, sacct_delimiter, boot_times, rules_file, models, telemetry)
     run = _materialize(all_assets, resources, instance)
     failed, traces = _step_failures(run)
     evaluations = list(run.get_asset_check_evaluations())

@@ -74,7 +74,8 @@ def quick_telemetry(epochs: int = 2):
     from assets.resources import TelemetrySettings
 
     with pytest.MonkeyPatch.context() as mp:  # what build_resources() builds
-        mp.setattr(assets.resources, "TelemetrySettings", lambda: TelemetrySettings(epochs=epochs))
+        # the tests' epochs win over what a caller asks (the demo's own)
+        mp.setattr(assets.resources, "TelemetrySettings", lambda **kw: TelemetrySettings(**{**kw, "epochs": epochs}))
         yield
 
 
