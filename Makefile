@@ -45,6 +45,7 @@ dev: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python -m pytest -m bench tests  # the model-quality bars (tests/test_lemon_accuracy.py)
 
 clean:
 	rm -rf data out .pytest_cache
