@@ -69,6 +69,14 @@ def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
                        [table]).fetchall()[0][0]
 
 
+def stand_ins(con: duckdb.DuckDBPyConnection, *tables: str) -> None:
+    """An empty TEMP stand-in (sql/models/stand_in_<table>.sql) for each of ``tables`` the warehouse lacks: built
+    by a step that has not run on it yet (an older warehouse), read by the caller either way."""
+    for table in tables:
+        if not table_exists(con, table):
+            run(con, f"models/stand_in_{table}")
+
+
 def load(name: str, raw_table: str | None = None) -> str:
     """The text of sql/<name>.sql, its {raw_table} lines written out (module docstring)."""
     text = _text(name)

@@ -401,6 +401,7 @@ def render_with_headline(con: duckdb.DuckDBPyConnection, day: date, out_dir: Pat
         context["charts"]["risk"] = context["models"]["chart"]
     env = template_env(labels)
     env.filters["money"] = lambda v, partition=None: cost.money(v, price, partition)
+    env.filters["price_per_hour"] = lambda partition: cost.per_hour(price, partition)  # the one price lookup
     html = env.get_template("report.html.j2").render(**context, javascript=Markup(inline_javascript()))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"reliability-{day:%Y-%m-%d}.html"

@@ -67,8 +67,7 @@ def build_failure_rates(con: duckdb.DuckDBPyConnection) -> dict:
 
 
 def build_goodput(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> dict:
-    if not sql.table_exists(con, "straggler_episodes"):  # a warehouse whose straggler step has not run yet
-        sql.run(con, "models/stand_in_straggler_episodes")
+    sql.stand_ins(con, "straggler_episodes")  # a warehouse whose straggler step has not run yet
     sql.run_steps(con, [("metrics/build_second_order_preemptions", {"window_s": cfg.second_order_window_s, "dt_s": cfg.dt_s}),
                ("metrics/build_goodput", {"dt_s": cfg.dt_s})])
     return sql.query(con, "metrics/goodput_summary").row(0, named=True)

@@ -83,9 +83,7 @@ def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: Lad
                         ("schema/node_risk", None), ("schema/lemon_scores", None), ("schema/benchmark_verdicts", None),
                         ("models/view_node_population", None)])
     # built by the attribution and straggler steps; absent on an older warehouse
-    for table in ("node_outages", "taxonomy_causes", "straggler_episodes"):
-        if not sql.table_exists(con, table):
-            sql.run(con, f"models/stand_in_{table}")
+    sql.stand_ins(con, "node_outages", "taxonomy_causes", "straggler_episodes")
     offenders.build(con, as_of, cfg.offenders, cfg.attribution_after_s)
     lifecycle.build(con, as_of, cfg.lifecycle)  # the escalations so far: the ladder drains an escalated node now
     latest = sql.scalar(con, "models/latest_action_as_of")

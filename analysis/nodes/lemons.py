@@ -51,8 +51,7 @@ def excludes(con: duckdb.DuckDBPyConnection, max_hosts: int = 100_000) -> pl.Dat
 
 def build_features(con: duckdb.DuckDBPyConnection, as_ofs: list[datetime], window_days: int = 28) -> pl.DataFrame:
     """Write lemon_features for every ``as_of`` and return it."""
-    if not sql.table_exists(con, "straggler_episodes"):  # a warehouse whose straggler step has not run yet
-        sql.run(con, "models/stand_in_straggler_episodes")
+    sql.stand_ins(con, "straggler_episodes")  # a warehouse whose straggler step has not run yet
     sql.run_staged(con, {"staged_excludes": excludes(con),
                          "staged_as_of": pl.DataFrame({"as_of": as_ofs}, schema={"as_of": pl.Datetime("us")})},
                    [("models/view_node_population", None), ("models/build_incidents_as_of", {"as_of": max(as_ofs)}),

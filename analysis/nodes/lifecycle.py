@@ -19,9 +19,7 @@ RESUME_COLUMNS = {"host": pl.Utf8, "evidence": pl.Utf8, "since": pl.Datetime("us
 def build(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LifecycleConfig = LifecycleConfig()) -> pl.DataFrame:
     """node_lifecycle and node_lifecycle_now from the records before ``as_of``; returns node_lifecycle."""
     # built by the attribution, criteria and models steps: absent on an older warehouse, or before they ran
-    for table in ("node_outages", "taxonomy_causes"):
-        if not sql.table_exists(con, table):
-            sql.run(con, f"models/stand_in_{table}")
+    sql.stand_ins(con, "node_outages", "taxonomy_causes")
     sql.run_steps(con, [("schema/node_action_history", None), ("schema/benchmark_verdicts", None),
                         ("models/build_node_lifecycle", {"as_of": as_of, "escalate_drains": cfg.escalate_drains,
                                                          "escalate_days": cfg.escalate_days}),
