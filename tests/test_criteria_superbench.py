@@ -160,13 +160,14 @@ def test_goodput_criteria_cli_relearns_exports_and_names_noisy_benchmarks(tmp_pa
 
     con = ingest(tmp_path, "raw_data_153_nodes.csv.gz")
     con.close()
-    db, out = str(tmp_path / "w.duckdb"), tmp_path / "criteria"  # --out: the folder the files go in, as export's
-    refused = CliRunner().invoke(main, ["criteria", "--db", db, "--out", str(out)])
+    db, top = str(tmp_path / "w.duckdb"), tmp_path / "out"  # --out: the output folder, as run's and export's
+    out = top / "exports" / "criteria"  # where `goodput run --out` writes them too
+    refused = CliRunner().invoke(main, ["criteria", "--db", db, "--out", str(top)])
     assert refused.exit_code == 1, refused.output
     assert "criteria stored, not exported" in refused.output and "gpu-copy-bw:correctness (0.787)" in refused.output
     assert "153 nodes" in refused.output and "ib-loopback" in refused.output  # the table was printed first
     assert not out.exists()
-    done = CliRunner().invoke(main, ["criteria", "--db", db, "--out", str(out), "--skip-noisy", "--alpha", "0.9"])
+    done = CliRunner().invoke(main, ["criteria", "--db", db, "--out", str(top), "--skip-noisy", "--alpha", "0.9"])
     assert done.exit_code == 0, done.output
     assert "(alpha 0.9)" in done.output and "nodes failed" in done.output
     for name in ("criteria.json", "rules.yaml", "baseline.json"):

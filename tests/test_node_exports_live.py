@@ -295,14 +295,15 @@ def _warehouse(path: Path, hosts: int, actions: pl.DataFrame) -> Path:
 def test_export_force_needs_why_and_records_who_and_why(live, tmp_path):
     actions = _actions(*[(f"gpu{i:02d}", "drain_now", "xid", 0.8649) for i in range(7)])  # 7 of 20: limit 5
     db = _warehouse(tmp_path / "w.duckdb", 20, actions)
-    out = tmp_path / "ex"
+    top = tmp_path / "ex"
+    out = top / "exports"  # --out is the output folder; the files go in OUT/exports/, as `goodput run` writes them
     runner = CliRunner()
-    refused = runner.invoke(main, ["export", "--db", str(db), "--out", str(out)])
+    refused = runner.invoke(main, ["export", "--db", str(db), "--out", str(top)])
     assert refused.exit_code == 1 and "7 of 20 nodes would be drained, over the limit of 5" in refused.output
     assert "--force --why TEXT" in refused.output and not out.exists()
-    no_why = runner.invoke(main, ["export", "--db", str(db), "--out", str(out), "--force"])
+    no_why = runner.invoke(main, ["export", "--db", str(db), "--out", str(top), "--force"])
     assert no_why.exit_code == 2 and "--force needs --why" in no_why.output and not out.exists()
-    forced = runner.invoke(main, ["export", "--db", str(db), "--out", str(out), "--force", "--platform", "both",
+    forced = runner.invoke(main, ["export", "--db", str(db), "--out", str(top), "--force", "--platform", "both",
                                   "--why", "INC-42: the whole rack lost cooling"])
     assert forced.exit_code == 0, forced.output
     user = exports.os_user()
@@ -332,7 +333,7 @@ def test_export_force_needs_why_and_records_who_and_why(live, tmp_path):
     con = duckdb.connect(str(ok), read_only=True)
     assert not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'export_overrides'").fetchall()[0][0]
     con.close()
-    assert json.loads((tmp_path / "ok" / "blocklist.json").read_text())["override"] is None
+    assert json.loads((tmp_path / "ok" / "exports" / "blocklist.json").read_text())["override"] is None
     assert runner.invoke(main, ["export", "--db", str(ok), "--out", str(tmp_path / "ok"), "--why", "x"]).exit_code == 2
 
 

@@ -207,7 +207,7 @@ def test_drain_sh_leaves_nodes_slurm_drained_alone(demo_warehouse, tmp_path):
     slurm_events/, still open) and goodput would drain it now: drain.sh must not overwrite that reason."""
     out = CliRunner().invoke(main, ["export", "--db", str(demo_warehouse), "--out", str(tmp_path / "ex")])
     assert out.exit_code == 0, out.output
-    script = (tmp_path / "ex" / "drain.sh").read_text()
+    script = (tmp_path / "ex" / "exports" / "drain.sh").read_text()  # OUT/exports/, as `goodput run` writes
     drained, left = _drain_script_hosts(script)
     assert left == {"gpu005"} and not drained
     named = [ln for ln in script.split("set -euo pipefail")[1].splitlines() if "gpu005" in ln]
@@ -298,7 +298,7 @@ def test_cli_models_and_export(cluster, tmp_path):
     assert "classifier trained on the labels" in out.output and "Evaluation" in out.output
     out = runner.invoke(main, ["export", "--db", str(db), "--out", str(tmp_path / "ex")])
     assert out.exit_code == 0, out.output
-    assert (tmp_path / "ex" / "blocklist.txt").exists() and (tmp_path / "ex" / "drain.sh").exists()
+    assert (tmp_path / "ex" / "exports" / "blocklist.txt").exists() and (tmp_path / "ex" / "exports" / "drain.sh").exists()
     bad = tmp_path / "bad.csv"
     bad.write_text("host,is_lemon\nnope,true\n")
     out = runner.invoke(main, ["models", "--db", str(db), "--labels", str(bad)])

@@ -17,9 +17,9 @@ from pipelines.cli.models import _open
 
 @click.command("criteria")
 @_db_option
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=RUN_OUT / "exports" / "criteria",
-              show_default=True, help="Directory for criteria.json, rules.yaml and baseline.json (the default is where "
-                                      "`goodput run` writes them with its default --out).")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=RUN_OUT, show_default=True,
+              help="The output folder, as for `goodput run`: criteria.json, rules.yaml and baseline.json go in "
+                   "OUT/exports/criteria/, where `goodput run --out OUT` writes them.")
 @setting_option("--alpha", type=click.FloatRange(0.5, 1.0, max_open=True), setting=(CriteriaConfig, "alpha"),
                 help="Required similarity to the criterion (0.95: 5% worse fails, as SuperBench's variance rules).")
 @setting_option("--window-days", type=click.IntRange(1, 3650), setting=(CriteriaConfig, "window_days"),
@@ -34,7 +34,7 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
     """Learn each benchmark metric's criterion from the fleet's validation runs
     (Anubis Alg. 2), judge every node in every run of the window, store
     benchmark_criteria, benchmark_verdicts, benchmark_nodes and
-    criteria_evaluation, and write them to OUT."""
+    criteria_evaluation, and write them to OUT/exports/criteria/."""
     import os
 
     from analysis import fingerprints
@@ -54,7 +54,7 @@ def criteria_command(db: Path | None, out: Path, alpha: float, window_days: int,
             raise click.ClickException(str(exc)) from None
         _print(result, cfg)
         try:
-            paths = criteria_run.export(con, out, made_by(db), cfg, skip_noisy)
+            paths = criteria_run.export(con, out / "exports" / "criteria", made_by(db), cfg, skip_noisy)
         except criteria_run.NoisyBenchmarks as exc:
             raise click.ClickException(f"criteria stored, not exported: {exc}") from None
         except OSError as exc:

@@ -168,14 +168,14 @@ def _print_models(result, db: Path) -> None:
     click.echo(f"Validation plan: {plan['host'].n_unique()} risky node(s), {plan.height} benchmark run(s).")
     counts = dict(result.actions.group_by("action").len().iter_rows())
     click.echo("Node actions: " + ", ".join(f"{a} {counts.get(a, 0)}" for a in ("drain_now", "drain_after_job", "watch")))
-    click.echo(f"Write the files Slurm reads with: {follow_up('export', db=db, out='DIR')}")
+    click.echo(f"Write the files Slurm reads with: {follow_up('export', db=db, out='OUT')}")
 
 
 @click.command("export")
 @_db_option
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=RUN_OUT / "exports",
-              show_default=True, help="Directory for blocklist.txt, drain.sh, blocklist.json and validation_plan.json "
-                                      "(the default is where `goodput run` writes them with its default --out).")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=RUN_OUT, show_default=True,
+              help="The output folder, as for `goodput run`: blocklist.txt, drain.sh, blocklist.json and "
+                   "validation_plan.json go in OUT/exports/, where `goodput run --out OUT` writes them.")
 @click.option("--force", is_flag=True,
               help="Write even when more nodes would be drained than max_drain_share / max_drain_floor allow. "
                    "Needs --why: who (the OS user) and why are written in the export's header and blocklist.json, "
@@ -192,7 +192,7 @@ def _print_models(result, db: Path) -> None:
                                     "--max-age overrides it; --stale-ok runs anyway).")
 def export_command(db: Path | None, out: Path, force: bool, why: str | None, platform: str, no_execute: bool,
                    max_age: int) -> None:
-    """Write the node_actions of the last `goodput models` / `goodput run` as
+    """Write the node_actions of the last `goodput models` / `goodput run` in OUT/exports/ as
     blocklist.txt (a Slurm hostlist for sbatch --exclude), drain.sh (scontrol:
     drain_after_job State=DRAIN, drain_now State=DOWN, resumes of the nodes goodput
     drained that were repaired and validated since), blocklist.json
@@ -210,6 +210,7 @@ def export_command(db: Path | None, out: Path, force: bool, why: str | None, pla
     from analysis.nodes.node_models import fleet_size
     from analysis.version import made_by
 
+    out = out / "exports"  # one layout for every command's --out: OUT/exports/, as `goodput run` writes
     if why is not None and not why.strip():
         raise click.BadParameter("give a reason", param_hint="--why")
     if force and why is None:
