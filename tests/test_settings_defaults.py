@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
 import click
 from dagster import ConfigurableResource
@@ -134,3 +135,29 @@ def test_the_analysis_functions_take_the_same_defaults():
     assert alertmanager.TIMEOUT_S == settings.HealthConfig.alert_timeout_s
     assert scripts.DEFAULT_MAX_AGE_HOURS == settings.ExportConfig.max_age_hours
     assert settings.LadderConfig.benchmark_window_days == settings.CriteriaConfig.window_days
+
+
+def _doc_resource_rows() -> dict[str, str]:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "operations.md").read_text()
+    table = text.split("### Resources", 1)[1].split("\n## ", 1)[0]
+    return {m[1]: m[2] for m in re.finditer(r"^\| `(\w+)` \| (.*) \|$", table, re.M)}
+
+
+def test_the_operations_guide_lists_every_resource_setting_with_its_default():
+    """docs/operations.md#resources is what an operator sets in the launchpad: every resource the assets take
+    (build_resources), every field of it, and each plain default as the code has it (one home: the analysis
+    settings, read by the resources)."""
+    rows = _doc_resource_rows()
+    built = resources.build_resources()
+    assert set(rows) == set(built), "docs/operations.md#resources and build_resources() name different resources"
+    for key, resource in built.items():
+        for name, info in type(resource).model_fields.items():
+            assert f"`{name}`" in rows[key], f"{key}.{name} is not in docs/operations.md#resources"
+            default = info.default
+            if isinstance(default, str):
+                assert f"`{name}` (`{default}`" in rows[key], (key, name, default)
+            elif isinstance(default, bool):
+                assert f"`{name}` ({str(default).lower()}" in rows[key], (key, name, default)
+            elif isinstance(default, (int, float)):
+                said = re.search(rf"`{name}` \((?:[^)]*?, )?(-?[\d.]+)[,:)]", rows[key])
+                assert said and float(said[1]) == default, f"{key}.{name}: the docs say {said and said[1]}, the code {default}"
