@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup bench clean dev chromium
+.PHONY: demo test test-cpu setup bench clean dev chromium
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -34,6 +34,12 @@ chromium:
 # tests/conftest.py gives (longest first), not sorted by test count.
 test: $(STAMP) chromium
 	$(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder tests
+
+# The suite again, with each module's CPU seconds (fixtures and child processes included), costliest first.
+test-cpu: $(STAMP) chromium
+	rm -f /tmp/goodput-test-cpu.tsv
+	GOODPUT_TEST_CPU=/tmp/goodput-test-cpu.tsv $(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder tests; \
+	  $(BIN)/python -m tests.cpu_times /tmp/goodput-test-cpu.tsv
 
 # Dagster's UI on the warehouse and source `make demo` built (when it has run), with its run history.
 dev: $(STAMP)

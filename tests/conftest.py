@@ -129,3 +129,23 @@ def parse_file(parse, path: Path, source: str, options: IngestOptions | None = N
     result = parse(lines.lines, ctx)
     counts = account(result, lines)
     return result, counts
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """GOODPUT_TEST_CPU=FILE: each test's CPU seconds (its setup, fixtures included, call and teardown, with the
+    processes it started) appended to FILE as `nodeid<TAB>seconds`; on a shared machine CPU seconds, unlike
+    --durations' wall seconds, say what a test costs (make test-cpu sums them per module)."""
+    into = os.environ.get("GOODPUT_TEST_CPU")
+    start = _cpu_seconds() if into else 0.0
+    yield
+    if into:
+        with open(into, "a") as out:
+            out.write(f"{item.nodeid}\t{_cpu_seconds() - start:.2f}\n")
