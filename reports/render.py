@@ -49,6 +49,14 @@ def _count(value, noun: str) -> str:
 
 
 def template_env(labels: dict[str, str] | None = None) -> Environment:
+    """The report templates with goodput's filters; one environment per set of cause labels, kept for the
+    process, so a template is compiled once, not at every report (a nightly with days to back-fill renders many)."""
+    return _template_env(tuple(sorted((labels or {}).items())))
+
+
+@lru_cache(maxsize=8)
+def _template_env(label_items: tuple[tuple[str, str], ...]) -> Environment:
+    labels = dict(label_items)
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(pct=fmt_pct, num=fmt_num, count=_count, spec=_json, cause=lambda c: _cause(c, labels or {}),

@@ -64,6 +64,19 @@ def cluster(attributed, tmp_path_factory):
     con.close()
 
 
+@pytest.fixture(scope="module")
+def default_models(cluster, tmp_path_factory):
+    """run_models with the defaults (no labels file: Meta's thresholds), once for the tests that read what it
+    returns and stores; in a folder of its own: torchtuples' checkpoints must not land in the working directory."""
+    con, _, _ = cluster
+    here = tmp_path_factory.mktemp("default-models")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(here)
+        result = run_models(con, ModelsConfig())
+    assert not list(here.glob("weight_checkpoint_*"))
+    return result
+
+
 def test_hostlist_compression_round_trips():
     rng = random.Random(7)
     for _ in range(300):
@@ -136,9 +149,8 @@ BAD_LABELS = [
 ]
 
 
-def test_bad_labels_name_the_file_and_line_and_change_nothing(cluster, tmp_path):
+def test_bad_labels_name_the_file_and_line_and_change_nothing(cluster, default_models, tmp_path):
     con, root, _ = cluster
-    run_models(con, ModelsConfig())
     before = [con.sql(f"SELECT * FROM {t} ORDER BY ALL").pl() for t in ("lemon_scores", "node_risk", "node_actions")]
     for text, where in BAD_LABELS:
         bad = tmp_path / "lemons.csv"
@@ -149,9 +161,9 @@ def test_bad_labels_name_the_file_and_line_and_change_nothing(cluster, tmp_path)
         assert all(a.equals(b) for a, b in zip(after, before))
 
 
-def test_exports_round_trip(cluster, tmp_path):
+def test_exports_round_trip(cluster, default_models, tmp_path):
     con, _, _ = cluster
-    result = run_models(con, ModelsConfig())
+    result = default_models
     actions = pl.concat([result.actions, result.actions.head(1).with_columns(
         host=pl.lit('gpu1";rm -rf /;"'), action=pl.lit("drain_now"))])  # a hostile name from a log
     slurm = exports.slurm_out_of_service(con, result.as_of)
@@ -215,10 +227,10 @@ def test_drain_sh_leaves_nodes_slurm_drained_alone(demo_warehouse, tmp_path):
     assert ("# left alone: gpu005 is already DRAIN in Slurm (reason: healthcheck: check_hw_ib mlx5_0 port 1 down); "
             "goodput would drain_now it") in script
     assert "1 node(s) to drain, 1 of them already drained or down in Slurm (left alone)" in script
-    assert subprocess.run(["bash", "-n", str(tmp_path / "ex" / "drain.sh")]).returncode == 0
+    assert subprocess.run(["bash", "-n", str(tmp_path / "ex" / "exports" / "drain.sh")]).returncode == 0
     # the other exports say the same: the hostlist still keeps jobs off it, the JSON names Slurm's state and reason
-    assert expand_hostlist((tmp_path / "ex" / "blocklist.txt").read_text().strip()) == ("gpu005",)
-    doc = json.loads((tmp_path / "ex" / "blocklist.json").read_text())
+    assert expand_hostlist((tmp_path / "ex" / "exports" / "blocklist.txt").read_text().strip()) == ("gpu005",)
+    doc = json.loads((tmp_path / "ex" / "exports" / "blocklist.json").read_text())
     jsonschema.validate(doc, json.loads(exports.SCHEMA.read_text()))
     entry = next(e for e in doc["entries"] if e["host"] == "gpu005")
     assert (entry["action"], entry["slurm_state"], entry["slurm_reason"]) == (
@@ -342,11 +354,9 @@ def test_models_as_of_outside_the_data_is_refused_and_an_older_one_keeps_the_cur
     assert kept.equals(current) and as_ofs == [older, last]
 
 
-def test_incident_models_are_evaluated_on_a_later_time_span(cluster, tmp_path, monkeypatch):
+def test_incident_models_are_evaluated_on_a_later_time_span(cluster, default_models):
     con, _, _ = cluster
-    monkeypatch.chdir(tmp_path)  # torchtuples checkpoints must not land in the working directory
-    result = run_models(con, ModelsConfig())
-    assert not list(tmp_path.glob("weight_checkpoint_*"))
+    result = default_models
     ev = result.incident_evaluation
     table = {(m, k): v for m, k, v in ev.select("model", "metric", "value").iter_rows()}
     models = {"cox_time", "exponential", "exponential_per_incident_count", "exponential_per_uptime_hour"}
@@ -369,11 +379,11 @@ def test_incident_models_are_evaluated_on_a_later_time_span(cluster, tmp_path, m
     assert stored == ev.height
 
 
-def test_report_shows_what_the_blocklist_would_do(cluster, tmp_path):
+def test_report_shows_what_the_blocklist_would_do(cluster, default_models, tmp_path):
     from reports.render import render_report
 
     con, _, _ = cluster
-    result = run_models(con, ModelsConfig())
+    result = default_models  # the tables hold its actions: the tests between copy the warehouse
     path = render_report(con, (result.as_of - timedelta(days=1)).date(), tmp_path)
     html = path.read_text()
     section = html[html.index("<h2>Nodes to act on</h2>"):html.index("<h2>Data quality</h2>")]

@@ -8,6 +8,7 @@ value is type-checked, so a bad file is refused with one line naming the file
 and the key, never a traceback."""
 from __future__ import annotations
 
+import copy
 import math
 import re
 from dataclasses import dataclass
@@ -294,8 +295,33 @@ def _xid_code(code, where: str, xids: dict) -> int:
     return number
 
 
+def _stamp(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None  # unreadable: _read says why
+    return str(path.resolve()), st.st_size, st.st_mtime_ns
+
+
+_LOADED: dict[tuple, Taxonomy] = {}
+
+
 def load(override: Path | str | None = None, base_dir: Path = TAXONOMY_DIR) -> Taxonomy:
-    """The shipped taxonomy, with ``override`` (an operator's file) merged over it."""
+    """The shipped taxonomy, with ``override`` (an operator's file) merged over it. A run loads it in several
+    steps, and validating every pattern is most of a load: the result is kept while the files stay as they
+    were (size and mtime), and each caller gets its own copy."""
+    files = [base_dir / name for name in ("rules.yaml", "xids.yaml", "reasons.yaml")] + ([Path(override)] if override else [])
+    key = tuple(_stamp(f) for f in files)
+    if None not in key and key in _LOADED:
+        return copy.deepcopy(_LOADED[key])
+    taxonomy = _load(override, base_dir)
+    if None not in key:
+        _LOADED.clear()  # one set of rule files at a time: an edited file replaces its old entry
+        _LOADED[key] = copy.deepcopy(taxonomy)
+    return taxonomy
+
+
+def _load(override: Path | str | None, base_dir: Path) -> Taxonomy:
     base = _read(base_dir / "rules.yaml")
     xid_file = _read(base_dir / "xids.yaml")
     reason_file = _read(base_dir / "reasons.yaml")
