@@ -106,7 +106,9 @@ def finish(picked: pl.DataFrame, no_metric: str = "empty metric") -> tuple[pl.Da
         (value == _DCGM_BLANK_INT64) | value.is_between(_DCGM_BLANK_FP64, _DCGM_BLANK_FP64 + 3))
     gpus = picked.select(pl.col("gpu").unique().drop_nulls())["gpu"]  # a few distinct texts: the regex on those
     index = gpus.str.strip_chars().str.to_lowercase().str.extract(GPU_TEXT, 1).cast(pl.Int32, strict=False)
-    rows = picked.with_columns(value_f=text.cast(pl.Float64, strict=False),
+    # a Float64 value (Parquet) is its own reading: its text would read back as the same float
+    value_f = pl.col("value") if picked.schema["value"] == pl.Float64 else text.cast(pl.Float64, strict=False)
+    rows = picked.with_columns(value_f=value_f,
                                gpu_i=pl.col("gpu").replace_strict(gpus, index, default=None, return_dtype=pl.Int32))
     ok = (pl.col("time_t").is_not_null() & pl.col("host").is_not_null() & pl.col("metric").is_not_null()
           & value.is_finite().fill_null(False) & ~stale & ~blank.fill_null(False)
@@ -116,7 +118,7 @@ def finish(picked: pl.DataFrame, no_metric: str = "empty metric") -> tuple[pl.Da
         pl.col("time_t").alias("time"), "host", "metric", pl.col("gpu_i").alias("gpu"),
         pl.col("value_f").alias("value"), "line_no")
     reason = (  # for the few rejected rows only: formatting every row's reason costs more than the check
-        pl.when(pl.col("time_t").is_null()).then(pl.format("unparseable time '{}'", pl.col("time").fill_null("")))
+        pl.when(pl.col("time_t").is_null()).then(pl.format("unparseable time '{}'", pl.col("time").cast(pl.Utf8).fill_null("")))
         .when(pl.col("host").is_null()).then(pl.lit("no host: no host, hostname, node or instance value, and the "
                                                      "file's name or folder names none"))
         .when(pl.col("metric").is_null()).then(pl.lit(no_metric))
