@@ -149,9 +149,12 @@ def _parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext], above: tuple[lis
         headed = [fid for fid in fids if above is not None or fid in first_of and _header(first_of[fid], delim)]
         is_header = pl.col("fid").is_in(headed) & pl.col("text").str.contains(
             rf"(?i)(^|{re.escape(delim)})\s*JobID\s*({re.escape(delim)}|$)")
-        part = part.with_columns(seg=(is_header | (pl.col("fid") != pl.col("fid").shift(1).fill_null(-1))).cum_sum())
-        starts = part.group_by("seg", maintain_order=True).agg(pl.col("fid").first(), pl.col("text").first(),
-                                                               is_header.first().alias("header"))
+        part = part.with_columns(header=is_header).with_columns(
+            new_seg=pl.col("header") | (pl.col("fid") != pl.col("fid").shift(1).fill_null(-1)))
+        part = part.with_columns(seg=pl.col("new_seg").cum_sum())
+        # each segment's first line is the one that starts it (no group_by over every line for it)
+        starts = part.filter("new_seg").select("seg", "fid", "text", "header")
+        part = part.drop("header", "new_seg")
         first_columns = {0: above[0]} if above is not None else {}
         seg_columns = {}
         for seg, fid, text, header in starts.iter_rows():
