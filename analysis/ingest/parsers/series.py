@@ -114,7 +114,8 @@ def finish(picked: pl.DataFrame, no_metric: str = "empty metric") -> tuple[pl.Da
           & value.is_finite().fill_null(False) & ~stale & ~blank.fill_null(False)
           & (~gpu_given | pl.col("gpu_i").is_not_null()))
     rows = rows.with_columns(ok=ok)
-    good = rows.filter(pl.col("ok")).select(
+    kept = rows if rows["ok"].all() else rows.filter(pl.col("ok"))  # the usual file: every row, no copy
+    good = kept.select(
         pl.col("time_t").alias("time"), "host", "metric", pl.col("gpu_i").alias("gpu"),
         pl.col("value_f").alias("value"), "line_no")
     reason = (  # for the few rejected rows only: formatting every row's reason costs more than the check

@@ -145,6 +145,8 @@ def _outside_years(picked: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the rows whose time is unparsed or within the years a real cluster's log can carry (analysis/ingest/options.py
     YEARS), the others with a 'reason'): an epoch of 99999999999999999999 would land in the year 5138."""
     outside = pl.col("time_t").is_not_null() & ~pl.col("time_t").dt.year().is_between(*YEARS).fill_null(False)
+    if not picked.select(outside.any()).item():  # the usual file: no copy of every row through a filter
+        return picked, picked.clear().with_columns(reason=pl.lit(None, pl.Utf8))
     late = picked.filter(outside).with_columns(reason=pl.format(
         "time '{}' is outside the years {}-{}", pl.col("time").cast(pl.Utf8).fill_null(pl.col("time_t").cast(pl.Utf8)),
         pl.lit(YEARS[0]), pl.lit(YEARS[1])))
