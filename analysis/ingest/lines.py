@@ -434,6 +434,11 @@ class LineStream:
         return frame
 
 
+def is_clean(raw: RawFile) -> bool:
+    """A file whose lines read_lines (and LineStream) take as they are: nothing refused, nothing to note."""
+    return not raw.long_lines and not raw.problems and b"\x00" not in raw.data and _is_utf8(raw.data)
+
+
 def _is_utf8(data: bytes) -> bool:
     if data.isascii():  # the usual log: a tenth of the cost of decoding it
         return True
