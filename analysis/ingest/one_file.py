@@ -194,9 +194,9 @@ class _Reading:
                 pass
             _same_file(stream.sha256, self.raw)
             self._done(records, empty_rejects(), stream.problems)
-        elif _streamed(path, self.source) and self.raw.data and is_clean(self.raw):
-            # a small file read whole already (_read_whole), nothing in it for the line reader to refuse: its lines
-            # are the one piece LineStream would give, without reading and hashing the file a second time
+        elif _streamed(path, self.source) and 0 < len(self.raw.data) < PIECE_BYTES and is_clean(self.raw):
+            # a small file read whole already (_read_whole, or a batch's), nothing in it for the line reader to
+            # refuse: its lines are the one piece LineStream would give, without reading and hashing it again
             data, self.raw = self.raw.data, RawFile(b"", self.raw.sha256, [], [])
             refuse_utf16(data[:4096])
             frame = _split_lines(data)
