@@ -66,7 +66,8 @@ def test_parquet_values_are_stored_as_the_floats_they_are(tmp_path):
     assert good["line_no"].to_list() == list(range(1, 11))
     stored = [struct.pack("<d", v) for v in good["value"].to_list()]
     assert stored == [struct.pack("<d", v) for v in values[:10]]
-    assert result.rejects["reason"].to_list()[:3] == ["value is NaN (no reading)", "value is +Inf (not a finite number)",
+    assert result.rejects["reason"].to_list()[:3] == ["value is NaN (no reading)",
+                                                      "value is +Inf (not a finite number)",
                                                       "value is -Inf (not a finite number)"]
     assert result.rejects["reason"].to_list()[3].startswith("Prometheus stale marker")
 
@@ -85,8 +86,8 @@ def test_a_small_streamed_file_read_once_gives_what_streaming_it_gives(tmp_path,
     src = tmp_path / "src"
     (src / "network").mkdir(parents=True)
     body = ["time,host,metric,value"]
-    body += [f'2024-03-0{d}T00:00:00Z,gpu000{h},"node_infiniband_symbol_error_total{{device=""mlx5_0"",port=""1""}}",{h * d}'
-             for d in range(1, 4) for h in range(1, 5)]
+    metric = '"node_infiniband_symbol_error_total{device=""mlx5_0"",port=""1""}"'
+    body += [f"2024-03-0{d}T00:00:00Z,gpu000{h},{metric},{h * d}" for d in range(1, 4) for h in range(1, 5)]
     body += ["2024-03-04T00:00:00Z,gpu0001,m,not-a-number", "garbled,line", ""]
     (src / "network" / "ib-port-counters-2024-03-01.csv").write_text("\n".join(body) + "\n")
     (src / "network" / "odd.csv").write_bytes(b"time,host,metric,value\n\xff\xfe,gpu1,m,1\n2024-03-01,gpu1,m,2\n")

@@ -123,7 +123,8 @@ def finish(picked: pl.DataFrame, no_metric: str = "empty metric") -> tuple[pl.Da
         pl.col("time_t").alias("time"), "host", "metric", pl.col("gpu_i").alias("gpu"),
         pl.col("value_f").alias("value"), "line_no")
     reason = (  # for the few rejected rows only: formatting every row's reason costs more than the check
-        pl.when(pl.col("time_t").is_null()).then(pl.format("unparseable time '{}'", pl.col("time").cast(pl.Utf8).fill_null("")))
+        pl.when(pl.col("time_t").is_null()).then(pl.format("unparseable time '{}'",
+                                                           pl.col("time").cast(pl.Utf8).fill_null("")))
         .when(pl.col("host").is_null()).then(pl.lit("no host: no host, hostname, node or instance value, and the "
                                                      "file's name or folder names none"))
         .when(pl.col("metric").is_null()).then(pl.lit(no_metric))
