@@ -26,7 +26,7 @@ from analysis import sql
 from analysis.ingest import one_file
 from analysis.ingest.accounting import FileCounts
 from analysis.ingest.contract import BatchParser, BatchResult
-from analysis.ingest.lines import _is_utf8, _split_lines
+from analysis.ingest.lines import _split_lines, is_clean
 from analysis.ingest.parsers.batched import FILE, fid_of, local_no
 from analysis.ingest.parsers.batched import counts as per_fid
 
@@ -94,7 +94,7 @@ def prepare(con: duckdb.DuckDBPyConnection, group: list[tuple[Path, str | None, 
     _look_up_twins(con, list(pending.values()))
     ready, later, seen = {}, {}, set()
     for i, p in pending.items():
-        if p.twin or shas.get(p.twin_key) or p.twin_key in seen or not _clean(p.raw):
+        if p.twin or shas.get(p.twin_key) or p.twin_key in seen or not is_clean(p.raw):
             later[i] = p  # alone, after the batch: a copy of a file in it is then known as such
         else:
             seen.add(p.twin_key)
@@ -119,9 +119,6 @@ def _look_up_twins(con: duckdb.DuckDBPyConnection, pendings: list[one_file.Pendi
         p.twin = found.get(p.ident.key)
 
 
-def _clean(raw) -> bool:
-    """A file whose lines read_lines would take as they are: nothing refused, nothing to note."""
-    return not raw.long_lines and not raw.problems and b"\x00" not in raw.data and _is_utf8(raw.data)
 
 
 def _parse_batch(con: duckdb.DuckDBPyConnection, pendings: list[one_file.Pending], shas: dict) -> list[one_file.Prepared]:

@@ -25,8 +25,8 @@ from analysis.display import printable, utf8_path
 from analysis.ingest.accounting import AccountingError, Tally
 from analysis.ingest.hosts import MAX_HOSTS, benchmark_run, host_from_path
 from analysis.ingest.lines import (GZIP_MAGIC, MAX_FILE_BYTES, MAX_LINE_BYTES, ChunkStream, FileTooLarge,
-                                   LineFile, LineStream, RawFile, empty_rejects, first_line, hash_only, head_bytes,
-                                   make_rejects, read_lines, read_raw)
+                                   LineFile, LineStream, RawFile, _split_lines, empty_rejects, first_line, hash_only,
+                                   head_bytes, is_clean, make_rejects, read_lines, read_raw, refuse_utf16)
 from analysis.ingest.contract import (IngestOptions, JsonParser, ParquetParser, ParseContext, ParseResult,
                                       StreamingParser, UnrecognisedFormat)
 from analysis.ingest.options import CONFIG_NAMES
@@ -194,6 +194,15 @@ class _Reading:
                 pass
             _same_file(stream.sha256, self.raw)
             self._done(records, empty_rejects(), stream.problems)
+        elif _streamed(path, self.source) and 0 < len(self.raw.data) < PIECE_BYTES and is_clean(self.raw):
+            # a small file read whole already (_read_whole, or a batch's), nothing in it for the line reader to
+            # refuse: its lines are the one piece LineStream would give, without reading and hashing it again
+            data, self.raw = self.raw.data, RawFile(b"", self.raw.sha256, [], [])
+            refuse_utf16(data[:4096])
+            frame = _split_lines(data)
+            del data
+            yield from module.stream_parts(iter([frame]), self.ctx)
+            self._done(frame.height, empty_rejects(), [])
         elif _streamed(path, self.source):  # parsed piece by piece: a multi-gigabyte log in bounded memory
             stream = LineStream(path, opts.max_line_bytes, opts.max_file_bytes, PIECE_BYTES)
             frames = stream.frames()
@@ -248,9 +257,23 @@ def _hashed_only(path: Path, source: str) -> bool:
     """Read in a streaming pass for its identity only (its parser reads it again, in pieces): a plain Parquet
     file too, which pyarrow reads from the file a batch at a time."""
     if not _is_parquet(path):
-        return _streamed(path, source)
+        return _streamed(path, source) and not _read_whole(path, source)
     with open(path, "rb") as f:
         return f.read(2) != GZIP_MAGIC
+
+
+def _read_whole(path: Path, source: str) -> bool:
+    """A plain (not gzipped) file of a line-streaming parser, no larger than the piece it would be streamed in:
+    read once, whole (its hash with it), and parsed from those bytes when they are clean (_Reading.parts)."""
+    try:
+        if path.stat().st_size > PIECE_BYTES:
+            return False
+        with open(path, "rb") as f:
+            if f.read(2) == GZIP_MAGIC:
+                return False
+    except OSError:
+        return False
+    return not _is_json(path, source)
 
 
 def _is_json(path: Path, source: str) -> bool:

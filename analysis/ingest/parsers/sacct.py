@@ -133,9 +133,10 @@ def _parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext], above: tuple[lis
     ``above`` (one file read in pieces: stream_parts): those of the header above ``lines``, which
     read the lines before the piece's first header; the piece is cut at every header."""
     opts = ctxs[0].options
-    firsts = lines.filter(pl.col("text").str.strip_chars() != "").group_by("fid", maintain_order=True).agg(
-        pl.col("text").first())
-    first_of = dict(zip(firsts["fid"].to_list(), firsts["text"].to_list()))
+    # each file's first non-blank line, found on the line numbers (a filter of every line's text costs more)
+    nonblank = lines.select("fid", pl.int_range(pl.len()).alias("i"), ok=pl.col("text").str.strip_chars() != "")
+    firsts = nonblank.filter("ok").group_by("fid", maintain_order=True).agg(pl.col("i").first())
+    first_of = dict(zip(firsts["fid"].to_list(), lines["text"].gather(firsts["i"]).to_list()))
     delims = {fid: opts.sacct_delimiter or (detect_delimiter(first_of[fid]) if fid in first_of else "|")
               for fid in range(len(ctxs))}
     if above is not None:
@@ -147,11 +148,12 @@ def _parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext], above: tuple[lis
         part = lines.filter(pl.col("fid").is_in(fids)) if len(delims) > 1 else lines
         # a file whose first line is a header is cut at every header line; one without is one segment
         headed = [fid for fid in fids if above is not None or fid in first_of and _header(first_of[fid], delim)]
-        is_header = pl.col("fid").is_in(headed) & pl.col("text").str.contains(
-            rf"(?i)(^|{re.escape(delim)})\s*JobID\s*({re.escape(delim)}|$)")
-        part = part.with_columns(seg=(is_header | (pl.col("fid") != pl.col("fid").shift(1).fill_null(-1))).cum_sum())
-        starts = part.group_by("seg", maintain_order=True).agg(pl.col("fid").first(), pl.col("text").first(),
-                                                               is_header.first().alias("header"))
+        part = part.with_columns(header=_headers(part, headed, delim)).with_columns(
+            new_seg=pl.col("header") | (pl.col("fid") != pl.col("fid").shift(1).fill_null(-1)))
+        part = part.with_columns(seg=pl.col("new_seg").cum_sum())
+        # each segment's first line is the one that starts it (no group_by over every line for it)
+        starts = part.filter("new_seg").select("seg", "fid", "text", "header")
+        part = part.drop("header", "new_seg")
         first_columns = {0: above[0]} if above is not None else {}
         seg_columns = {}
         for seg, fid, text, header in starts.iter_rows():
@@ -174,6 +176,17 @@ def _parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext], above: tuple[lis
         result.tables["sacct_records"] = _parse_fields(pl.DataFrame(schema={"line_no": pl.Int64}), list(DEFAULT_COLUMNS),
                                                        {}, opts.tz, opts.max_hostlist_hosts)[0]
     return result, last
+
+
+def _headers(part: pl.DataFrame, headed: list[int], delim: str) -> pl.Series:
+    """Whether each line of ``part`` is a header line of a file in ``headed``. The header regex runs only on
+    the lines that name JobID at all (the same case-insensitive match, so no header is missed): on every line
+    it costs several times more than the rest of the cut."""
+    text = pl.col("text")
+    named = part.select(pl.int_range(pl.len()).alias("i"), "fid", "text").filter(
+        pl.col("fid").is_in(headed) & text.str.contains("(?i)JobID"))
+    hits = named.filter(text.str.contains(rf"(?i)(^|{re.escape(delim)})\s*JobID\s*({re.escape(delim)}|$)"))["i"]
+    return part.select(pl.int_range(pl.len()).is_in(hits.implode()).alias("header")).to_series()
 
 
 def _header(first_line: str, delim: str) -> bool:

@@ -36,7 +36,8 @@ from analysis.ingest.contract import ParseContext, ParseResult, UnrecognisedForm
 from analysis.ingest.lines import make_rejects
 from analysis.ingest.options import YEARS
 from analysis.ingest.parsers import promjson, series
-from analysis.ingest.parsers.csvlines import datetime_to_utc, match_header, parse_time_any, split_lines
+from analysis.ingest.parsers.csvlines import (datetime_to_utc, match_header, parse_time_any, split_columns,
+                                              split_lines)
 from analysis.ingest.parts import combine
 
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -97,17 +98,26 @@ def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[
         if layout is None:
             yield ParseResult(tables={"telemetry": series.empty()}, skipped=skipped, format="telemetry-csv")
             continue
-        split = split_lines(body)
         is_header = pl.col("text") == head_text
-        skipped += split.filter(is_header).height
-        good, bad = _csv_rows(split.filter(~is_header), layout, width, ctx)
+        rows = body.filter(~is_header)
+        skipped += body.height - rows.height
+        good, bad = _csv_rows(split_columns(rows, width) if width else None, rows, layout, width, ctx)
         yield ParseResult(tables={"telemetry": good}, rejects=bad.sort("line_no"), skipped=skipped,
                           format="telemetry-csv")
     if empty:
         yield ParseResult(tables={"telemetry": series.empty()}, format="telemetry-csv")
 
 
-def _csv_rows(rows: pl.DataFrame, layout: Layout, width: int, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _csv_rows(columns: pl.DataFrame | None, rows: pl.DataFrame, layout: Layout, width: int, ctx: ParseContext
+              ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``columns``: the rows split into a column a field (csvlines.split_columns), None when they need
+    split_lines (a ragged row, a stray quote)."""
+    if columns is not None:  # every row has the header's fields
+        picked = columns.select("line_no", pl.col("text").alias("raw"),
+                                *[pl.col(f"f{i}").alias(c) for c, i in layout.cols.items()],
+                                *[pl.col(f"f{i}").alias(series.col(name)) for name, i in layout.labels.items()])
+        return _picked_rows(picked, layout, ctx)
+    rows = split_lines(rows)
     n = pl.col("fields").list.len()
     ok_shape = (n == width) | ((n > width) & (pl.col("fields").list.slice(width).list.join("") == ""))
     shape = rows.with_columns(
@@ -119,10 +129,15 @@ def _csv_rows(rows: pl.DataFrame, layout: Layout, width: int, ctx: ParseContext)
         "line_no", pl.col("text").alias("raw"),
         *[fields.list.get(i).alias(c) for c, i in layout.cols.items()],
         *[fields.list.get(i).alias(series.col(name)) for name, i in layout.labels.items()])
+    good, bad = _picked_rows(picked, layout, ctx)
+    return good, pl.concat([make_rejects(bad_shape["line_no"], bad_shape["text"], bad_shape["reason"].to_list()), bad])
+
+
+def _picked_rows(picked: pl.DataFrame, layout: Layout, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Rows with their text fields by name -> (telemetry rows, their rejects)."""
     picked, late = _outside_years(picked.with_columns(time_t=_distinct_times(picked["time"], ctx.options.tz)))
     good, bad = series.finish(series.resolve(picked, list(layout.labels), ctx.host_hint))
-    return good, pl.concat([make_rejects(bad_shape["line_no"], bad_shape["text"], bad_shape["reason"].to_list()),
-                            make_rejects(late["line_no"], late["raw"], late["reason"].to_list()),
+    return good, pl.concat([make_rejects(late["line_no"], late["raw"], late["reason"].to_list()),
                             make_rejects(bad["line_no"], bad["raw"], bad["reason"].to_list())])
 
 
@@ -130,6 +145,8 @@ def _outside_years(picked: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the rows whose time is unparsed or within the years a real cluster's log can carry (analysis/ingest/options.py
     YEARS), the others with a 'reason'): an epoch of 99999999999999999999 would land in the year 5138."""
     outside = pl.col("time_t").is_not_null() & ~pl.col("time_t").dt.year().is_between(*YEARS).fill_null(False)
+    if not picked.select(outside.any()).item():  # the usual file: no copy of every row through a filter
+        return picked, picked.clear().with_columns(reason=pl.lit(None, pl.Utf8))
     late = picked.filter(outside).with_columns(reason=pl.format(
         "time '{}' is outside the years {}-{}", pl.col("time").cast(pl.Utf8).fill_null(pl.col("time_t").cast(pl.Utf8)),
         pl.lit(YEARS[0]), pl.lit(YEARS[1])))
@@ -153,8 +170,7 @@ def parquet_parts(source: Path | bytes, ctx: ParseContext) -> Iterator[ParseResu
                                  "(truncated or corrupted copy?)")
     try:
         schema = pl.read_parquet_schema(io.BytesIO(source) if isinstance(source, bytes) else source)
-        batches = pq.ParquetFile(io.BytesIO(source) if isinstance(source, bytes) else source).iter_batches(
-            batch_size=PARQUET_BATCH_ROWS)
+        batches = _frames(pq.ParquetFile(io.BytesIO(source) if isinstance(source, bytes) else source), source)
     except (pl.exceptions.PolarsError, pa.ArrowException, OSError, ValueError):
         raise damaged from None
     names = list(schema)
@@ -167,8 +183,7 @@ def parquet_parts(source: Path | bytes, ctx: ParseContext) -> Iterator[ParseResu
     offset = 0
     while True:
         try:
-            batch = next(batches, None)
-            frame = None if batch is None else pl.from_arrow(batch)
+            frame = next(batches, None)
         except (pl.exceptions.PolarsError, pl.exceptions.PanicException, pa.ArrowException, OSError, ValueError):
             # the engine has read the footer already, so this is damage inside the column data
             raise damaged from None
@@ -181,13 +196,25 @@ def parquet_parts(source: Path | bytes, ctx: ParseContext) -> Iterator[ParseResu
         yield ParseResult(tables={"telemetry": series.empty()}, format="telemetry-parquet")
 
 
+def _frames(file: pq.ParquetFile, source: Path | bytes) -> Iterator[pl.DataFrame]:
+    """The file's rows, PARQUET_BATCH_ROWS at a time: a file of no more rows in one read by polars' own reader
+    (several times faster than pyarrow's batches made polars frames), a larger one batch by batch."""
+    if file.metadata.num_rows <= PARQUET_BATCH_ROWS:
+        frame = pl.read_parquet(io.BytesIO(source) if isinstance(source, bytes) else source)
+        if frame.height:
+            yield frame
+        return
+    for batch in file.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+        yield pl.from_arrow(batch)
+
+
 def _parquet_rows(frame: pl.DataFrame, layout: Layout, offset: int, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame]:
     names = frame.columns
     stamps, values = frame[names[layout.cols["time"]]], frame[names[layout.cols["value"]]]
     picked = pl.DataFrame({
         "line_no": pl.int_range(offset + 1, offset + frame.height + 1, eager=True, dtype=pl.Int64),
-        **{c: _text(frame[names[i]]) for c, i in layout.cols.items()},
-        **{series.col(name): _text(frame[names[i]]) for name, i in layout.labels.items()},
+        **{c: _kept(frame[names[i]], c) for c, i in layout.cols.items()},
+        **{series.col(name): _kept(frame[names[i]]) for name, i in layout.labels.items()},
         "stale": _stale(values)})
     if not (isinstance(stamps.dtype, pl.Datetime) or stamps.dtype == pl.Date):  # epoch or text: from its text form
         stamps = picked["time"]
@@ -200,6 +227,24 @@ def _parquet_rows(frame: pl.DataFrame, layout: Layout, offset: int, ctx: ParseCo
     flat = [_text(rows[c]).fill_null("") for c in rows.columns if not rows.schema[c].is_nested()]
     raw = pl.DataFrame(flat).select(pl.concat_str(pl.all(), separator=","))[:, 0] if flat else [None] * rows.height
     return good, make_rejects(bad["line_no"], raw, bad["reason"].to_list())
+
+
+def _kept(column: pl.Series, canon: str | None = None) -> pl.Series:
+    """A parquet column as the rules downstream read it: its text (_text), except where its own type gives the
+    same result for less work (formatting a million timestamps or floats as text and parsing them back is
+    most of a Parquet file's cost). Kept as they are: a Datetime or Date time (its text is formed for a
+    refused row only), a Float64 value (its text reads back as the same float: series.finish takes it
+    as it is) and an integer, boolean or text label (series.resolve reads each distinct one as text)."""
+    dtype = column.dtype
+    if canon == "time":
+        keep = isinstance(dtype, pl.Datetime) or dtype == pl.Date
+    elif canon == "value":
+        keep = dtype == pl.Float64
+    elif canon is None:
+        keep = dtype.is_integer() or dtype in (pl.Boolean, pl.Utf8)
+    else:
+        keep = False
+    return column if keep else _text(column)
 
 
 def _stale(values: pl.Series) -> pl.Series:
