@@ -18,7 +18,7 @@ For each source folder of DIR, in ingestion order, side by side:
            the best ratio any parser could reach.
 Every file is read once beforehand, so all find it in the page cache. Wall and
 CPU seconds (the process's CPU, all threads) are printed, and the ratio
-polars/goodput of each; the issue's target is >= 0.5. On a busy machine wall
+polars/goodput of each; issue 35's goal is >= 0.25 for slurm, network and telemetry. On a busy machine wall
 seconds mostly measure the other processes: compare the CPU columns (the load
 average is printed with the table).
 """
