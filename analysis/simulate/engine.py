@@ -52,6 +52,9 @@ class Engine:
         # each bucket's first HEAD nodes in iteration order, forgotten whenever the bucket changes: the backfill
         # asks the same unchanged buckets for every waiting job (each time a scan of a sparse set)
         self.first: list = [_UNKNOWN] * (g + 1)
+        self.found: dict[int, int | None] = {}  # GPUs -> _first_with's answer for a job excluding no host, as long as no bucket changes
+        self.big_sorted = True  # pending_big is in priority order (only a submit can change that)
+        self.node_low: list[set[int]] = [set() for _ in range(n)]  # the low-QOS (scavenger) jobs on each node
 
     # -- events ----------------------------------------------------------
     def push(self, t: float, kind: int, payload) -> None:
@@ -59,7 +62,11 @@ class Engine:
 
     def submit(self, job: Job, now: float) -> None:
         self.jobs[job.raw_id] = job
-        (self.pending_big if job.nnodes > 1 or job.gpus >= self.cfg.gpus_per_node else self.pending_small).append(job)
+        if job.nnodes > 1 or job.gpus >= self.cfg.gpus_per_node:
+            self.pending_big.append(job)
+            self.big_sorted = False
+        else:
+            self.pending_small.append(job)
 
     def waiting(self, now: float) -> bool:
         """Whether a job that could have started before ``now`` is still waiting (one submitted at
@@ -73,12 +80,14 @@ class Engine:
             self.buckets[old].discard(node)
             self.buckets[value].add(node)
             self.first[old] = self.first[value] = _UNKNOWN
+            self.found.clear()
         self.free[node] = value
 
     def _take_down(self, node: int, now: float) -> None:
         if self.up[node]:
             self.buckets[self.free[node]].discard(node)
             self.first[self.free[node]] = _UNKNOWN
+            self.found.clear()
             self.up[node] = False
             self.down_since[node] = now
 
@@ -97,6 +106,7 @@ class Engine:
             self.up[node] = True
             self.buckets[self.free[node]].add(node)
             self.first[self.free[node]] = _UNKNOWN
+            self.found.clear()
 
     # -- scheduling ------------------------------------------------------------
     def _allowed(self, job: Job, node: int) -> bool:
@@ -104,16 +114,22 @@ class Engine:
 
     def schedule(self, now: float) -> None:
         g = self.cfg.gpus_per_node
-        self.pending_big.sort(key=lambda j: (-j.priority, j.eligible))
+        if not self.big_sorted:  # a stable sort of a sorted list changes nothing
+            self.pending_big.sort(key=lambda j: (-j.priority, j.eligible))
+            self.big_sorted = True
         idle = self.buckets[g]
         for job in list(self.pending_big):
             if job.eligible > now:
                 continue
-            # how many idle nodes the job may use; which ones only once it starts (_pick sorts them)
-            fits = len(idle) - self._excluded_in(job, idle)
+            # how many idle nodes the job may use (which ones only once it starts: _pick sorts them); the
+            # hosts it excludes only count when they could matter
+            fits = len(idle)
+            may_preempt = now - job.eligible >= 900 and now - job.last_preempt_try >= 600
+            if job.exclude and (fits >= job.nnodes or may_preempt):
+                fits -= self._excluded_in(job, idle)
             freed: list[int] = []
             # preempt only for a job that waited 15 minutes: many big jobs fit as others drain
-            if fits < job.nnodes and now - job.eligible >= 900 and now - job.last_preempt_try >= 600:
+            if fits < job.nnodes and may_preempt:
                 job.last_preempt_try = now
                 freed = self._preempt_for(job, now, job.nnodes - fits)
                 fits = len(idle) - self._excluded_in(job, idle)
@@ -136,23 +152,27 @@ class Engine:
                 self.start(job, [node], now)
 
     def _excluded_in(self, job: Job, nodes: set[int]) -> int:
-        return sum(1 for h in job.exclude if self.host_index.get(h) in nodes) if job.exclude else 0
+        return sum(1 for h in job.exclude if self.host_index.get(h) in nodes)
 
     def _first_with(self, job: Job) -> int | None:
         """What ``next(n for f in range(job.gpus, g + 1) for n in self.buckets[f] if self._allowed(job, n))``
         finds, from each bucket's first few nodes (one more than a job excludes at most)."""
+        if not job.exclude and job.gpus in self.found:
+            return self.found[job.gpus]
         if len(job.exclude) >= HEAD:
             return next((n for f in range(job.gpus, len(self.buckets)) for n in self.buckets[f]
                          if self._allowed(job, n)), None)
-        first, buckets = self.first, self.buckets
+        first, buckets, node = self.first, self.buckets, None
         for f in range(job.gpus, len(buckets)):
             head = first[f]
             if head is _UNKNOWN:
                 head = first[f] = list(itertools.islice(buckets[f], HEAD))
-            for node in head:
-                if not job.exclude or self.cl.hosts[node] not in job.exclude:
-                    return node
-        return None
+            node = next((n for n in head if not job.exclude or self.cl.hosts[n] not in job.exclude), None)
+            if node is not None:
+                break
+        if not job.exclude:
+            self.found[job.gpus] = node
+        return node
 
     def _pick(self, job: Job, whole: list[int], freed: list[int]) -> list[int]:
         whole = sorted(whole)
@@ -188,12 +208,12 @@ class Engine:
         """A waiting normal job takes GPUs from low-QOS (scavenger) jobs that ran
         two hours: the node where that frees enough GPUs at the least cost."""
         min_run, best = self.cfg.preempt_after_h * 3600, None
-        up, jobs, node_jobs, free = self.up, self.jobs, self.node_jobs, self.free
+        up, jobs, node_low, free = self.up, self.jobs, self.node_low, self.free
         for node in self.rng.permutation(self.cfg.nodes)[:256].tolist():  # sample: a full scan is too slow at scale
-            if not node_jobs[node] or not up[node] or not self._allowed(job, node):
+            if not node_low[node] or not up[node] or not self._allowed(job, node):
                 continue
-            victims = [v for v in map(jobs.__getitem__, node_jobs[node])
-                       if v.qos == "low" and now - v.start >= min_run and v.preempted < MAX_PREEMPTIONS]
+            victims = [v for v in map(jobs.__getitem__, node_low[node])
+                       if now - v.start >= min_run and v.preempted < MAX_PREEMPTIONS]
             if not victims:
                 continue
             gain = sum(v.per_node for v in victims)
@@ -212,6 +232,8 @@ class Engine:
         for n in nodes:
             self._set_free(n, self.free[n] - job.per_node)
             self.node_jobs[n].add(job.raw_id)
+            if job.qos == "low":
+                self.node_low[n].add(job.raw_id)
             self._summarise(n)
         remaining = job.work - job.done
         run, state = min(remaining, job.limit), "COMPLETED"
@@ -230,6 +252,7 @@ class Engine:
         for n in job.nodes:
             self._set_free(n, self.free[n] + job.per_node)
             self.node_jobs[n].discard(job.raw_id)
+            self.node_low[n].discard(job.raw_id)
             self._summarise(n)
             ends = self.node_ends[n]
             ends.append(now)
