@@ -156,23 +156,25 @@ class Engine:
 
     def _first_with(self, job: Job) -> int | None:
         """What ``next(n for f in range(job.gpus, g + 1) for n in self.buckets[f] if self._allowed(job, n))``
-        finds, from each bucket's first few nodes (one more than a job excludes at most)."""
-        if not job.exclude and job.gpus in self.found:
-            return self.found[job.gpus]
+        finds: the first node with room for any job of that size, unless the job excludes it; then the first
+        it allows from each bucket's first few nodes (one more than a job excludes at most)."""
+        node = self.found.get(job.gpus, _UNKNOWN)
+        if node is _UNKNOWN:
+            node = self.found[job.gpus] = next((head[0] for head in map(self._head, range(job.gpus, len(self.buckets)))
+                                                if head), None)
+        if node is None or not job.exclude or self.cl.hosts[node] not in job.exclude:
+            return node
         if len(job.exclude) >= HEAD:
             return next((n for f in range(job.gpus, len(self.buckets)) for n in self.buckets[f]
                          if self._allowed(job, n)), None)
-        first, buckets, node = self.first, self.buckets, None
-        for f in range(job.gpus, len(buckets)):
-            head = first[f]
-            if head is _UNKNOWN:
-                head = first[f] = list(itertools.islice(buckets[f], HEAD))
-            node = next((n for n in head if not job.exclude or self.cl.hosts[n] not in job.exclude), None)
-            if node is not None:
-                break
-        if not job.exclude:
-            self.found[job.gpus] = node
-        return node
+        return next((n for f in range(job.gpus, len(self.buckets)) for n in self._head(f)
+                     if self.cl.hosts[n] not in job.exclude), None)
+
+    def _head(self, f: int) -> list[int]:
+        head = self.first[f]
+        if head is _UNKNOWN:
+            head = self.first[f] = list(itertools.islice(self.buckets[f], HEAD))
+        return head
 
     def _pick(self, job: Job, whole: list[int], freed: list[int]) -> list[int]:
         whole = sorted(whole)

@@ -2,7 +2,9 @@
 logs, health checks, drains, tickets, and the ground truth beside them."""
 from __future__ import annotations
 
+import csv
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,8 @@ from analysis.simulate.workload import Job, submit_line
 from analysis.simulate.writers import (DailyLog, elapsed, health_line, health_parts, hostlist, iso, journal_line, sacct_header,
                                        switch_line)
 
+INSTANCE_COLUMNS = ["job_id", "instance", "state", "cause", "cause_host", "fault_time", "start", "end", "gpus", "nodes",
+                    "eligible", "preempted_by"]
 STEP_STATE = {"PREEMPTED": "CANCELLED", "REQUEUED": "CANCELLED", "TIMEOUT": "CANCELLED",
               "OUT_OF_MEMORY": "OUT_OF_MEMORY", "NODE_FAIL": "CANCELLED"}
 
@@ -28,7 +32,11 @@ class Recorder:
         self.kernel = DailyLog(out / "kernel", "kern-{date}.log", self.t0)
         self.switch = DailyLog(out / "switch", "switches-{date}.log", self.t0)
         self.health = DailyLog(out / "health", "health-{date}.jsonl", self.t0)
-        self.instances: list[tuple] = []
+        # truth/job_instances.csv, written as the days are flushed: a year at 2,000 nodes has millions of rows
+        self.instances: list[tuple] = []  # rows not written yet
+        self.instance_count = 0
+        self.states: Counter[str] = Counter()  # instances by state, in order of first appearance
+        self._instances_file = None
         self.decoys: list[tuple] = []
         self.drains: list[tuple] = []
         self.tickets: list[tuple] = []
@@ -79,6 +87,8 @@ class Recorder:
         when = end if end is not None else self.cfg.days * 86400 - 1
         for line in lines:
             self.sacct.add(when, line)
+        self.instance_count += 1
+        self.states[state] += 1
         self.instances.append((job.job_id, job.instance, state, cause, cause_host,
                                self._ts(fault_time) if fault_time is not None else "", start_s if started else "",
                                end_s if end is not None and started else "", job.gpus, job.nnodes,
@@ -217,3 +227,18 @@ class Recorder:
     def flush(self, now: float | None = None) -> None:
         for log in (self.sacct, self.kernel, self.switch, self.health):
             log.flush(now)
+        self._write_instances()
+
+    def _write_instances(self) -> None:
+        if self._instances_file is None:
+            (self.out / "truth").mkdir(parents=True, exist_ok=True)
+            self._instances_file = (self.out / "truth" / "job_instances.csv").open("w", newline="")
+            self._instances_csv = csv.writer(self._instances_file)
+            self._instances_csv.writerow(INSTANCE_COLUMNS)
+        self._instances_csv.writerows(self.instances)
+        self.instances.clear()
+
+    def close_instances(self) -> None:
+        """Write the instances still held and close truth/job_instances.csv."""
+        self._write_instances()
+        self._instances_file.close()

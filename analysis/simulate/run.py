@@ -51,7 +51,7 @@ def simulate(cfg: SimConfig, out: Path, progress: Callable[[str], None] | None =
             _new_day(eng, rec, rng, day)
             rec.flush(day * 86400)
             if progress and day % 5 == 0:
-                progress(f"day {day}/{cfg.days}: {len(rec.instances):,} job instances, {len(eng.jobs):,} in the system")
+                progress(f"day {day}/{cfg.days}: {rec.instance_count:,} job instances, {len(eng.jobs):,} in the system")
             day += 1
         if kind == SUBMIT:
             for job in _arrivals(cfg, rng, new_job, next_raw, t, rec.excluded):
