@@ -52,7 +52,8 @@ class Engine:
         # each bucket's first HEAD nodes in iteration order, forgotten whenever the bucket changes: the backfill
         # asks the same unchanged buckets for every waiting job (each time a scan of a sparse set)
         self.first: list = [_UNKNOWN] * (g + 1)
-        self.found: dict[int, int | None] = {}  # GPUs -> _first_with's answer for a job excluding no host, as long as no bucket changes
+        # GPUs -> _first_with's answer for a job that excludes no host, until a bucket changes
+        self.found: dict[int, int | None] = {}
         self.big_sorted = True  # pending_big is in priority order (only a submit can change that)
         self.node_low: list[set[int]] = [set() for _ in range(n)]  # the low-QOS (scavenger) jobs on each node
 
@@ -99,7 +100,8 @@ class Engine:
             newest = max(newest, j.start)
             exempt = exempt or j.preempted >= MAX_PREEMPTIONS
             cost += j.gpus
-        self.node_qos[node], self.node_newest[node], self.node_exempt[node], self.node_cost[node] = qos, newest, exempt, cost
+        self.node_qos[node], self.node_newest[node] = qos, newest
+        self.node_exempt[node], self.node_cost[node] = exempt, cost
 
     def repair(self, node: int) -> None:
         if not self.up[node]:

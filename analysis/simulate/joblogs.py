@@ -196,7 +196,8 @@ def write_counters(out: Path, hosts: list[str], days: int, t0: datetime, errors:
     files: dict[int, Any] = {}
     try:
         for day in sorted({int(t // 86400) for t in ticks}):
-            f = files[day] = (folder / f"ib-port-counters-{(t0 + timedelta(days=day)):%Y-%m-%d}.csv").open("w", newline="")
+            path = folder / f"ib-port-counters-{(t0 + timedelta(days=day)):%Y-%m-%d}.csv"
+            f = files[day] = path.open("w", newline="")
             csv.writer(f).writerow(["time", "host", "metric", "value"])
         for h in hosts:
             host = _csv_field(h)
@@ -210,7 +211,8 @@ def write_counters(out: Path, hosts: list[str], days: int, t0: datetime, errors:
                     bursts.pop(0)
                     symbol += int(rng.integers(200, 900))
                     rcv += int(rng.integers(20, 200))
-                files[int(t // 86400)].write(f"{stamp},{host},{metrics[0]},{symbol}\r\n{stamp},{host},{metrics[1]},{rcv}\r\n"
+                files[int(t // 86400)].write(f"{stamp},{host},{metrics[0]},{symbol}\r\n"
+                                             f"{stamp},{host},{metrics[1]},{rcv}\r\n"
                                              f"{stamp},{host},{metrics[2]},{downed}\r\n")
     finally:
         for f in files.values():

@@ -16,8 +16,8 @@ from analysis.simulate.stragglers import Candidate
 from analysis.simulate.config import SimConfig
 from analysis.simulate.draws import pick
 from analysis.simulate.workload import Job, submit_line
-from analysis.simulate.writers import (DailyLog, elapsed, health_line, health_parts, hostlist, iso, journal_line, sacct_header,
-                                       switch_line)
+from analysis.simulate.writers import (DailyLog, elapsed, health_line, health_parts, hostlist, iso, journal_line,
+                                       sacct_header, switch_line)
 
 INSTANCE_COLUMNS = ["job_id", "instance", "state", "cause", "cause_host", "fault_time", "start", "end", "gpus", "nodes",
                     "eligible", "preempted_by"]

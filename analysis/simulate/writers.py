@@ -75,7 +75,8 @@ def health_line(start: datetime, t: float, host: str, check: str, severity: str,
 def health_parts(start: datetime, t: float, check: str, severity: str, message: str) -> tuple[str, str]:
     """``health_line(start, t, host, ...) == before + json.dumps(host) + after``: a sweep's lines for many hosts."""
     before = f'{{"time": {json.dumps(iso(start, t) + "Z")}, "host": '
-    return before, f', "check": {json.dumps(check)}, "severity": {json.dumps(severity)}, "message": {json.dumps(message)}}}'
+    after = f', "check": {json.dumps(check)}, "severity": {json.dumps(severity)}, "message": {json.dumps(message)}}}'
+    return before, after
 
 
 def elapsed(seconds: float) -> str:
