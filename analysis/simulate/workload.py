@@ -82,6 +82,9 @@ class JobMaker:
         self.user_p = Categorical(weights)
         self.max_gpus = max_gpus(cfg)
         self.median: dict[int, float] = {}  # GPUs -> median hours, as median_hours computes it
+        # the outcome's cumulative shares, summed in the order they always were
+        self.cuts = (cfg.user_fail, cfg.user_fail + cfg.cancel, cfg.user_fail + cfg.cancel + cfg.timeout,
+                     cfg.user_fail + cfg.cancel + cfg.timeout + cfg.oom)
 
     def __call__(self, rng: np.random.Generator, raw_id: int, now: float, excluded: dict[str, list[str]]) -> Job:
         cfg = self.cfg
@@ -95,10 +98,9 @@ class JobMaker:
         big = gpus >= 128
         qos = "high" if big else ("low" if rng.random() < 0.35 else "normal")
         priority = PRIORITY[qos] + gpus * 10
-        u = rng.random()
-        outcome = ("fail" if u < cfg.user_fail else "cancel" if u < cfg.user_fail + cfg.cancel
-                   else "timeout" if u < cfg.user_fail + cfg.cancel + cfg.timeout
-                   else "oom" if u < cfg.user_fail + cfg.cancel + cfg.timeout + cfg.oom else "complete")
+        u, (fail, cancel, timeout, oom) = rng.random(), self.cuts
+        outcome = ("fail" if u < fail else "cancel" if u < cancel else "timeout" if u < timeout
+                   else "oom" if u < oom else "complete")
         max_s = cfg.max_days * 86400
         limit = min(max_s, math.ceil(work * rng.uniform(1.3, 3.0) / 3600) * 3600)
         if outcome == "timeout":
