@@ -103,6 +103,13 @@ class Engine:
         self.node_qos[node], self.node_newest[node] = qos, newest
         self.node_exempt[node], self.node_cost[node] = exempt, cost
 
+    def _summarise_with(self, node: int, job: Job) -> None:
+        """_summarise once ``job`` started on ``node``: the other jobs there are as they were at their summary."""
+        self.node_qos[node] = max(self.node_qos[node], QOS_RANK[job.qos])
+        self.node_newest[node] = max(self.node_newest[node], job.start)
+        self.node_exempt[node] = self.node_exempt[node] or job.preempted >= MAX_PREEMPTIONS
+        self.node_cost[node] += job.gpus
+
     def repair(self, node: int) -> None:
         if not self.up[node]:
             self.up[node] = True
@@ -139,11 +146,15 @@ class Engine:
                 self.pending_big.remove(job)
                 chosen = self._pick(job, [n for n in idle if self._allowed(job, n)], freed)
                 self.start(job, chosen, now)
-        tries = 0
+        tries, found = 0, self.found
         for job in list(itertools.islice(self.pending_small, 200)):  # backfill window
             if job.eligible > now:
                 continue
-            node = self._first_with(job)  # the first node, in the buckets' order, of the first bucket with room
+            # the first node, in the buckets' order, of the first bucket with room (_first_with; its usual answer
+            # inline: this runs for every waiting job after every event)
+            node = found.get(job.gpus, _UNKNOWN)
+            if node is _UNKNOWN or (node is not None and job.exclude):
+                node = self._first_with(job)
             if node is None and job.qos != "low" and tries < 3 and now - job.eligible >= 900 \
                     and now - job.last_preempt_try >= 600:
                 tries += 1
@@ -238,7 +249,7 @@ class Engine:
             self.node_jobs[n].add(job.raw_id)
             if job.qos == "low":
                 self.node_low[n].add(job.raw_id)
-            self._summarise(n)
+            self._summarise_with(n, job)
         remaining = job.work - job.done
         run, state = min(remaining, job.limit), "COMPLETED"
         if job.outcome in ("fail", "cancel", "oom") and job.outcome_at - job.done < run:
