@@ -18,7 +18,7 @@ class Categorical:
 
     def __init__(self, p):
         p = np.asarray(p, dtype=np.float64)
-        if not (np.all(np.isfinite(p)) and np.all(p >= 0) and abs(p.sum() - 1.0) <= 1e-8):
+        if not (np.all(np.isfinite(p)) and np.all(p >= 0) and abs(p.sum() - 1.0) <= np.sqrt(np.finfo(np.float64).eps)):
             raise ValueError("probabilities must be finite, non-negative and sum to 1")  # as choice checks them
         cdf = p.cumsum()
         cdf /= cdf[-1]  # as numpy normalises it
