@@ -1,5 +1,5 @@
-"""Scalar draws as numpy's Generator.choice makes them, without its per-call checks (a third of the simulator's
-time went to them): the same values from the same draws, so every output stays byte for byte as it was
+"""Scalar draws as numpy's Generator.choice makes them, without its per-call checks (new_job, where they sat, topped the
+simulator's profile before issue 35): the same values from the same draws, so every output stays byte for byte as it was
 (tests/test_simulate_identical.py).
 
 ``Generator.choice(a, p=p)`` for one value takes one ``random()`` and finds it in ``p``'s normalised cumulative
