@@ -1,8 +1,9 @@
-"""Simulator scale: time and peak memory for a preset, and the shares it produced.
+"""Simulator scale: time (wall and CPU) and peak memory for a preset, and the shares it produced.
 
-    python bench/simulate.py [--preset rsc1] [--nodes 2000] [--days 30] [--out /tmp/goodput-sim]
+    python bench/simulate.py [--preset rsc1] [--nodes 2000] [--days 30] [--seed 1] [--out /tmp/goodput-sim]
 
-The simulation runs in a child process so its peak RSS is measured alone.
+The simulation runs in a child process so its CPU time and peak RSS are measured alone (on a shared machine
+CPU seconds compare runs better than wall seconds). Figures: bench/results-simulate.txt.
 """
 from __future__ import annotations
 
@@ -41,16 +42,19 @@ def main() -> None:
     ap.add_argument("--preset", default="rsc1")
     ap.add_argument("--nodes", type=int, default=2000)
     ap.add_argument("--days", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("/tmp/goodput-sim"))
     args = ap.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "pipelines", "simulate", "--out", str(args.out), "--preset", args.preset,
-                    "--nodes", str(args.nodes), "--days", str(args.days)], check=True, cwd=REPO)
+                    "--nodes", str(args.nodes), "--days", str(args.days), "--seed", str(args.seed)], check=True, cwd=REPO)
     wall = time.perf_counter() - t0
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak_mb, cpu = usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
     size_mb = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file()) / 1e6
-    print(json.dumps({"preset": args.preset, "nodes": args.nodes, "days": args.days, "wall_s": round(wall, 1),
+    print(json.dumps({"preset": args.preset, "nodes": args.nodes, "days": args.days, "seed": args.seed,
+                      "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                       "peak_rss_mb": round(peak_mb), "output_mb": round(size_mb, 1), **shares(args.out)}, indent=1))
 
 

@@ -162,10 +162,10 @@ def write_benchmarks(out_dir: Path, hosts: list[str], defects: dict[str, str], s
             affected[i] = ",".join(sorted(drops))
         stamp = f"{run_time:%Y-%m-%dT%H:%M:%S}Z"
         with open(folder / "results-summary.jsonl", "w") as fh:
-            for i, host in enumerate(hosts):
+            for host, row, step_row in zip(hosts, vals.tolist(), steps.tolist()):  # Python floats: as float(v) gave
                 obj = {"node": host, "timestamp": stamp}
-                obj.update({k: round(float(v), dec) for k, v, dec in zip(KEYS, vals[i], DECIMALS)})
-                obj[STEP_KEY] = [round(float(x), 3) for x in steps[i]]
+                obj.update({k: round(v, dec) for k, v, dec in zip(KEYS, row, DECIMALS)})
+                obj[STEP_KEY] = [round(x, 3) for x in step_row]
                 fh.write(json.dumps(obj) + "\n")
         pair = [hosts[int(j)] for j in sorted(rng.choice(n, size=min(2, n), replace=False))]
         scale = 1.0

@@ -11,13 +11,19 @@ import numpy as np
 from analysis.simulate import faults as F
 from analysis.simulate.cluster import LEMON_CAUSE, Cluster
 from analysis.simulate.config import SimConfig
+from analysis.simulate.draws import pick
 from analysis.simulate.recorder import Recorder
 from analysis.simulate.workload import Job
 
 SUBMIT, END, FAULT, REPAIR, MAINT = range(5)
+_UNKNOWN = object()
+HEAD = 5  # a job excludes at most 4 hosts (Recorder.user_excludes)
 MAX_PREEMPTIONS = 1  # then a job is exempt: keeps preemption from cascading through requeues
 # Slurm's preempt/qos: a QOS preempts the ones below it, never its own (high jobs do not preempt high jobs)
 QOS_RANK = {"low": 0, "normal": 1, "high": 2}
+USER_EXITS = ("1:0", "1:0", "1:0", "2:0", "0:6", "0:9")  # a failed job's exit code, by how often
+END_EXITS = {"CANCELLED": "0:15", "OUT_OF_MEMORY": "0:125"}
+FAULT_EXITS = ("1:0", "0:6", "0:9")
 
 
 class Engine:
@@ -43,6 +49,13 @@ class Engine:
         self.node_exempt = np.zeros(n, dtype=bool)
         self.node_cost = np.zeros(n, dtype=np.int64)
         self.host_index = {h: i for i, h in enumerate(cluster.hosts)}
+        # each bucket's first HEAD nodes in iteration order, forgotten whenever the bucket changes: the backfill
+        # asks the same unchanged buckets for every waiting job (each time a scan of a sparse set)
+        self.first: list = [_UNKNOWN] * (g + 1)
+        # GPUs -> _first_with's answer for a job that excludes no host, until a bucket changes
+        self.found: dict[int, int | None] = {}
+        self.big_sorted = True  # pending_big is in priority order (only a submit can change that)
+        self.node_low: list[set[int]] = [set() for _ in range(n)]  # the low-QOS (scavenger) jobs on each node
 
     # -- events ----------------------------------------------------------
     def push(self, t: float, kind: int, payload) -> None:
@@ -50,7 +63,11 @@ class Engine:
 
     def submit(self, job: Job, now: float) -> None:
         self.jobs[job.raw_id] = job
-        (self.pending_big if job.nnodes > 1 or job.gpus >= self.cfg.gpus_per_node else self.pending_small).append(job)
+        if job.nnodes > 1 or job.gpus >= self.cfg.gpus_per_node:
+            self.pending_big.append(job)
+            self.big_sorted = False
+        else:
+            self.pending_small.append(job)
 
     def waiting(self, now: float) -> bool:
         """Whether a job that could have started before ``now`` is still waiting (one submitted at
@@ -60,27 +77,45 @@ class Engine:
     # -- node bookkeeping ----------------------------------------------------
     def _set_free(self, node: int, value: int) -> None:
         if self.up[node]:
-            self.buckets[self.free[node]].discard(node)
+            old = self.free[node]
+            self.buckets[old].discard(node)
             self.buckets[value].add(node)
+            self.first[old] = self.first[value] = _UNKNOWN
+            self.found.clear()
         self.free[node] = value
 
     def _take_down(self, node: int, now: float) -> None:
         if self.up[node]:
             self.buckets[self.free[node]].discard(node)
+            self.first[self.free[node]] = _UNKNOWN
+            self.found.clear()
             self.up[node] = False
             self.down_since[node] = now
 
     def _summarise(self, node: int) -> None:
-        jobs = [self.jobs[j] for j in self.node_jobs[node]]
-        self.node_qos[node] = max((QOS_RANK[j.qos] for j in jobs), default=-1)
-        self.node_newest[node] = max((j.start for j in jobs), default=-np.inf)
-        self.node_exempt[node] = any(j.preempted >= MAX_PREEMPTIONS for j in jobs)
-        self.node_cost[node] = sum(j.gpus for j in jobs)
+        qos, newest, exempt, cost = -1, -np.inf, False, 0
+        for raw_id in self.node_jobs[node]:
+            j = self.jobs[raw_id]
+            qos = max(qos, QOS_RANK[j.qos])
+            newest = max(newest, j.start)
+            exempt = exempt or j.preempted >= MAX_PREEMPTIONS
+            cost += j.gpus
+        self.node_qos[node], self.node_newest[node] = qos, newest
+        self.node_exempt[node], self.node_cost[node] = exempt, cost
+
+    def _summarise_with(self, node: int, job: Job) -> None:
+        """_summarise once ``job`` started on ``node``: the other jobs there are as they were at their summary."""
+        self.node_qos[node] = max(self.node_qos[node], QOS_RANK[job.qos])
+        self.node_newest[node] = max(self.node_newest[node], job.start)
+        self.node_exempt[node] = self.node_exempt[node] or job.preempted >= MAX_PREEMPTIONS
+        self.node_cost[node] += job.gpus
 
     def repair(self, node: int) -> None:
         if not self.up[node]:
             self.up[node] = True
             self.buckets[self.free[node]].add(node)
+            self.first[self.free[node]] = _UNKNOWN
+            self.found.clear()
 
     # -- scheduling ------------------------------------------------------------
     def _allowed(self, job: Job, node: int) -> bool:
@@ -88,26 +123,38 @@ class Engine:
 
     def schedule(self, now: float) -> None:
         g = self.cfg.gpus_per_node
-        self.pending_big.sort(key=lambda j: (-j.priority, j.eligible))
+        if not self.big_sorted:  # a stable sort of a sorted list changes nothing
+            self.pending_big.sort(key=lambda j: (-j.priority, j.eligible))
+            self.big_sorted = True
+        idle = self.buckets[g]
         for job in list(self.pending_big):
             if job.eligible > now:
                 continue
-            whole = [n for n in self.buckets[g] if self._allowed(job, n)]
+            # how many idle nodes the job may use (which ones only once it starts: _pick sorts them); the
+            # hosts it excludes only count when they could matter
+            fits = len(idle)
+            may_preempt = now - job.eligible >= 900 and now - job.last_preempt_try >= 600
+            if job.exclude and (fits >= job.nnodes or may_preempt):
+                fits -= self._excluded_in(job, idle)
             freed: list[int] = []
             # preempt only for a job that waited 15 minutes: many big jobs fit as others drain
-            if len(whole) < job.nnodes and now - job.eligible >= 900 and now - job.last_preempt_try >= 600:
+            if fits < job.nnodes and may_preempt:
                 job.last_preempt_try = now
-                freed = self._preempt_for(job, now, job.nnodes - len(whole))
-                whole = [n for n in self.buckets[g] if self._allowed(job, n)]
-            if len(whole) >= job.nnodes:
+                freed = self._preempt_for(job, now, job.nnodes - fits)
+                fits = len(idle) - self._excluded_in(job, idle)
+            if fits >= job.nnodes:
                 self.pending_big.remove(job)
-                chosen = self._pick(job, whole, freed)
+                chosen = self._pick(job, [n for n in idle if self._allowed(job, n)], freed)
                 self.start(job, chosen, now)
-        tries = 0
+        tries, found = 0, self.found
         for job in list(itertools.islice(self.pending_small, 200)):  # backfill window
             if job.eligible > now:
                 continue
-            node = next((n for f in range(job.gpus, g + 1) for n in self.buckets[f] if self._allowed(job, n)), None)
+            # the first node, in the buckets' order, of the first bucket with room (_first_with; its usual answer
+            # inline: this runs for every waiting job after every event)
+            node = found.get(job.gpus, _UNKNOWN)
+            if node is _UNKNOWN or (node is not None and job.exclude):
+                node = self._first_with(job)
             if node is None and job.qos != "low" and tries < 3 and now - job.eligible >= 900 \
                     and now - job.last_preempt_try >= 600:
                 tries += 1
@@ -116,6 +163,31 @@ class Engine:
             if node is not None:
                 self.pending_small.remove(job)
                 self.start(job, [node], now)
+
+    def _excluded_in(self, job: Job, nodes: set[int]) -> int:
+        return sum(1 for h in job.exclude if self.host_index.get(h) in nodes)
+
+    def _first_with(self, job: Job) -> int | None:
+        """What ``next(n for f in range(job.gpus, g + 1) for n in self.buckets[f] if self._allowed(job, n))``
+        finds: the first node with room for any job of that size, unless the job excludes it; then the first
+        it allows from each bucket's first few nodes (one more than a job excludes at most)."""
+        node = self.found.get(job.gpus, _UNKNOWN)
+        if node is _UNKNOWN:
+            node = self.found[job.gpus] = next((head[0] for head in map(self._head, range(job.gpus, len(self.buckets)))
+                                                if head), None)
+        if node is None or not job.exclude or self.cl.hosts[node] not in job.exclude:
+            return node
+        if len(job.exclude) >= HEAD:
+            return next((n for f in range(job.gpus, len(self.buckets)) for n in self.buckets[f]
+                         if self._allowed(job, n)), None)
+        return next((n for f in range(job.gpus, len(self.buckets)) for n in self._head(f)
+                     if self.cl.hosts[n] not in job.exclude), None)
+
+    def _head(self, f: int) -> list[int]:
+        head = self.first[f]
+        if head is _UNKNOWN:
+            head = self.first[f] = list(itertools.islice(self.buckets[f], HEAD))
+        return head
 
     def _pick(self, job: Job, whole: list[int], freed: list[int]) -> list[int]:
         whole = sorted(whole)
@@ -151,14 +223,17 @@ class Engine:
         """A waiting normal job takes GPUs from low-QOS (scavenger) jobs that ran
         two hours: the node where that frees enough GPUs at the least cost."""
         min_run, best = self.cfg.preempt_after_h * 3600, None
-        for node in self.rng.permutation(self.cfg.nodes)[:256]:  # sample: a full scan is too slow at scale
-            if not self.up[node] or not self._allowed(job, node):
+        up, jobs, node_low, free = self.up, self.jobs, self.node_low, self.free
+        for node in self.rng.permutation(self.cfg.nodes)[:256].tolist():  # sample: a full scan is too slow at scale
+            if not node_low[node] or not up[node] or not self._allowed(job, node):
                 continue
-            victims = [self.jobs[j] for j in self.node_jobs[node]
-                       if self.jobs[j].qos == "low" and now - self.jobs[j].start >= min_run and self.jobs[j].preempted < MAX_PREEMPTIONS]
+            victims = [v for v in map(jobs.__getitem__, node_low[node])
+                       if now - v.start >= min_run and v.preempted < MAX_PREEMPTIONS]
+            if not victims:
+                continue
             gain = sum(v.per_node for v in victims)
-            if victims and self.free[node] + gain >= job.gpus and (best is None or gain < best[0]):
-                best = (gain, int(node), victims)
+            if free[node] + gain >= job.gpus and (best is None or gain < best[0]):
+                best = (gain, node, victims)
         if best is None:
             return None
         for victim in sorted(best[2], key=lambda v: v.raw_id):
@@ -172,7 +247,9 @@ class Engine:
         for n in nodes:
             self._set_free(n, self.free[n] - job.per_node)
             self.node_jobs[n].add(job.raw_id)
-            self._summarise(n)
+            if job.qos == "low":
+                self.node_low[n].add(job.raw_id)
+            self._summarise_with(n, job)
         remaining = job.work - job.done
         run, state = min(remaining, job.limit), "COMPLETED"
         if job.outcome in ("fail", "cancel", "oom") and job.outcome_at - job.done < run:
@@ -190,6 +267,7 @@ class Engine:
         for n in job.nodes:
             self._set_free(n, self.free[n] + job.per_node)
             self.node_jobs[n].discard(job.raw_id)
+            self.node_low[n].discard(job.raw_id)
             self._summarise(n)
             ends = self.node_ends[n]
             ends.append(now)
@@ -210,8 +288,8 @@ class Engine:
         job = self.jobs.get(raw_id)
         if job is None or job.token != token:
             return  # this instance already ended (preempted, failed)
-        exit_code = {"FAILED": str(self.rng.choice(["1:0", "1:0", "1:0", "2:0", "0:6", "0:9"])),
-                     "CANCELLED": "0:15", "OUT_OF_MEMORY": "0:125"}.get(state, "0:0")
+        user_exit = pick(self.rng, USER_EXITS)  # drawn whatever the state: the random stream stays as it was
+        exit_code = user_exit if state == "FAILED" else END_EXITS.get(state, "0:0")
         cause = {"FAILED": "user", "OUT_OF_MEMORY": "oom"}.get(state, "none")
         self.rec.job_end_extras(job, now, state)
         if state in ("FAILED", "COMPLETED") and self.rng.random() < 0.03:
@@ -231,7 +309,7 @@ class Engine:
         t = now - float(self.rng.uniform(0, 300))
         down = [n for n in np.flatnonzero(~self.up) if self.down_since[n] < t - 900]
         if down:
-            self.rec.decoy(job, t, self.cl.hosts[int(self.rng.choice(down))], "outside_job")
+            self.rec.decoy(job, t, self.cl.hosts[int(pick(self.rng, down))], "outside_job")
 
     # -- faults ----------------------------------------------------------------
     def fault(self, node: int, now: float, crash_job: int | None = None) -> None:
@@ -256,7 +334,7 @@ class Engine:
                 continue
             state = "NODE_FAIL" if self.rng.random() < cause.node_fail else "FAILED"
             crash_at = self.cfg.by_horizon(now + float(self.rng.uniform(5, 240)))
-            exit_code = "0:0" if state == "NODE_FAIL" else str(self.rng.choice(["1:0", "0:6", "0:9"]))
+            exit_code = "0:0" if state == "NODE_FAIL" else pick(self.rng, FAULT_EXITS)
             if job.requeue and not drained and not job.crash_left and self.rng.random() < 0.5:
                 job.crash_node, job.crash_left, job.crash_cause = node, int(self.rng.integers(3, 12)), cause.id
             elif job.crash_left:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.simulate.cluster import GPU_BUS
+from analysis.simulate.draws import Categorical
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,10 @@ CAUSES = [
 ]
 BY_ID = {c.id: c for c in CAUSES}
 WEIGHTS = np.array([c.weight for c in CAUSES]) / sum(c.weight for c in CAUSES)
+_BY_WEIGHT = Categorical(WEIGHTS)
+_MIXES: dict[tuple[tuple[str, float], ...], Categorical] = {}
+XID_CODES = (48, 63, 64, 94, 95)
+_XID = Categorical([0.35, 0.2, 0.1, 0.15, 0.2])
 
 
 def pick_cause(rng: np.random.Generator, lemon_cause: str | None, mix: tuple[tuple[str, float], ...] = ()) -> Cause:
@@ -43,9 +48,11 @@ def pick_cause(rng: np.random.Generator, lemon_cause: str | None, mix: tuple[tup
     if lemon_cause and rng.random() < 0.7:
         return BY_ID[lemon_cause]
     if mix:
-        w = np.array([dict(mix).get(c.id, 0.0) for c in CAUSES])
-        return CAUSES[int(rng.choice(len(CAUSES), p=w / w.sum()))]
-    return CAUSES[int(rng.choice(len(CAUSES), p=WEIGHTS))]
+        if mix not in _MIXES:
+            w = np.array([dict(mix).get(c.id, 0.0) for c in CAUSES])
+            _MIXES[mix] = Categorical(w / w.sum())
+        return CAUSES[_MIXES[mix].index(rng)]
+    return CAUSES[_BY_WEIGHT.index(rng)]
 
 
 def _gpu(rng) -> tuple[int, str]:
@@ -58,7 +65,7 @@ def kernel_lines(cause: str, rng: np.random.Generator, pid: int) -> list[tuple[f
     g, pci = _gpu(rng)
     xid = f"NVRM: Xid (PCI:{pci}): "
     if cause == "gpu_memory":
-        code = int(rng.choice([48, 63, 64, 94, 95], p=[0.35, 0.2, 0.1, 0.15, 0.2]))
+        code = XID_CODES[_XID.index(rng)]
         text = {48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 2, subpartition 0.",
                 63: "Row Remapper: New row (0x00000000000c1f2e) marked for remapping, reset gpu to activate.",
                 64: "Row Remapper Error: failed to remap row, retirement table full.",

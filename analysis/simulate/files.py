@@ -3,7 +3,6 @@ benchmarks, telemetry, deliberately malformed lines, and the truth tables."""
 from __future__ import annotations
 
 import csv
-from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
@@ -59,8 +58,7 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
     log_lines = _job_logs(cfg, cluster, rec, out)
     malformed = _malformed(rec, out) if cfg.malformed_lines else []
     truth = out / "truth"
-    _csv(truth / "job_instances.csv", ["job_id", "instance", "state", "cause", "cause_host", "fault_time", "start",
-                                        "end", "gpus", "nodes", "eligible", "preempted_by"], rec.instances)
+    rec.close_instances()
     _csv(truth / "nodes.csv", ["host", "rack", "leaf", "port", "is_lemon", "defect"],
          [(h, int(cluster.rack[i]), cluster.leaf[i], cluster.port[i], i in cluster.lemon, cluster.lemon.get(i, ""))
           for i, h in enumerate(cluster.hosts)])
@@ -73,8 +71,7 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
     tele_truth.write_csv(truth / "telemetry_faults.csv")
     _csv(truth / "job_logs.csv", ["job_id", "instance", "variant", "culprit_host", "state"],
          [(c.job_id, c.instance, c.variant, c.culprit or "", c.state) for c in rec.log_cases])
-    states = Counter(row[2] for row in rec.instances)
-    return {"job_instances": len(rec.instances), "states": dict(states), "faults": len(rec.faults),
+    return {"job_instances": rec.instance_count, "states": dict(rec.states), "faults": len(rec.faults),
             "lemons": len(cluster.lemon), "decoys": len(rec.decoys), "malformed_lines": len(malformed),
             "drains": len(rec.drains), "tickets": len(rec.tickets), "job_logs": len(rec.log_cases),
             "job_log_lines": log_lines, **extra}

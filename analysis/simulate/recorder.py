@@ -2,6 +2,9 @@
 logs, health checks, drains, tickets, and the ground truth beside them."""
 from __future__ import annotations
 
+import csv
+import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -11,10 +14,13 @@ from analysis.simulate.cluster import GPU_BUS, Cluster
 from analysis.simulate.joblogs import Case
 from analysis.simulate.stragglers import Candidate
 from analysis.simulate.config import SimConfig
+from analysis.simulate.draws import pick
 from analysis.simulate.workload import Job, submit_line
-from analysis.simulate.writers import (DailyLog, elapsed, health_line, hostlist, iso, journal_line, sacct_header,
-                                       switch_line)
+from analysis.simulate.writers import (DailyLog, elapsed, health_line, health_parts, hostlist, iso, journal_line,
+                                       sacct_header, switch_line)
 
+INSTANCE_COLUMNS = ["job_id", "instance", "state", "cause", "cause_host", "fault_time", "start", "end", "gpus", "nodes",
+                    "eligible", "preempted_by"]
 STEP_STATE = {"PREEMPTED": "CANCELLED", "REQUEUED": "CANCELLED", "TIMEOUT": "CANCELLED",
               "OUT_OF_MEMORY": "OUT_OF_MEMORY", "NODE_FAIL": "CANCELLED"}
 
@@ -26,7 +32,11 @@ class Recorder:
         self.kernel = DailyLog(out / "kernel", "kern-{date}.log", self.t0)
         self.switch = DailyLog(out / "switch", "switches-{date}.log", self.t0)
         self.health = DailyLog(out / "health", "health-{date}.jsonl", self.t0)
-        self.instances: list[tuple] = []
+        # truth/job_instances.csv, written as the days are flushed: a year at 2,000 nodes has millions of rows
+        self.instances: list[tuple] = []  # rows not written yet
+        self.instance_count = 0
+        self.states: Counter[str] = Counter()  # instances by state, in order of first appearance
+        self._instances_file = None
         self.decoys: list[tuple] = []
         self.drains: list[tuple] = []
         self.tickets: list[tuple] = []
@@ -40,6 +50,9 @@ class Recorder:
         self.link_bursts: dict[str, list[float]] = {}  # host -> times of silent link faults (port counters)
         self.log_cases: list[Case] = []
         self.step_candidates: list[Candidate] = []  # multi-node instances that ended (stragglers.py)
+        self._noise = F.NOISE.tolist()
+        self._leaves = sorted(set(cluster.leaf))
+        self._host_json = [json.dumps(h) for h in cluster.hosts]
 
     # -- Slurm accounting --------------------------------------------------------
     def _ts(self, t: float) -> str:
@@ -50,32 +63,35 @@ class Recorder:
         started = job.start >= 0
         hosts = [self.cl.hosts[n] for n in job.nodes]
         nodelist = hostlist(hosts) if hosts else "None assigned"
-        run = ((end if end is not None else self.cfg.days * 86400.0) - job.start) if started else 0.0
+        run = elapsed(((end if end is not None else self.cfg.days * 86400.0) - job.start) if started else 0.0)
         end_s = self._ts(end) if end is not None and (started or state == "CANCELLED") else "Unknown"
+        start_s = self._ts(job.start) if started else "Unknown"
+        eligible_s = self._ts(job.eligible)
         tres = f"billing={job.gpus * 12},cpu={job.nnodes * 96},gres/gpu={job.gpus},mem={job.nnodes * 1800}G,node={job.nnodes}"
-        row = [job.job_id, str(job.raw_id), job.name, job.user, job.account, "learn", job.qos, str(job.priority),
-               state, exit_code, "None" if started else "Priority", self._ts(job.submit), self._ts(job.eligible),
-               self._ts(job.start) if started else "Unknown", end_s, elapsed(run), str(job.nnodes), tres,
-               nodelist, str(job.instance), submit_line(job, self.cfg)]
-        lines = ["|".join(row)]
+        lead = f"{self.cfg.cluster}|" if self.cfg.cluster else ""  # sacct prints Cluster on every row, steps too
+        lines = [f"{lead}{job.job_id}|{job.raw_id}|{job.name}|{job.user}|{job.account}|learn|{job.qos}|{job.priority}|"
+                 f"{state}|{exit_code}|{'None' if started else 'Priority'}|{self._ts(job.submit)}|"
+                 f"{eligible_s}|{start_s}|{end_s}|{run}|{job.nnodes}|{tres}|{nodelist}|{job.instance}|"
+                 f"{submit_line(job, self.cfg)}"]
         if started:
             step_state = STEP_STATE.get(state, state)
-            step_end = end_s
+            times = f"{start_s}|{start_s}|{start_s}|{end_s}|{run}"
             for step, name, nodes in (("batch", "batch", hosts[:1]), ("extern", "extern", hosts), ("0", "python", hosts)):
-                node_tres = f"cpu={96 * len(nodes)},gres/gpu={job.per_node * len(nodes)},mem={1800 * len(nodes)}G,node={len(nodes)}"
+                k = len(nodes)
+                node_tres = f"cpu={96 * k},gres/gpu={job.per_node * k},mem={1800 * k}G,node={k}"
                 st = "COMPLETED" if step == "extern" and state != "NODE_FAIL" else step_state
-                lines.append("|".join([f"{job.job_id}.{step}", f"{job.raw_id}.{step}", name, "", "", "", "", "", st,
-                                       exit_code if step != "extern" else "0:0", "", self._ts(job.start),
-                                       self._ts(job.start), self._ts(job.start), step_end, elapsed(run),
-                                       str(len(nodes)), node_tres, hostlist(nodes), "", ""]))
+                # one host prints as itself; all of them as the job's node list
+                names = nodes[0] if k == 1 else nodelist
+                lines.append(f"{lead}{job.job_id}.{step}|{job.raw_id}.{step}|{name}||||||{st}|"
+                             f"{exit_code if step != 'extern' else '0:0'}||{times}|{k}|{node_tres}|{names}||")
         when = end if end is not None else self.cfg.days * 86400 - 1
-        lead = f"{self.cfg.cluster}|" if self.cfg.cluster else ""  # sacct prints Cluster on every row, steps too
-        for line in lines:
-            self.sacct.add(when, lead + line)
+        self.sacct.add(when, "\n".join(lines))  # one entry: a stable sort kept the job's rows together anyway
+        self.instance_count += 1
+        self.states[state] += 1
         self.instances.append((job.job_id, job.instance, state, cause, cause_host,
-                               self._ts(fault_time) if fault_time is not None else "", self._ts(job.start) if started else "",
-                               self._ts(end) if end is not None and started else "", job.gpus, job.nnodes,
-                               self._ts(job.eligible), preempted_by or ""))
+                               self._ts(fault_time) if fault_time is not None else "", start_s if started else "",
+                               end_s if end is not None and started else "", job.gpus, job.nnodes,
+                               eligible_s, preempted_by or ""))
         self._log_case(job, end, state, cause, cause_host, fault_time, hosts)
         if self.cfg.straggler_jobs > 0 and started and end is not None and job.nnodes > 1:
             self.step_candidates.append(Candidate(job.job_id, job.instance, sorted(hosts), job.per_node, job.start, end,
@@ -136,7 +152,7 @@ class Recorder:
         pid = int(self.rng.integers(1000, 4_000_000))
         pci = f"0000:{GPU_BUS[int(self.rng.integers(0, 8))]}:00"
         if state == "FAILED" and self.rng.random() < 0.15:
-            msg = str(self.rng.choice(F.USER_FAULT)).format(pci=pci, pid=pid)
+            msg = pick(self.rng, F.USER_FAULT).format(pci=pci, pid=pid)
             t = now - float(self.rng.uniform(1, 30))
             self.kernel.add(t, journal_line(self.t0, t, host, msg))
         if state == "OUT_OF_MEMORY":
@@ -187,23 +203,41 @@ class Recorder:
         """Benign noise and the daily health sweep for one day."""
         base = day * 86400
         counts = self.rng.poisson(2.0, self.cfg.nodes)
-        for node in np.flatnonzero(counts):
-            host = self.cl.hosts[node]
-            for t, k in zip(self.rng.uniform(0, 86400, counts[node]), self.rng.integers(0, len(F.NOISE), counts[node])):
-                self.kernel.add(base + t, journal_line(self.t0, base + t, host, str(F.NOISE[k])))
-        for leaf in sorted(set(self.cl.leaf)):
+        noise = self._noise
+        for node in np.flatnonzero(counts).tolist():
+            host, c = self.cl.hosts[node], counts[node]
+            for t, k in zip(self.rng.uniform(0, 86400, c).tolist(), self.rng.integers(0, len(noise), c).tolist()):
+                self.kernel.add(base + t, journal_line(self.t0, base + t, host, noise[k]))
+        for leaf in self._leaves:
             t = base + float(self.rng.uniform(0, 86400))
             self.switch.add(t, f"{iso(self.t0, t, micro=True)}+00:00 {leaf} sshd[4121]: Accepted publickey for cumulus from 10.0.0.5 port 51122 ssh2")
         added = self.cfg.health_check_added_day if self.cfg.health_check_added_day >= 0 else self.cfg.days // 2
         t = base + 6 * 3600
-        for node in np.flatnonzero(up):
-            host = self.cl.hosts[node]
-            self.health.add(t, health_line(self.t0, t, host, "gpu_count", "ok", "8 GPUs present"))
+        # the sweep's lines differ only in the host
+        (head, count), ok, bad = (health_parts(self.t0, t, *check) for check in (
+            ("gpu_count", "ok", "8 GPUs present"), ("gpu_row_remap", "ok", "no pending row remaps"),
+            ("gpu_row_remap", "warning", "GPU3: 2 rows pending remap")))
+        for node in np.flatnonzero(up).tolist():
+            host = self._host_json[node]
+            self.health.add(t, head + host + count)
             if day >= added:  # a check added mid-period sees a failure mode that was already there
-                bad = self.cl.lemon.get(int(node)) == "gpu"
-                self.health.add(t, health_line(self.t0, t, host, "gpu_row_remap", "warning" if bad else "ok",
-                                               "GPU3: 2 rows pending remap" if bad else "no pending row remaps"))
+                self.health.add(t, head + host + (bad if self.cl.lemon.get(node) == "gpu" else ok)[1])
 
     def flush(self, now: float | None = None) -> None:
         for log in (self.sacct, self.kernel, self.switch, self.health):
             log.flush(now)
+        self._write_instances()
+
+    def _write_instances(self) -> None:
+        if self._instances_file is None:
+            (self.out / "truth").mkdir(parents=True, exist_ok=True)
+            self._instances_file = (self.out / "truth" / "job_instances.csv").open("w", newline="")
+            self._instances_csv = csv.writer(self._instances_file)
+            self._instances_csv.writerow(INSTANCE_COLUMNS)
+        self._instances_csv.writerows(self.instances)
+        self.instances.clear()
+
+    def close_instances(self) -> None:
+        """Write the instances still held and close truth/job_instances.csv."""
+        self._write_instances()
+        self._instances_file.close()

@@ -15,7 +15,7 @@ from analysis.simulate.cluster import build_cluster
 from analysis.simulate.config import SimConfig
 from analysis.simulate.engine import END, FAULT, MAINT, REPAIR, SUBMIT, Engine
 from analysis.simulate.recorder import Recorder
-from analysis.simulate.workload import arrival_rate_per_s, make_users, new_job
+from analysis.simulate.workload import JobMaker, arrival_rate_per_s, make_users
 
 
 def simulate(cfg: SimConfig, out: Path, progress: Callable[[str], None] | None = None) -> dict:
@@ -32,6 +32,7 @@ def simulate(cfg: SimConfig, out: Path, progress: Callable[[str], None] | None =
     users = make_users(max(8, cfg.nodes // 8))
     weights = 1.0 / np.arange(1, len(users) + 1) ** 0.8
     weights /= weights.sum()
+    new_job = JobMaker(cfg, users, weights)
     rate = arrival_rate_per_s(cfg)
     # the fleet-wide rate stays cfg.failure_rate whatever share of it the lemons take
     share = len(cluster.lemon) / cfg.nodes
@@ -50,10 +51,10 @@ def simulate(cfg: SimConfig, out: Path, progress: Callable[[str], None] | None =
             _new_day(eng, rec, rng, day)
             rec.flush(day * 86400)
             if progress and day % 5 == 0:
-                progress(f"day {day}/{cfg.days}: {len(rec.instances):,} job instances, {len(eng.jobs):,} in the system")
+                progress(f"day {day}/{cfg.days}: {rec.instance_count:,} job instances, {len(eng.jobs):,} in the system")
             day += 1
         if kind == SUBMIT:
-            for job in _arrivals(cfg, rng, next_raw, t, users, weights, rec.excluded):
+            for job in _arrivals(cfg, rng, new_job, next_raw, t, rec.excluded):
                 eng.submit(job, t)
                 next_raw = max(next_raw, job.raw_id + 1)
             boost = 1.0 if eng.waiting(t) else cfg.fill_boost  # an empty queue draws submissions
@@ -94,14 +95,14 @@ def _new_day(eng: Engine, rec: Recorder, rng: np.random.Generator, day: int) -> 
         eng.push(now, MAINT, (int(node), now + float(rng.uniform(2, 8)) * 3600))
 
 
-def _arrivals(cfg, rng, next_raw, t, users, weights, excluded):
+def _arrivals(cfg, rng, new_job: JobMaker, next_raw, t, excluded):
     """One submission: a job, or now and then an array of small tasks."""
-    job = new_job(cfg, rng, next_raw, t, users, weights, excluded)
+    job = new_job(rng, next_raw, t, excluded)
     if job.gpus >= cfg.gpus_per_node or rng.random() > 0.03:
         return [job]
     tasks = []
     for k in range(int(rng.integers(3, 9))):
-        task = new_job(cfg, rng, next_raw + k, t, users, weights, excluded)
+        task = new_job(rng, next_raw + k, t, excluded)
         task.gpus, task.per_node, task.nnodes, task.user, task.name = job.gpus, job.per_node, 1, job.user, "sweep"
         task.job_id = f"{next_raw}_{k}"
         tasks.append(task)

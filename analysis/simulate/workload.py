@@ -7,13 +7,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.simulate.config import SimConfig
+from analysis.simulate.draws import Categorical, pick
 
 NAMES_SMALL = ("eval", "sweep", "finetune", "notebook", "preprocess", "ablation", "probe", "tokenize")
 NAMES_BIG = ("llm-pretrain", "mm-pretrain", "vision-pretrain", "speech-pretrain", "moe-pretrain")
+PRIORITY = {"high": 90000, "normal": 50000, "low": 10000}
 ACCOUNTS = ("llm", "vision", "speech", "rl", "infra", "nlp", "mm", "robotics")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # one job is one object: queues remove it by identity, not field by field
 class Job:
     raw_id: int  # JobIDRaw
     job_id: str  # JobID as sacct prints it (array tasks: base_task)
@@ -69,34 +71,49 @@ def make_users(n: int) -> list[tuple[str, int, str]]:
     return [(f"user{i:03d}", 20000 + i, ACCOUNTS[i % len(ACCOUNTS)]) for i in range(n)]
 
 
-def new_job(cfg: SimConfig, rng: np.random.Generator, raw_id: int, now: float, users, weights,
-            excluded: dict[str, list[str]]) -> Job:
-    sizes, probs = np.array(cfg.sizes), np.array(cfg.size_probs) / sum(cfg.size_probs)
-    gpus = int(rng.choice(sizes, p=probs))
-    gpus = min(gpus, max_gpus(cfg))
-    user, uid, account = users[int(rng.choice(len(users), p=weights))]
-    hours = float(median_hours(cfg, np.array([gpus]))[0] * math.exp(rng.normal(0, 1.0)))
-    work = max(60.0, hours * 3600)
-    big = gpus >= 128
-    qos = "high" if big else ("low" if rng.random() < 0.35 else "normal")
-    priority = {"high": 90000, "normal": 50000, "low": 10000}[qos] + gpus * 10
-    u = rng.random()
-    outcome = ("fail" if u < cfg.user_fail else "cancel" if u < cfg.user_fail + cfg.cancel
-               else "timeout" if u < cfg.user_fail + cfg.cancel + cfg.timeout
-               else "oom" if u < cfg.user_fail + cfg.cancel + cfg.timeout + cfg.oom else "complete")
-    max_s = cfg.max_days * 86400
-    limit = min(max_s, math.ceil(work * rng.uniform(1.3, 3.0) / 3600) * 3600)
-    if outcome == "timeout":
-        limit = min(max_s, max(3600.0, math.floor(work * rng.uniform(0.4, 0.9) / 3600) * 3600))
-        work = max(work, limit + 600)
-    elif work > max_s:
-        outcome = "timeout"  # longer than the 7-day lifetime: Slurm ends it
-    outcome_at = work * (rng.beta(0.6, 2.0) if outcome == "fail" else rng.uniform(0.05, 0.95))
-    name = str(rng.choice(NAMES_BIG if gpus >= 64 else NAMES_SMALL))
-    return Job(raw_id=raw_id, job_id=str(raw_id), user=user, uid=uid, account=account, qos=qos, name=name,
-               gpus=gpus, nnodes=max(1, gpus // cfg.gpus_per_node), per_node=min(gpus, cfg.gpus_per_node),
-               priority=priority, submit=now, work=work, limit=limit, outcome=outcome, outcome_at=outcome_at,
-               exclude=tuple(excluded.get(user, ())), requeue=big, eligible=now)
+class JobMaker:
+    """New jobs for ``cfg``: who submits them (``users`` by ``weights``), their size, length and outcome. The
+    distributions are set up once; each job takes the same draws in the same order as ever."""
+
+    def __init__(self, cfg: SimConfig, users, weights):
+        self.cfg, self.users = cfg, users
+        self.sizes = [int(s) for s in cfg.sizes]
+        self.size_p = Categorical(np.array(cfg.size_probs) / sum(cfg.size_probs))
+        self.user_p = Categorical(weights)
+        self.max_gpus = max_gpus(cfg)
+        self.median: dict[int, float] = {}  # GPUs -> median hours, as median_hours computes it
+        # the outcome's cumulative shares, summed in the order they always were
+        self.cuts = (cfg.user_fail, cfg.user_fail + cfg.cancel, cfg.user_fail + cfg.cancel + cfg.timeout,
+                     cfg.user_fail + cfg.cancel + cfg.timeout + cfg.oom)
+
+    def __call__(self, rng: np.random.Generator, raw_id: int, now: float, excluded: dict[str, list[str]]) -> Job:
+        cfg = self.cfg
+        gpus = min(self.sizes[self.size_p.index(rng)], self.max_gpus)
+        user, uid, account = self.users[self.user_p.index(rng)]
+        median = self.median.get(gpus)
+        if median is None:
+            median = self.median[gpus] = float(median_hours(cfg, np.array([gpus]))[0])
+        hours = median * math.exp(rng.normal(0, 1.0))
+        work = max(60.0, hours * 3600)
+        big = gpus >= 128
+        qos = "high" if big else ("low" if rng.random() < 0.35 else "normal")
+        priority = PRIORITY[qos] + gpus * 10
+        u, (fail, cancel, timeout, oom) = rng.random(), self.cuts
+        outcome = ("fail" if u < fail else "cancel" if u < cancel else "timeout" if u < timeout
+                   else "oom" if u < oom else "complete")
+        max_s = cfg.max_days * 86400
+        limit = min(max_s, math.ceil(work * rng.uniform(1.3, 3.0) / 3600) * 3600)
+        if outcome == "timeout":
+            limit = min(max_s, max(3600.0, math.floor(work * rng.uniform(0.4, 0.9) / 3600) * 3600))
+            work = max(work, limit + 600)
+        elif work > max_s:
+            outcome = "timeout"  # longer than the 7-day lifetime: Slurm ends it
+        outcome_at = work * (rng.beta(0.6, 2.0) if outcome == "fail" else rng.uniform(0.05, 0.95))
+        name = pick(rng, NAMES_BIG if gpus >= 64 else NAMES_SMALL)
+        return Job(raw_id=raw_id, job_id=str(raw_id), user=user, uid=uid, account=account, qos=qos, name=name,
+                   gpus=gpus, nnodes=max(1, gpus // cfg.gpus_per_node), per_node=min(gpus, cfg.gpus_per_node),
+                   priority=priority, submit=now, work=work, limit=limit, outcome=outcome, outcome_at=outcome_at,
+                   exclude=tuple(excluded.get(user, ())), requeue=big, eligible=now)
 
 
 def submit_line(job: Job, cfg: SimConfig) -> str:

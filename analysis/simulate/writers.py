@@ -51,6 +51,8 @@ class DailyLog:
 
 def iso(start: datetime, t: float, micro: bool = False) -> str:
     stamp = start + timedelta(seconds=t)
+    if stamp.tzinfo is None and stamp.year >= 1000:  # then isoformat prints what strftime did, in half the time
+        return stamp.isoformat(timespec="microseconds" if micro else "seconds")
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.%f" if micro else "%Y-%m-%dT%H:%M:%S")
 
 
@@ -68,6 +70,13 @@ def switch_line(start: datetime, t: float, switch: str, port: str, state: str) -
 def health_line(start: datetime, t: float, host: str, check: str, severity: str, message: str) -> str:
     return json.dumps({"time": iso(start, t) + "Z", "host": host, "check": check,
                        "severity": severity, "message": message})
+
+
+def health_parts(start: datetime, t: float, check: str, severity: str, message: str) -> tuple[str, str]:
+    """``health_line(start, t, host, ...) == before + json.dumps(host) + after``: a sweep's lines for many hosts."""
+    before = f'{{"time": {json.dumps(iso(start, t) + "Z")}, "host": '
+    after = f', "check": {json.dumps(check)}, "severity": {json.dumps(severity)}, "message": {json.dumps(message)}}}'
+    return before, after
 
 
 def elapsed(seconds: float) -> str:
