@@ -44,9 +44,11 @@ WITH history AS (
     FROM parts
 ), tickets_in AS (
     -- the first ticket opened for the outage
-    SELECT p.outage_id, arg_min(t.ticket_id, t.opened) AS ticket_id, min(t.opened) AS opened,
-           arg_min(t.closed, t.opened) AS closed, arg_min(t.component, t.opened) AS ticket_component,
-           arg_min(t.resolution, t.opened) AS resolution
+    -- (ties on the time broken by the ticket id: the same input gives the same steps, run after run)
+    SELECT p.outage_id, arg_min(t.ticket_id, (t.opened, t.ticket_id)) AS ticket_id, min(t.opened) AS opened,
+           arg_min(t.closed, (t.opened, t.ticket_id)) AS closed,
+           arg_min(t.component, (t.opened, t.ticket_id)) AS ticket_component,
+           arg_min(t.resolution, (t.opened, t.ticket_id)) AS resolution
     FROM parts p JOIN tickets t ON t.host = p.host AND t.opened >= p.time_start - INTERVAL 2 DAY
                               AND t.opened < p.until AND t.opened < $as_of
     GROUP BY p.outage_id
@@ -62,7 +64,7 @@ WITH history AS (
     -- validation results: a benchmark run as a whole, a health check one by one
     SELECT host, min(run_time) AS step_time, NOT bool_or(verdict = 'fail') AS passed, 'benchmark' AS source,
            'validation run ' || run_id || CASE WHEN bool_or(verdict = 'fail')
-               THEN ' failed: ' || array_to_string(list(DISTINCT benchmark || '/' || metric) FILTER (WHERE verdict = 'fail')[1:3], ', ')
+               THEN ' failed: ' || array_to_string(list(DISTINCT benchmark || '/' || metric ORDER BY benchmark || '/' || metric) FILTER (WHERE verdict = 'fail')[1:3], ', ')
                ELSE ' passed (' || count(DISTINCT benchmark) || ' benchmark' || CASE WHEN count(DISTINCT benchmark) = 1 THEN '' ELSE 's' END || ')' END AS evidence
     FROM benchmark_verdicts WHERE run_time < $as_of GROUP BY host, run_id
     UNION ALL
@@ -104,7 +106,7 @@ WITH history AS (
     FROM counted WHERE n >= $escalate_drains AND component <> 'Unknown'
 ), resumed AS (
     SELECT p.host, p.time_end AS step_time, 'resumed' AS state, 'slurm' AS source, p.outage_id, p.cause,
-           'back in service' || coalesce(' after ' || (SELECT arg_max(v.evidence, v.step_time) FROM validated v
+           'back in service' || coalesce(' after ' || (SELECT arg_max(v.evidence, (v.step_time, v.evidence)) FROM validated v
                                                        WHERE v.outage_id = p.outage_id AND v.state = 'validated'),
                                          ' without a validation result') AS evidence
     FROM parts p WHERE p.time_end IS NOT NULL
