@@ -3,12 +3,14 @@ failures to causes and hosts, chain job runs, group node incidents. All set
 operations run in DuckDB (sql/derive/); this module wires them up."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import duckdb
 import polars as pl
 
 from analysis import sql
+from analysis.derive import marks
 from analysis.derive.taxonomy import Taxonomy
 from analysis.settings import RunsConfig
 
@@ -78,10 +80,31 @@ def attribute_failures(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> di
             "failures": sql.scalar(con, "derive/count_primary_attributions")}
 
 
+RUN_STATEMENTS = ("derive/stage_job_run_inputs", "derive/stage_job_run_scope", "derive/stage_job_run_scope_all",
+                  "derive/build_job_runs", "derive/store_job_runs", "derive/replace_job_runs")
+
+
 def build_job_runs(con: duckdb.DuckDBPyConnection, gap_s: int = RunsConfig.run_gap_s,
                    crash_loop_min: int = RunsConfig.crash_loop_min) -> int:
-    sql.run_steps(con, [("derive/build_job_runs", {"gap_s": gap_s, "crash_loop_min": crash_loop_min})])
+    """job_runs. When the table holds a build of these statements with these settings (its mark in
+    derived_marks), only the (user, job name, size) groups whose jobs changed are chained again
+    (sql/derive/stage_job_run_scope.sql); otherwise every job. Either way the table is the same."""
+    params = {"gap_s": gap_s, "crash_loop_min": crash_loop_min}
+    mark = runs_mark(params)
+    extend = sql.table_exists(con, "job_runs") and sql.query(con, "ops/derived_mark_get", {"step": mark}).height > 0
+    scope, store = (("derive/stage_job_run_scope", "derive/store_job_runs") if extend else
+                    ("derive/stage_job_run_scope_all", "derive/replace_job_runs"))
+    sql.run_steps(con, [("derive/stage_job_run_inputs", None), (scope, None), ("derive/build_job_runs", params),
+                        (store, None), ("derive/forget_job_runs_marks", None),
+                        marks.record(mark, marks.Mark(0, None))])
     return sql.count(con, "job_runs")
+
+
+def runs_mark(params: dict) -> str:
+    """The derived_marks step of a job_runs build: the digest of its statements and settings, so that a build
+    by other code or settings is never extended (the whole table is chained again)."""
+    text = "\n".join(sql.load(name) for name in RUN_STATEMENTS) + repr(sorted(params.items()))
+    return "job_runs " + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def build_node_incidents(con: duckdb.DuckDBPyConnection, gap_s: int = RunsConfig.incident_gap_s) -> int:
