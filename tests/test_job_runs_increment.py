@@ -54,13 +54,36 @@ def test_edited_jobs_give_the_table_of_a_build_from_scratch(built):
     for edit in EDITS:
         built.execute(edit)
     touched = _scope(built)
-    assert 0 < touched < total / 2, (touched, total)  # the groups of the edited jobs, not the whole table
+    assert 0 < touched < total, (touched, total)  # the ends of the edited jobs' groups, not the whole table
     attribution.build_job_runs(built)
     extended = built.sql("SELECT * FROM job_runs").pl()
     assert extended.filter(extended["job_name"] == "renamed").height  # the renamed jobs moved group
     sql.run(built, "derive/forget_job_runs_marks")  # the next build starts from scratch
     attribution.build_job_runs(built)
     assert _differ(built, extended) == (0, 0) and extended.height == sql.count(built, "job_runs")
+
+
+# a nightly's new job: the next of the busiest group (user, job name, size), a day after its last job started
+APPEND = """
+INSERT INTO jobs BY NAME
+SELECT * REPLACE ('new-' || job_id AS job_id, submit_time + INTERVAL 1 DAY AS submit_time,
+                  start_time + INTERVAL 1 DAY AS start_time, end_time + INTERVAL 1 DAY AS end_time)
+FROM jobs WHERE job_id = (SELECT arg_max(job_id, start_time) FROM job_runs WHERE (user_name, job_name, n_gpus) =
+                          (SELECT (user_name, job_name, n_gpus) FROM job_runs GROUP BY ALL ORDER BY count(*) DESC LIMIT 1))
+"""
+
+
+def test_a_new_job_chains_again_only_the_end_of_its_group(built):
+    biggest = built.execute("SELECT count(DISTINCT job_id) FROM job_runs GROUP BY user_name, job_name, n_gpus "
+                            "ORDER BY 1 DESC LIMIT 1").fetchall()[0][0]
+    built.execute(APPEND)
+    touched = _scope(built)
+    assert 0 < touched < biggest, (touched, biggest)  # its run's jobs and itself, not its whole group
+    attribution.build_job_runs(built)
+    extended = built.sql("SELECT * FROM job_runs").pl()
+    sql.run(built, "derive/forget_job_runs_marks")
+    attribution.build_job_runs(built)
+    assert _differ(built, extended) == (0, 0) and extended.filter(extended["job_id"].str.starts_with("new-")).height
 
 
 def test_other_settings_rebuild_from_scratch(built):
