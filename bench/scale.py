@@ -49,7 +49,8 @@ SLOW_STEP = re.compile(r"^\s+(\S+) (done|FAILED) after ([\d.]+) s")  # the runne
 
 
 def run(source: Path, db: Path, out: Path, log: Path, every_step: bool = False) -> tuple[float, float, float]:
-    seconds, cpu, rss, code = child([*(EVERY_STEP if every_step else GOODPUT), "run", "--source", str(source), "--db", str(db), "--out", str(out)],
+    seconds, cpu, rss, code = child([*(EVERY_STEP if every_step else GOODPUT), "run", "--source", str(source),
+                                     "--db", str(db), "--out", str(out)],
                                     log)
     text = log.read_text().splitlines()
     steps = sorted(((float(m.group(3)), m.group(1)) for line in text if (m := SLOW_STEP.match(line))), reverse=True)

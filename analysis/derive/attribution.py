@@ -70,10 +70,12 @@ def attribution_mark(window: dict) -> str:
 
 
 CLASSIFY_STATEMENTS = ("derive/stage_classified_event_days", "derive/classify_since", "derive/classify_straddles",
-                       "derive/stage_classified_events",
-                       "derive/match_rule_message", "derive/stage_reason_texts", "derive/store_operator_reasons",
-                       "derive/build_classified_events", "derive/store_classified_events",
-                       "derive/replace_classified_events")
+                       "derive/store_taxonomy_rules", "derive/store_taxonomy_causes", "derive/stage_classified_events",
+                       "derive/match_rule_message", "derive/stage_reason_texts", "derive/reason_words_macro",
+                       "derive/reason_texts_of", "derive/match_reason_text", "derive/reason_winners",
+                       "derive/store_operator_reasons", "derive/build_classified_events",
+                       "derive/store_classified_events", "derive/replace_classified_events",
+                       "schema/warehouse")  # its macro operator_text decides which texts the reason rules read
 
 
 def classify_mark(rules: pl.DataFrame, causes: pl.DataFrame) -> str:
@@ -157,8 +159,9 @@ RUN_STATEMENTS = ("derive/stage_job_run_inputs", "derive/stage_job_run_scope", "
 def build_job_runs(con: duckdb.DuckDBPyConnection, gap_s: int = RunsConfig.run_gap_s,
                    crash_loop_min: int = RunsConfig.crash_loop_min) -> int:
     """job_runs. When the table holds a build of these statements with these settings (its mark in
-    derived_marks), only the (user, job name, size) groups whose jobs changed are chained again
-    (sql/derive/stage_job_run_scope.sql); otherwise every job. Either way the table is the same."""
+    derived_marks), only the end of each (user, job name, size) group whose jobs changed is chained again, from the
+    run before the first changed job (sql/derive/stage_job_run_scope.sql); otherwise every job. Either way the
+    table is the same."""
     params = {"gap_s": gap_s, "crash_loop_min": crash_loop_min}
     mark = runs_mark(params)
     extend = sql.table_exists(con, "job_runs") and sql.query(con, "ops/derived_mark_get", {"step": mark}).height > 0

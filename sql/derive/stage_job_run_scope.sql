@@ -10,13 +10,14 @@ WITH now_jobs AS (
     -- each job's key, place and a digest of its instances' rows (changed: the digests or counts differ)
     SELECT job_id, arg_min(user_name, instance) AS user_name, arg_min(job_name, instance) AS job_name,
            arg_min(n_gpus, instance) AS n_gpus, {'t': min(start_time), 'j': job_id} AS pos, count(*) AS n,
-           sum(hash(instance, user_name, job_name, n_gpus, state, submit_time, start_time, end_time, failure))::HUGEINT AS d
+           sum(hash(instance, user_name, job_name, n_gpus, state, submit_time, start_time, end_time,
+                    failure))::HUGEINT AS d
     FROM job_run_inputs GROUP BY job_id
 ), kept_jobs AS (
     SELECT job_id, arg_min(user_name, instance) AS user_name, arg_min(job_name, instance) AS job_name,
            arg_min(n_gpus, instance) AS n_gpus, {'t': min(start_time), 'j': job_id} AS pos, count(*) AS n,
-           sum(hash(instance, user_name, job_name, n_gpus, state, submit_time, start_time, end_time, failure))::HUGEINT AS d,
-           any_value(run_id) AS run_id
+           sum(hash(instance, user_name, job_name, n_gpus, state, submit_time, start_time, end_time,
+                    failure))::HUGEINT AS d, any_value(run_id) AS run_id
     FROM job_runs GROUP BY job_id
 ), changed AS (
     SELECT coalesce(a.job_id, b.job_id) AS job_id FROM now_jobs a FULL JOIN kept_jobs b ON a.job_id = b.job_id
