@@ -27,7 +27,7 @@ OLD_JOB = ("UPDATE jobs SET state = 'NODE_FAIL' WHERE (job_id, instance) IN (SEL
 def built(tmp_path, rsc1_256x20):
     _, shared, _ = rsc1_256x20
     con = warehouse.connect(private_warehouse(shared, tmp_path))
-    _build(con)  # marked by this code (the shared build may come from a cache of older code)
+    _build(con)  # their marks are this code's: the builds below extend the tables
     yield con
     con.close()
 

@@ -22,7 +22,7 @@ EDITS = ("UPDATE jobs SET state = 'FAILED' WHERE job_id IN (SELECT job_id FROM j
 def built(tmp_path, rsc1_256x20):
     _, shared, _ = rsc1_256x20
     con = warehouse.connect(private_warehouse(shared, tmp_path))
-    attribution.build_job_runs(con)  # marked by this code (the shared build may come from a cache of older code)
+    attribution.build_job_runs(con)  # its mark is this code's: the builds below extend the table
     yield con
     con.close()
 
