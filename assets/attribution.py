@@ -17,7 +17,7 @@ BUILDS = {"classified_events": lambda con, s: attribution.classify_events(con, s
 @asset(deps=["node_events"], group_name="attribution",
        description="Node events explained by a taxonomy rule (cause, domain, severity, priority).",
        metadata=writes("classified_events", "taxonomy_rules", "taxonomy_causes", "operator_reasons",
-                       "unclassified_reasons"))
+                       "unclassified_reasons", "classified_event_days"))
 @unless_unchanged
 def classified_events(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:
@@ -28,7 +28,7 @@ def classified_events(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> Materia
 @asset(deps=["jobs", "classified_events"], group_name="attribution",
        description="Every event in each failed job's window, and the primary cause (Aegis order).",
        metadata=writes("failure_attribution", "job_failure_causes", "maintenance_requeues", "failure_rates_by_cause",
-                       "job_status_breakdown"))
+                       "job_status_breakdown", "attributed_days"))
 @unless_unchanged
 def failure_attribution(warehouse: Warehouse, taxonomy: TaxonomyConfig) -> MaterializeResult:
     with warehouse.connect() as con:

@@ -3,7 +3,8 @@
     cp /tmp/gs330/warehouse.duckdb /tmp/me/w.duckdb
     python bench/derived_steps.py /tmp/me/w.duckdb [STEP ...] [--increment-after TIMESTAMP]
 
-Each step is built from scratch (job_log_events too: its mark is dropped first). With --increment-after,
+Each step is built from scratch (job_log_events, classified_events, failure_attribution and job_runs too: their
+marks are dropped first). With --increment-after,
 job_log_events is timed as the nightly after that ingest time builds it: its mark set to the files
 ingested up to then, and the jobs the later sacct dumps name taken as changed (out of job_log_jobs)."""
 from __future__ import annotations
@@ -26,6 +27,10 @@ STEPS = {"job_log_events": joblogs.build_events,
          "failure_attribution": lambda con: attribution.attribute_failures(con, load()),
          "job_runs": attribution.build_job_runs,
          "job_run_ettr": lambda con: metrics.build_run_ettr(con, metrics.MetricsConfig())}
+
+
+FORGET = {"classified_events": "derive/forget_classify_marks", "failure_attribution": "derive/forget_attribution_marks",
+          "job_runs": "derive/forget_job_runs_marks"}
 
 
 def cpu() -> float:
@@ -51,6 +56,8 @@ def main() -> None:
     for name in args.steps:
         if name == "job_log_events":
             sql.run(con, "ops/derived_mark_forget", {"step": joblogs.STEP})
+        if name in FORGET:  # the steps that extend their tables when their mark says they may: from scratch
+            sql.run(con, FORGET[name])
         timed(con, name, STEPS[name])
     if args.increment_after:
         sql.run(con, "ops/bench_derived_mark_as_of", {"step": joblogs.STEP, "sources": joblogs.SOURCES,

@@ -30,6 +30,9 @@ sys.path.insert(0, str(REPO))
 from analysis.simulate.increment import add_held_out, data_files, hold_out_last_day  # noqa: E402
 
 GOODPUT = [sys.executable, "-m", "pipelines.cli"]
+# the same command, with every step's time logged (the runner tells only the steps over SLOW_S)
+EVERY_STEP = [sys.executable, "-c", "import sys; import pipelines.runner as r; r.SLOW_S = 0.0; "
+              "sys.argv[0] = 'goodput'; from pipelines.cli.app import main; main()"]
 
 
 def child(cmd: list[str], log: Path) -> tuple[float, float, float, int]:
@@ -45,14 +48,18 @@ def child(cmd: list[str], log: Path) -> tuple[float, float, float, int]:
 SLOW_STEP = re.compile(r"^\s+(\S+) (done|FAILED) after ([\d.]+) s")  # the runner's progress log (steps >= 2 s)
 
 
-def run(source: Path, db: Path, out: Path, log: Path) -> tuple[float, float, float]:
-    seconds, cpu, rss, code = child([*GOODPUT, "run", "--source", str(source), "--db", str(db), "--out", str(out)],
+def run(source: Path, db: Path, out: Path, log: Path, every_step: bool = False) -> tuple[float, float, float]:
+    seconds, cpu, rss, code = child([*(EVERY_STEP if every_step else GOODPUT), "run", "--source", str(source),
+                                     "--db", str(db), "--out", str(out)],
                                     log)
     text = log.read_text().splitlines()
     steps = sorted(((float(m.group(3)), m.group(1)) for line in text if (m := SLOW_STEP.match(line))), reverse=True)
     print(f"    exit {code}; {text[-1] if text else ''}", flush=True)
     if steps:
         print("    slowest steps: " + ", ".join(f"{name} {s:.1f} s" for s, name in steps[:8]), flush=True)
+    if every_step:
+        print(f"    every step: {sum(s for s, _ in steps):.1f} s: "
+              + ", ".join(f"{name} {s:.1f}" for s, name in steps if s >= 0.3), flush=True)
     return seconds, cpu, rss
 
 
@@ -64,6 +71,31 @@ def throughput(base: Path, workdir: Path) -> None:
     ingest_ratio.throughput(base, workdir)
 
 
+def keep(db: Path, out: Path, kept: Path) -> None:
+    """The state before the increment (warehouse, saved models, outputs), so that --only-increment can replay it."""
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.mkdir()
+    shutil.copy2(db, kept / db.name)
+    for folder in (db.parent / "models", out):
+        if folder.exists():
+            shutil.copytree(folder, kept / folder.name)
+
+
+def again(kept: Path, db: Path, out: Path, src: Path, base: Path, held: list, work: Path) -> None:
+    """The one-day increment alone, from the state keep() saved: for timing a change to the nightly's steps."""
+    if not (kept / db.name).exists():
+        sys.exit(f"nothing kept in {kept}: run the bench once without --only-increment")
+    shutil.copy2(kept / db.name, db)
+    for name, target in (("models", db.parent / "models"), (out.name, out)):
+        shutil.rmtree(target, ignore_errors=True)
+        if (kept / name).exists():
+            shutil.copytree(kept / name, target)
+    add_held_out(src, base, held)
+    print("3. one-day increment (from the kept warehouse)", flush=True)
+    seconds, cpu, rss = run(base, db, out, work / "increment.log", every_step=True)
+    print(f"one-day increment  {seconds:8.1f} s wall {cpu:8.1f} CPU s {rss:12,.0f} MB peak RSS", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=2000)
@@ -72,6 +104,8 @@ def main() -> None:
     ap.add_argument("--source", type=Path, help="an existing simulator output (DAYS + 1 days) instead of simulating")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--only-throughput", action="store_true", help="skip the three runs")
+    ap.add_argument("--only-increment", action="store_true",
+                    help="only the one-day increment again, on the copy of the warehouse an earlier run kept")
     args = ap.parse_args()
     work = args.workdir
     work.mkdir(parents=True, exist_ok=True)
@@ -89,6 +123,10 @@ def main() -> None:
     size = sum(p.stat().st_size for p in data_files(base)) / 1e6
     print(f"base: {len(data_files(base))} files, {size:,.1f} MB; held out for the increment: {len(held)} files", flush=True)
     db, out = work / "warehouse.duckdb", work / "out"
+    kept = work / "before-increment"  # the warehouse, models and outputs after the rerun, for --only-increment
+    if args.only_increment:
+        again(kept, db, out, src, base, held, work)
+        return
     db.unlink(missing_ok=True)
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(db.parent / "models", ignore_errors=True)  # a fresh run trains its models: none saved from before
@@ -100,6 +138,7 @@ def main() -> None:
     results["fresh run"] = run(base, db, out, work / "fresh.log")
     print("2. rerun, nothing new", flush=True)
     results["no-change rerun"] = run(base, db, out, work / "rerun.log")
+    keep(db, out, kept)
     add_held_out(src, base, held)
     print("3. one-day increment", flush=True)
     results["one-day increment"] = run(base, db, out, work / "increment.log")

@@ -5,12 +5,10 @@ import json
 import re
 import shutil
 from datetime import date
-from functools import lru_cache
 from pathlib import Path
 
 import duckdb
 import polars as pl
-import vl_convert
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
@@ -24,16 +22,11 @@ from analysis.ingest.hosts import compress_hostlist
 from analysis.nodes.exports import DRAIN_ACTIONS, slurm_out_of_service, with_slurm
 from analysis.settings import RunsConfig
 from reports import charts, cost, headline
+from reports.javascript import inline_javascript
+
+CACHE = ".cache"  # OUT/.cache: what a report keeps for the next (reports/javascript.py)
 
 TEMPLATES = package_files.path("reports", "templates")
-
-
-@lru_cache(maxsize=1)
-def inline_javascript() -> str:
-    """Vega, Vega-Lite and vega-embed in one inline script (no CDN: the report
-    must open offline). A literal `</script` would end the tag early: escaped
-    (`<\\/script` means the same inside JS strings and regexes)."""
-    return re.sub(r"</(script)", r"<\\/\1", vl_convert.javascript_bundle(), flags=re.IGNORECASE)
 
 
 def _json(spec: dict) -> Markup:
@@ -410,7 +403,8 @@ def render_with_headline(con: duckdb.DuckDBPyConnection, day: date, out_dir: Pat
     env = template_env(labels)
     env.filters["money"] = lambda v, partition=None: cost.money(v, price, partition)
     env.filters["price_per_hour"] = lambda partition: cost.per_hour(price, partition)  # the one price lookup
-    html = env.get_template("report.html.j2").render(**context, javascript=Markup(inline_javascript()))
+    html = env.get_template("report.html.j2").render(
+        **context, javascript=Markup(inline_javascript(out_dir.parent / CACHE)))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"reliability-{day:%Y-%m-%d}.html"
     path.write_text(html)

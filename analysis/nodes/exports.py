@@ -25,7 +25,7 @@ import polars as pl
 
 from analysis import package_files, sql
 from analysis.ingest.hosts import compress_hostlist
-from analysis.nodes import lifecycle, offenders, scripts
+from analysis.nodes import asof, lifecycle, offenders, scripts
 from analysis.nodes.scripts import CONDITION_TYPE, K8S_TAINT_KEY, SLURM_TAG
 from analysis.settings import ExportConfig, LadderConfig
 
@@ -79,7 +79,7 @@ def clean_evidence(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LadderC
 def build_node_actions(con: duckdb.DuckDBPyConnection, as_of: datetime, cfg: LadderConfig = LadderConfig()) -> pl.DataFrame:
     clean = _clean_params(as_of, cfg)
     # the models' and the criteria's tables, empty when those steps never ran: the ladder reads them either way
-    sql.run_steps(con, [("models/build_incidents_as_of", {"as_of": as_of}), ("models/build_clean_evidence", clean),
+    sql.run_steps(con, [*asof.steps(con, as_of), ("models/build_clean_evidence", clean),
                         ("schema/node_risk", None), ("schema/lemon_scores", None), ("schema/benchmark_verdicts", None),
                         ("models/view_node_population", None)])
     # built by the attribution and straggler steps; absent on an older warehouse

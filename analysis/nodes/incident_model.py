@@ -19,6 +19,7 @@ import pandas as pd
 import polars as pl
 
 from analysis import sql
+from analysis.nodes import asof
 from analysis.nodes import cadence
 from analysis.nodes import survival
 from analysis.nodes.cadence import Cadence, ModelState
@@ -38,7 +39,7 @@ class IncidentConfig:
 
 
 def build_samples(con: duckdb.DuckDBPyConnection, end: datetime, every_days: int = 7) -> pl.DataFrame:
-    sql.run_steps(con, [("models/view_node_population", None), ("models/build_incidents_as_of", {"as_of": end}),
+    sql.run_steps(con, [("models/view_node_population", None), *asof.steps(con, end),
                         ("models/build_incident_samples", {"end": end, "every_days": every_days})])
     return con.sql("SELECT * FROM incident_samples ORDER BY t, host").pl()  # fixed order: seeded subsets repeat
 
@@ -136,8 +137,10 @@ def score_risk(fitted: list, samples: pl.DataFrame, start: datetime, end: dateti
     grid = np.linspace(0, max((end - start).total_seconds() / 3600.0, 24.0), 721)
     frames = []
     for model in fitted if current.height else []:
-        surv_h = model.survival(current, horizons)
-        expected = survival.expected_hours(model.survival(current, grid), grid) / 24.0
+        # one call for both: Cox-Time evaluates its networks at every baseline time whatever the grid (half the
+        # node models' scoring time); each model's curve is pointwise in the grid, so the values are the same
+        both = model.survival(current, np.concatenate([horizons, grid]))
+        surv_h, expected = both[:len(horizons)], survival.expected_hours(both[len(horizons):], grid) / 24.0
         for i, days in enumerate(HORIZONS_DAYS):
             frames.append(current.select("host").with_columns(
                 as_of=pl.lit(end), horizon_days=pl.lit(days, pl.Int32), p_incident=pl.Series(1 - surv_h[i]),

@@ -19,6 +19,7 @@ import polars as pl
 
 from analysis import sql
 from analysis.ingest.hosts import HostlistError, expand_hostlist
+from analysis.nodes import asof
 from analysis.settings import META_SIGNALS, LemonConfig
 
 # Meta's seven signals, then what our data adds.
@@ -35,10 +36,10 @@ class LabelsError(ValueError):
     """A bad labels file; the message names the file and the line."""
 
 
-def excludes(con: duckdb.DuckDBPyConnection, max_hosts: int = 100_000) -> pl.DataFrame:
-    """job_id, submit_time, host: each host a job excluded. An unreadable
-    expression (a typo in a user's submit line) excludes nothing."""
-    exprs = sql.query(con, "models/lemon_exclude_expressions")
+def excludes(con: duckdb.DuckDBPyConnection, max_hosts: int = 100_000, since: datetime | None = None) -> pl.DataFrame:
+    """job_id, submit_time, host: each host a job excluded (of the jobs first submitted at or after ``since``,
+    None: all). An unreadable expression (a typo in a user's submit line) excludes nothing."""
+    exprs = sql.query(con, "models/lemon_exclude_expressions", {"since": since})
     hosts = []
     for expr in exprs["expr"].unique().to_list():
         try:
@@ -52,9 +53,11 @@ def excludes(con: duckdb.DuckDBPyConnection, max_hosts: int = 100_000) -> pl.Dat
 def build_features(con: duckdb.DuckDBPyConnection, as_ofs: list[datetime], window_days: int = 28) -> pl.DataFrame:
     """Write lemon_features for every ``as_of`` and return it."""
     sql.stand_ins(con, "straggler_episodes")  # a warehouse whose straggler step has not run yet
-    sql.run_staged(con, {"staged_excludes": excludes(con),
+    # the earliest window's start: a job submitted before it is in no window
+    since = min(as_ofs) - timedelta(days=window_days)
+    sql.run_staged(con, {"staged_excludes": excludes(con, since=since),
                          "staged_as_of": pl.DataFrame({"as_of": as_ofs}, schema={"as_of": pl.Datetime("us")})},
-                   [("models/view_node_population", None), ("models/build_incidents_as_of", {"as_of": max(as_ofs)}),
+                   [("models/view_node_population", None), *asof.steps(con, max(as_ofs)),
                     ("schema/benchmark_verdicts", None), ("models/build_lemon_features", {"window_days": window_days})])
     return con.sql("SELECT * FROM lemon_features ORDER BY as_of, host").pl()  # fixed order: training repeats
 

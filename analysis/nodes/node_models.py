@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 
 from analysis import sql
+from analysis.nodes import asof
 from analysis.nodes import exports
 from analysis.nodes import incident_model
 from analysis.nodes import lemon_scoring
@@ -72,8 +73,9 @@ def run_models(con: duckdb.DuckDBPyConnection, cfg: ModelsConfig = ModelsConfig(
         raise lemon_scoring.NoHistory("the warehouse holds no incident history yet (no jobs, node events, tickets "
                                       "or node states)")
     as_of = as_of or lemon_scoring.default_as_of(con)
-    lemon = lemon_scoring.score_lemons(con, as_of, cfg.lemon, labels, cfg.model_dir, cfg.cadence)
-    risk, evaluation, incident = incident_model.run(con, as_of, start, cfg.incident, cfg.model_dir, cfg.cadence)
-    actions = exports.build_node_actions(con, as_of, cfg.ladder)
+    with asof.once(con, as_of):  # the three read the incidents as known at as_of: built once for them
+        lemon = lemon_scoring.score_lemons(con, as_of, cfg.lemon, labels, cfg.model_dir, cfg.cadence)
+        risk, evaluation, incident = incident_model.run(con, as_of, start, cfg.incident, cfg.model_dir, cfg.cadence)
+        actions = exports.build_node_actions(con, as_of, cfg.ladder)
     plan = selector.plan(con, as_of, catalog, cfg.validation_target)
     return ModelsResult(as_of, lemon, actions, risk, evaluation, plan, incident)

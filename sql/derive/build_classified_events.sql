@@ -5,11 +5,15 @@
 -- checked against every event; rules with a message pattern come matched.
 -- Matching and ranking run on narrow rows (the event's rowid and the fields rules look at); the
 -- winners take their messages and the rest from node_events at the end.
-CREATE OR REPLACE TABLE classified_events AS
+-- Staged (TEMP) for the events from $since on (NULL: all; and those without a time), matched among those from
+-- $scan_from on: $since less the longest counting window, so a counting rule sees every event it counts.
+-- replace_classified_events / store_classified_events write classified_events.
+CREATE OR REPLACE TEMP TABLE staged_classified_events AS
 WITH events AS (
     SELECT rowid AS event_row, event_time, host, source, kind, code, severity, device, file, line_no
     FROM node_events
     WHERE host IS NOT NULL AND rowid NOT IN (SELECT event_row FROM classify_dropped)
+      AND ($scan_from IS NULL OR event_time >= $scan_from OR event_time IS NULL)
 ), rules AS (
     SELECT rule_id, priority, count_n, count_window_s, count_per, m_kind, m_message, m_source, m_code, m_severity
     FROM taxonomy_rules
@@ -62,6 +66,7 @@ WITH events AS (
 SELECT e.event_time, e.host, e.source, e.kind, e.code, e.severity AS event_severity, e.message, e.device,
        e.reporter, e.file, e.line_no, e.job_id, e.peer,
        r.rule_id AS rule, r.cause, r.domain, r.severity, r.transient, r.priority, r.distributed
-FROM winners w JOIN node_events e ON e.rowid = w.event_row JOIN taxonomy_rules r ON r.rule_id = w.rule_id;
+FROM winners w JOIN node_events e ON e.rowid = w.event_row JOIN taxonomy_rules r ON r.rule_id = w.rule_id
+WHERE $since IS NULL OR e.event_time >= $since OR e.event_time IS NULL;
 DROP TABLE temp.classify_message_hits;
 DROP TABLE temp.classify_dropped;

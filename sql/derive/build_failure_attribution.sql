@@ -15,10 +15,12 @@
 -- work lag behind the others: the rest wait for them).
 -- A FAILED instance with nothing to blame is `user`, NODE_FAIL `unattributed`,
 -- OUT_OF_MEMORY `oom`.
-CREATE OR REPLACE TABLE failure_attribution AS
+-- Staged (TEMP) for the instances that ended at or after $redo_from (NULL: all; analysis/derive/attribution.py
+-- attribute_failures); replace_failure_attribution / store_failure_attribution write failure_attribution.
+CREATE OR REPLACE TEMP TABLE staged_failure_attribution AS
 WITH targets AS (
     SELECT job_id, instance, state, start_time, end_time, nodes FROM jobs
-    WHERE end_time IS NOT NULL
+    WHERE end_time IS NOT NULL AND ($redo_from IS NULL OR end_time >= $redo_from::TIMESTAMP)
       AND state IN ('FAILED', 'NODE_FAIL', 'OUT_OF_MEMORY', 'TIMEOUT', 'CANCELLED', 'REQUEUED')
 ), job_hosts AS (
     SELECT job_id, instance, state, start_time, end_time, unnest(nodes) AS host FROM targets
@@ -42,6 +44,7 @@ WITH targets AS (
             ON c.host = h.host AND c.job_id IS NULL
            AND time_bucket(to_seconds($bucket_s), c.event_time) = h.bucket
            AND c.event_time BETWEEN h.end_time - to_seconds($before_s) AND h.end_time + to_seconds($after_s)
+           AND ($redo_from IS NULL OR c.event_time >= $redo_from::TIMESTAMP - to_seconds($before_s))
           UNION ALL BY NAME
           SELECT h.job_id, h.instance, h.state, h.end_time, TRUE AS from_job_log, c.* EXCLUDE (job_id)
           FROM job_hosts h JOIN classified_events c

@@ -6,11 +6,11 @@
 -- failure: the instance is a failure as job_failure_causes.is_failure defines it (a requeue
 -- for maintenance or one nothing explains is not). A run is a crash loop when one of its job ids
 -- was restarted at least $crash_loop_min times after failures.
-CREATE OR REPLACE TABLE job_runs AS
+-- Staged (TEMP) for the jobs of job_run_scope (every job, or the groups a nightly's changes touched:
+-- sql/derive/stage_job_run_scope.sql) from job_run_inputs; store_job_runs / replace_job_runs write job_runs.
+CREATE OR REPLACE TEMP TABLE staged_job_runs AS
 WITH inst AS (
-    SELECT j.job_id, j.instance, j.user_name, j.job_name, j.n_gpus, j.state, j.submit_time, j.start_time, j.end_time,
-           coalesce(f.is_failure, FALSE) AS failure
-    FROM jobs j LEFT JOIN job_failure_causes f USING (job_id, instance) WHERE j.start_time IS NOT NULL
+    SELECT * FROM job_run_inputs WHERE job_id IN (SELECT job_id FROM job_run_scope)
 ), per_job AS (
     -- who and what from the first instance: requeues may differ (a resized job), any_value would pick at random
     -- failed_restarts: the failures but the last instance (one restart after each)
@@ -42,5 +42,4 @@ SELECT r.run_id,
        row_number() OVER (PARTITION BY r.run_id ORDER BY i.start_time, i.job_id, i.instance)::INTEGER AS run_seq,
        i.job_id, i.instance, i.state, i.failure, i.user_name, i.job_name, i.n_gpus, i.submit_time, i.start_time, i.end_time,
        t.run_instances, t.run_jobs, t.run_failures, t.crash_loop
-FROM inst i JOIN runs r USING (job_id) JOIN run_totals t ON t.run_id = r.run_id
-ORDER BY r.run_id, run_seq;
+FROM inst i JOIN runs r USING (job_id) JOIN run_totals t ON t.run_id = r.run_id;

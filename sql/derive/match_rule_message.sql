@@ -3,10 +3,10 @@
 -- compiled once, never spliced into the statement, and the other fields ($kinds, $sources, $codes,
 -- $severities: NULL for any) filter the scan before any message is read (joined from taxonomy_rules
 -- they were checked row by row, the pattern tried on every message). Copies (classify_dropped) are
--- left out by build_classified_events.
+-- left out by build_classified_events. Only the events from $scan_from on (NULL: all).
 INSERT INTO classify_message_hits
 SELECT $rule_id, rowid FROM node_events
-WHERE host IS NOT NULL
+WHERE host IS NOT NULL AND ($scan_from IS NULL OR event_time >= $scan_from OR event_time IS NULL)
   AND ($kinds IS NULL OR list_contains($kinds, kind))
   AND ($sources IS NULL OR list_contains($sources, source))
   AND ($codes IS NULL OR list_contains($codes, code))

@@ -7,10 +7,12 @@
 -- repeated within one file (the same message twice in the same second) stays two events: the n-th copy
 -- in each file is the same event, kept from the first file. Only events whose key hashes alike in
 -- several files go through the (slower) exact comparison.
+-- Only the events from $scan_from on (NULL: all) are staged (analysis/derive/attribution.py classify_events):
+-- copies share their time, so none straddles it.
 CREATE OR REPLACE TEMP TABLE classify_dropped AS
 WITH keyed AS (
     SELECT rowid AS event_row, file, hash(host, event_time, source, reporter, message) AS event_key
-    FROM node_events WHERE host IS NOT NULL
+    FROM node_events WHERE host IS NOT NULL AND ($scan_from IS NULL OR event_time >= $scan_from OR event_time IS NULL)
 ), in_several_files AS (
     SELECT event_key FROM keyed GROUP BY event_key HAVING count(DISTINCT file) > 1
 ), copies AS (

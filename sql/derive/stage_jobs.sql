@@ -6,9 +6,12 @@
 -- start (or, never started, its submit time).
 -- Dropped as stale: a PENDING record once the job has another record, and a
 -- pending array range (123_[5-9]) once a newer dump shows that array again.
+-- The instances are chosen and numbered on narrow rows (each record's rowid and the columns that decide),
+-- then the records kept are read whole: windows over the whole records were most of a fresh build's time.
 CREATE OR REPLACE TEMP TABLE staged_jobs AS
 WITH alloc AS (
-    SELECT r.*, f.ingested_at
+    SELECT r.rowid AS record, r.job_id, r.array_job_id, r.array_task_spec, r.state, r.submit_time, r.start_time,
+           r.end_time, r.file, r.line_no, f.ingested_at
     FROM sacct_records r LEFT JOIN ingested_files f ON f.path = r.file
     WHERE r.step_id IS NULL AND r.job_id IN (SELECT job_id FROM changed_jobs)
 ), ranked AS (
@@ -30,13 +33,15 @@ WITH alloc AS (
                AND EXISTS (SELECT 1 FROM unique_instances o
                            WHERE o.array_job_id = u.array_job_id
                              AND (o.ingested_at > u.ingested_at OR (o.ingested_at = u.ingested_at AND o.file > u.file))))
+), numbered AS (
+    SELECT record, (row_number() OVER (PARTITION BY job_id
+                        ORDER BY coalesce(start_time, end_time, submit_time) NULLS LAST, submit_time, start_time, file, line_no) - 1
+                   )::INTEGER AS instance
+    FROM kept
 )
-SELECT job_id, job_id_raw,
-       (row_number() OVER (PARTITION BY job_id
-            ORDER BY coalesce(start_time, end_time, submit_time) NULLS LAST, submit_time, start_time, file, line_no) - 1
-       )::INTEGER AS instance,
-       array_job_id, array_task_id, array_task_spec, het_offset,
-       user_name, account, job_name, partition, qos, priority, state, cancelled_by, exit_code, exit_signal, reason,
-       submit_time, eligible_time, start_time, end_time, elapsed_s, n_nodes, n_gpus, nodes, node_list, restarts,
-       submit_line, file, line_no
-FROM kept;
+SELECT r.job_id, r.job_id_raw, n.instance,
+       r.array_job_id, r.array_task_id, r.array_task_spec, r.het_offset,
+       r.user_name, r.account, r.job_name, r.partition, r.qos, r.priority, r.state, r.cancelled_by, r.exit_code,
+       r.exit_signal, r.reason, r.submit_time, r.eligible_time, r.start_time, r.end_time, r.elapsed_s, r.n_nodes,
+       r.n_gpus, r.nodes, r.node_list, r.restarts, r.submit_line, r.file, r.line_no
+FROM numbered n JOIN sacct_records r ON r.rowid = n.record;

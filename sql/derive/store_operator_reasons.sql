@@ -4,7 +4,7 @@
 -- build_classified_events places every event with that text under its rule.
 INSERT INTO classify_message_hits
 SELECT w.rule_id, e.rowid FROM node_events e JOIN reason_winners w ON e.message = w.text
-WHERE e.host IS NOT NULL
+WHERE e.host IS NOT NULL AND ($scan_from IS NULL OR e.event_time >= $scan_from OR e.event_time IS NULL)
   AND operator_text(e.source, e.severity);
 CREATE OR REPLACE TABLE operator_reasons AS
 SELECT e.source, e.message AS text, w.rule_id AS rule, r.cause, count(*) AS events, count(DISTINCT e.host) AS hosts,
