@@ -5,6 +5,7 @@ import json
 import re
 import shutil
 from datetime import date
+from functools import lru_cache
 from pathlib import Path
 
 import duckdb
