@@ -31,12 +31,28 @@ def rows_of(db, path) -> dict:
         con.close()
 
 
-@pytest.fixture
-def built(tmp_path):
-    src = tmp_path / "src"
+@pytest.fixture(scope="module")
+def built_once(tmp_path_factory):
+    """The demo with one rejected kernel line, run once: its source (at the path the warehouse names), a pristine
+    copy of that source, and the run's folder (warehouse, snapshot, models, out)."""
+    root = tmp_path_factory.mktemp("forget")
+    src = root / "src"
     shutil.copytree(DEMO_SOURCE, src)
     (src / "kernel" / "gpu003.log").write_text((DEMO_SOURCE / "kernel" / "gpu003.log").read_text() + "not a kernel line\n")
-    run(src, tmp_path)
+    run(src, root / "run")
+    shutil.copytree(src, root / "pristine")  # copy2: sizes and mtimes kept, so the files are the ones ingested
+    return src, root / "pristine", root / "run"
+
+
+@pytest.fixture
+def built(built_once, tmp_path):
+    """Each test as if it had run the pipeline itself: the source as the run read it (restored, since a test
+    deletes files from it) and a copy of the run's folder in tmp_path (run(src, tmp_path) runs it again)."""
+    src, pristine, ran = built_once
+    shutil.rmtree(src)
+    shutil.copytree(pristine, src)
+    for path in ran.iterdir():
+        (shutil.copytree if path.is_dir() else shutil.copy2)(path, tmp_path / path.name)
     return src, tmp_path / "w.duckdb"
 
 

@@ -37,28 +37,45 @@ def test_definitions_have_partitions_schedule_sensor_and_checks():
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("nightly")
-    # seed 2: the day checked has a steady telemetry volume (a dozen jobs write it: with seed 1,
-    # 2024-03-08 holds 576 rows against a 7-day median of 35,054 and volume_steady rightly fails)
-    simulate(preset("small", days=10, seed=2), root / "src")
+    # 24 nodes, seed 1: the day checked has a steady telemetry volume (a dozen jobs write it: with seed 3,
+    # 2024-03-08 holds 288 rows against a 7-day median of 34,374 and volume_steady rightly fails)
+    simulate(preset("small", nodes=24, days=10, seed=1), root / "src")
     return root
 
 
-def run_day(src, db, out, day):
-    res = resources(src, db, out)
-    first = materialize([*all_assets, *all_checks], resources=res, instance=DagsterInstance.ephemeral())
+def build_all(src, db, out):
+    first = materialize([*all_assets, *all_checks], resources=resources(src, db, out),
+                        instance=DagsterInstance.ephemeral())
     assert first.success
-    return materialize([*daily_assets, *daily_checks], resources=res, partition_key=day,
+
+
+def run_partition(src, db, out, day):
+    return materialize([*daily_assets, *daily_checks], resources=resources(src, db, out), partition_key=day,
                        instance=DagsterInstance.ephemeral(), raise_on_error=False)
 
 
-def test_one_partition_in_process_writes_its_report(cluster, tmp_path):
-    result = run_day(cluster / "src", tmp_path / "w.duckdb", tmp_path / "out", "2024-03-08")
+def run_day(src, db, out, day):
+    build_all(src, db, out)
+    return run_partition(src, db, out, day)
+
+
+@pytest.fixture(scope="module")
+def built(cluster):
+    """Every asset materialised once on the unchanged source (root/base: its warehouse, snapshot and models):
+    a test that reads it copies the folder, as a night after the first full run would find it."""
+    build_all(cluster / "src", cluster / "base" / "w.duckdb", cluster / "base-out")
+    return cluster / "base"
+
+
+def test_one_partition_in_process_writes_its_report(cluster, built, tmp_path):
+    shutil.copytree(built, tmp_path / "wh")  # the full run done (the fixture's), then the day's partition
+    result = run_partition(cluster / "src", tmp_path / "wh" / "w.duckdb", tmp_path / "out", "2024-03-08")
     assert result.success
     assert all(e.passed for e in result.get_asset_check_evaluations())
     html = (tmp_path / "out" / "reports" / "reliability-2024-03-08.html").read_text()
     # a back-filled day reports the data up to that day, not what came after
     shown = int(re.search(r"Data up to 2024-03-08 · ([\d,]+) job instances", html).group(1).replace(",", ""))
-    con = duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True)
+    con = duckdb.connect(str(tmp_path / "wh" / "w.duckdb"), read_only=True)
     total, by_day = con.execute("SELECT count(*), count(*) FILTER (WHERE submit_time < '2024-03-09') FROM jobs").fetchall()[0]
     con.close()
     assert shown == by_day < total
@@ -86,37 +103,45 @@ def test_a_missing_source_degrades_the_report(cluster, tmp_path):
     assert done["reliability_report"].materialization.metadata["data_health"].value == "degraded"
 
 
-def test_sensor_runs_only_what_new_files_affect(cluster, tmp_path, monkeypatch):
-    src, db = tmp_path / "src", tmp_path / "w.duckdb"
-    shutil.copytree(cluster / "src", src)
+def test_sensor_runs_only_what_new_files_affect(cluster, built, tmp_path, monkeypatch):
+    src = cluster / "src"  # the source the fixture's full run read: a new file is added to it, then removed
     monkeypatch.setenv("GOODPUT_SOURCE", str(src))
-    monkeypatch.setenv("GOODPUT_DB", str(db))
+    monkeypatch.setenv("GOODPUT_DB", str(tmp_path / "w.duckdb"))  # no warehouse yet
     context = build_sensor_context(repository_def=defs.get_repository_def(), instance=DagsterInstance.ephemeral())
     first = new_files_sensor(context)
     assert isinstance(first, RunRequest)
-    materialize([*all_assets, *all_checks], resources=resources(src, db, tmp_path / "out"),
-                instance=DagsterInstance.ephemeral())
+    shutil.copytree(built, tmp_path / "wh")  # every asset materialised on that source
+    monkeypatch.setenv("GOODPUT_DB", str(tmp_path / "wh" / "w.duckdb"))
     assert isinstance(new_files_sensor(context), SkipReason)  # everything is ingested
-    (src / "telemetry" / "extra.csv").write_text("time,host,metric,value\n2024-03-05T00:00:00Z,gpu0001,x,1\n")
-    request = new_files_sensor(context)
+    extra = src / "telemetry" / "extra.csv"
+    extra.write_text("time,host,metric,value\n2024-03-05T00:00:00Z,gpu0001,x,1\n")
+    try:
+        request = new_files_sensor(context)
+    finally:
+        extra.unlink()  # the module's other tests copy the source as simulated
     assert isinstance(request, RunRequest)
     selected = {k.to_user_string() for k in request.asset_selection}
     assert "telemetry" in selected and "iteration_degradation" in selected
     assert "kernel_events" not in selected and "reliability_report" not in selected
 
 
-def test_a_file_full_of_rejects_degrades_the_report(cluster, tmp_path):
-    src = tmp_path / "src"
-    shutil.copytree(cluster / "src", src)
+def test_a_file_full_of_rejects_degrades_the_report(cluster, built, tmp_path):
+    """A night after the full run (the fixture's warehouse, copied) finds one new file, nearly all rejects."""
+    src = cluster / "src"  # the source the fixture's warehouse was built from: the file is added, then removed
+    shutil.copytree(built, tmp_path / "wh")
     good = '{"time": "2024-03-08T06:00:00Z", "host": "gpu0001", "check": "gpu_count", "severity": "ok", "message": "8"}\n'
-    (src / "health" / "half-broken.jsonl").write_text(good + "".join(f"{{not json {i}\n" for i in range(20000)))
-    result = run_day(src, tmp_path / "w.duckdb", tmp_path / "out", "2024-03-08")
+    bad = src / "health" / "half-broken.jsonl"
+    bad.write_text(good + "".join(f"{{not json {i}\n" for i in range(20000)))
+    try:
+        result = run_day(src, tmp_path / "wh" / "w.duckdb", tmp_path / "out", "2024-03-08")
+    finally:
+        bad.unlink()  # the module's other tests copy the source as simulated
     failed = {e.check_name: e for e in result.get_asset_check_evaluations() if not e.passed}
     assert "reject_rate_below_threshold" in failed
     # the operator reads which source, which file and why, not just a rate
     text = failed["reject_rate_below_threshold"].description
     assert text.startswith("health/: ")
-    assert f"{(src / 'health' / 'half-broken.jsonl').resolve()}: 20,000 of 20,001 lines rejected, mostly: " in text
+    assert f"{bad.resolve()}: 20,000 of 20,001 lines rejected, mostly: " in text
     assert "health/" in banner(tmp_path / "out", "2024-03-08") and "lines read since" in banner(tmp_path / "out",
                                                                                                   "2024-03-08")
 

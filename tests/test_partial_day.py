@@ -19,7 +19,8 @@ def _quick_models():
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("partial")
-    simulate(preset("small", days=8), root / "src")  # 2024-03-01 .. 2024-03-08, every source every day
+    # 2024-03-01 .. 2024-03-08, every source every day; 24 nodes: enough jobs and faults for each day
+    simulate(preset("small", nodes=24, days=8), root / "src")
     return root / "src"
 
 

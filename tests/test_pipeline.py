@@ -157,11 +157,9 @@ def test_cli_rejects_bad_options_clearly(tmp_path):
     assert bad_boot.exit_code != 0 and "HOST=TIME" in bad_boot.output
 
 
-def test_cli_sql_prints_types_polars_cannot_hold(tmp_path):
-    db = tmp_path / "w.duckdb"
-    CliRunner().invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(db), "--out", str(tmp_path / "out"),
-                              "-q"])
-    result = CliRunner().invoke(main, ["sql", "--db", str(db), "--csv",
+def test_cli_sql_prints_types_polars_cannot_hold(demo_warehouse):
+    """On `goodput run`'s warehouse of the demo (conftest's, read only)."""
+    result = CliRunner().invoke(main, ["sql", "--db", str(demo_warehouse), "--csv",
                                        "SELECT job_id, end_time - start_time AS took FROM jobs WHERE job_id = '1002'"])
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == ["job_id,took", "1002,1:29:12"]
