@@ -24,7 +24,7 @@ from analysis.ingest import batch as ingest_batch
 from analysis.ingest.contract import IngestOptions
 from analysis.ingest.hosts import host_from_path
 from analysis.ingest.one_file import (SIDECAR_SUFFIXES, FileOutcome, Prepared, _fingerprint, _run_time, file_key,
-                                      ingest_file, link_refusal)
+                                      ingest_file, link_refusal, unchanged_since_read)
 from analysis.ingest.options import CONFIG_NAMES, load_options
 from analysis.sources import IGNORED_FOLDERS, SOURCES
 
@@ -143,9 +143,9 @@ def _keys(files: list[tuple[Path, str | None]], source_dir: Path, links: set[Pat
 
 def _known_files(con: duckdb.DuckDBPyConnection, files: list[tuple[Path, str | None]], keys: list[str],
                  source_dir: Path, options: IngestOptions, links: set[Path]) -> dict[str, dict | None]:
-    """The ingested_files row of each file (None: it has none), its 'unchanged' saying it need not be read
-    (sql/ingest/files_by_paths.sql: one query for them all). A link, a file of no source or one that cannot be
-    stat'ed is left out: prepare_file looks it up and says why."""
+    """The ingested_files row of each file (None: it has none; sql/ingest/files_by_paths.sql, one query for them
+    all), its 'unchanged' saying it need not be read (one_file.unchanged_since_read). A link, a file of no source
+    or one that cannot be stat'ed is left out: prepare_file looks it up and says why."""
     rows = []
     for (path, source), key in zip(files, keys):
         if source is None or path in links:
@@ -165,16 +165,18 @@ def _known_files(con: duckdb.DuckDBPyConnection, files: list[tuple[Path, str | N
                                         "fingerprint": pl.Utf8}, orient="row")
     found = sql.query_on(con, "ingest/files_by_paths", "staged_stats", staged)
     known: dict[str, dict | None] = dict.fromkeys(staged["path"])
-    known.update((row["path"], row) for row in found.iter_rows(named=True))
+    now = {key: (size, mtime_ns, fingerprint) for key, size, mtime_ns, fingerprint in rows}
+    for row in found.iter_rows(named=True):  # one dict a file, not a line
+        row["unchanged"] = row["status"] != "error" and unchanged_since_read(row, *now[row["path"]])
+        known[row["path"]] = row
     return known
 
 
 def _triaged(con: duckdb.DuckDBPyConnection | None, files: list[tuple[Path, str | None]], keys: list[str], source_dir: Path,
              options: IngestOptions, links: set[Path]) -> Iterator[list[tuple[Path, str | None, str, object, bool]]]:
     """``files`` in chunks of CHECK_FILES (the warehouse asked once a chunk): (path, source, key, its
-    ingested_files row: None when it has none, ... when not looked up, and whether it is unchanged). The one rule
-    for "is this file new?": unchanged = same size, mtime and read options as when it was read, read more than a
-    second after that mtime (sql/ingest/files_by_paths.sql); any other file is read."""
+    ingested_files row: None when it has none, ... when not looked up, and whether it is unchanged: the one rule
+    for "is this file new?", one_file.unchanged_since_read; any other file is read."""
     for start in range(0, len(files), CHECK_FILES):
         chunk = list(zip(files[start:start + CHECK_FILES], keys[start:start + CHECK_FILES]))
         known = {} if con is None else _known_files(con, [f for f, _ in chunk], [k for _, k in chunk], source_dir,

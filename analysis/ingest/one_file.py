@@ -354,15 +354,19 @@ class Pending:
         return (self.ident.sha256, self.ident.source, self.ident.host_hint, self.ident.fingerprint)
 
 
-def _unchanged_stat(previous: dict, stat, fingerprint: str) -> bool:
-    """Same size, mtime and read options as when ingested. As in git's "racy
-    clean" rule, a file modified within a second of its ingestion may have been
-    rewritten in the same clock tick, so it is re-read rather than trusted."""
-    if (previous["size_bytes"], previous["mtime_ns"], previous["fingerprint"]) != (stat.st_size, stat.st_mtime_ns,
-                                                                                   fingerprint):
+def unchanged_since_read(previous: dict, size: int, mtime_ns: int, fingerprint: str) -> bool:
+    """The one rule for "is this file new?" (the engine's triage, the new-file sensor and prepare_file ask it):
+    unchanged = the size, mtime and read options it had when last read (``previous``: its ingested_files row).
+    As in git's "racy clean" rule, a file modified within a second of its reading may have been rewritten in
+    the same clock tick, so it is read again rather than trusted."""
+    if (previous["size_bytes"], previous["mtime_ns"], previous["fingerprint"]) != (size, mtime_ns, fingerprint):
         return False
     verified_ns = int(previous["verified_at"].replace(tzinfo=timezone.utc).timestamp() * 1e9)
-    return stat.st_mtime_ns < verified_ns - 1_000_000_000
+    return mtime_ns < verified_ns - 1_000_000_000
+
+
+def _unchanged_stat(previous: dict, stat, fingerprint: str) -> bool:
+    return unchanged_since_read(previous, stat.st_size, stat.st_mtime_ns, fingerprint)
 
 
 def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None, source_dir: Path,
