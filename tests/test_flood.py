@@ -97,3 +97,24 @@ def test_why_shows_the_flood_as_one_episode(flood):
     assert len(lines) == 1 and f"{START:%Y-%m-%d %H:%M:%S} -> {flood['last']:%Y-%m-%d %H:%M:%S}" in lines[0]
     assert "kernel xid 95 0000:b3:00" in lines[0] and f"NVRM: Xid (PCI:{PCI}): 95" in lines[0]
     assert f"x{SECOND_N:<9,}" in out.output  # the burst 2 hours later: its own episode
+
+
+@pytest.mark.parametrize("min_events", [1, SECOND_N, SECOND_N + 1])
+def test_the_reports_floods_are_the_views_episodes(flood, min_events):
+    """sql/report/event_floods.sql finds episodes only for the keys that repeat enough (the window over every
+    event was most of the report's time), restating the chaining of sql/derive/view_event_episodes.sql: both
+    must give the same episodes at the report's threshold, whatever it is."""
+    from analysis import sql, warehouse
+
+    con = warehouse.connect(flood["db"])
+    try:
+        day = START.date()
+        cols = "host, source, kind, code, device, rule, cause, severity, events, first_time, last_time, file, line_no"
+        report = sql.query(con, "report/event_floods", {"day": day, "min_events": min_events, "limit": 10_000})
+        view = con.sql(f"SELECT {cols}, left(message, 300) AS message FROM event_episodes WHERE events >= $n "
+                       "AND first_time < $day::TIMESTAMP + INTERVAL 1 DAY", params={"n": min_events, "day": day}).pl()
+    finally:
+        con.close()
+    key = [*cols.split(", "), "message"]
+    assert view.height >= 1 and report.height == view.height
+    assert report.select(key).sort(key).equals(view.select(key).sort(key))
