@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, pass_context, select_autoescape
 from markupsafe import Markup
 
 from analysis import package_files, sql
@@ -55,7 +55,10 @@ def _template_env(label_items: tuple[tuple[str, str], ...]) -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(pct=fmt_pct, num=fmt_num, count=_count, spec=_json, cause=lambda c: _cause(c, labels or {}),
                        causes_in_words=lambda t: _causes_in_words(t, labels or {}),
-                       p1=lambda v: f"{v:.1f}%")  # a share already in percent, one decimal (reports/headline.py)
+                       p1=lambda v: f"{v:.1f}%",  # a share already in percent, one decimal (reports/headline.py)
+                       # the price is the render's (context["price"]): the environment is shared by every render
+                       money=pass_context(lambda ctx, v, partition=None: cost.money(v, ctx.get("price"), partition)),
+                       price_per_hour=pass_context(lambda ctx, partition: cost.per_hour(ctx.get("price"), partition)))
     return env
 
 
@@ -401,10 +404,7 @@ def render_with_headline(con: duckdb.DuckDBPyConnection, day: date, out_dir: Pat
     context["telemetry"] = telemetry_alerts(con, day)
     if context["models"] and context["models"]["chart"]:
         context["charts"]["risk"] = context["models"]["chart"]
-    env = template_env(labels)
-    env.filters["money"] = lambda v, partition=None: cost.money(v, price, partition)
-    env.filters["price_per_hour"] = lambda partition: cost.per_hour(price, partition)  # the one price lookup
-    html = env.get_template("report.html.j2").render(
+    html = template_env(labels).get_template("report.html.j2").render(
         **context, javascript=Markup(inline_javascript(out_dir.parent / CACHE)))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"reliability-{day:%Y-%m-%d}.html"

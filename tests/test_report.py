@@ -892,6 +892,16 @@ def test_a_price_turns_gpu_hours_into_money(report, tmp_path):
         rate = price["partitions"].get(partition, price["per_gpu_hour"])
         assert float(cost) == pytest.approx(float(hours) * rate) and shown == f"{float(cost):,.0f}"
     assert '<table id="account-trend">' in html and "Cost of the GPU-hours lost per account" in html
+    # the templates' environment is kept for the process: the next render in it prices with its own price
+    con = warehouse.connect(report.parents[2] / "w.duckdb", read_only=True)
+    try:
+        again = render_with_headline(con, day, tmp_path / "again", price={**price, "per_gpu_hour": 3.0})[0].read_text()
+    finally:
+        con.close()
+    spans = re.findall(r'<span class="cost" data-gpu-hours="([^"]+)" data-cost="([^"]+)">\((\$[\d,]+)\)</span>', again)
+    assert len(spans) >= 4
+    for hours, cost, shown in spans:
+        assert float(cost) == pytest.approx(float(hours) * 3.0) and shown == f"${float(cost):,.0f}"
 
 
 def test_one_score_everywhere(report):
