@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from analysis.ingest.engine import ingest_directory
 from analysis.ingest.one_file import parser_for
 from analysis.ingest.hosts import host_from_path
 from analysis.ingest.lines import CONTROL_NOTE, CONTROL_REASON, LineStream, read_lines
-from analysis.ingest.parsers import health, network, telemetry
+from analysis.ingest.parsers import health, kernel, network, promjson, switch, telemetry
 from tests.conftest import FIXTURES, parse_file
 from tests.test_fuzz import CASES, DEMO, _write_case
 
@@ -161,6 +162,41 @@ def test_a_parquet_time_out_of_range_is_a_reject(tmp_path):
     assert _rejects(result) == {2: "time '9000000000000000000' is outside the years 1970-2100"}  # 2255
     assert result.tables["telemetry"].height == 1
 
+
+
+@pytest.mark.parametrize("name,line,reason", [
+    ("gpu003.log", b"9999-03-01T06:41:56+0000 gpu003 kernel: NVRM: GPU 0000:b3:00.0: GPU has fallen off the bus.",
+     "time 9999-03-01 06:41:56 is outside the years 1970-2100"),
+    ("gpu001.dmesg", b"[Fri Mar  1 02:10:44 1900] NVRM: Xid (PCI:0000:29:00): 79, GPU has fallen off the bus.",
+     "time 1900-03-01 02:10:44 is outside the years 1970-2100"),
+])
+def test_a_kernel_stamp_out_of_range_is_a_reject(tmp_path, name, line, reason):
+    data, at = _insert((DEMO / "kernel" / name).read_bytes(), line, name, after=0)
+    path = tmp_path / name
+    path.write_bytes(data)
+    result, counts = parse_file(kernel.parse, path, "kernel")
+    assert _rejects(result) == {at: reason} and counts.rejects == 1
+    assert result.tables["node_events"]["event_time"].dt.year().is_between(1970, 2100).all()
+
+
+def test_a_switch_stamp_out_of_range_is_a_reject(tmp_path):
+    line = b"2101-03-01T03:29:50.153894+00:00 leaf01 switchd[19517]: nic.c:223 nic_set_carrier: swp5: setting kernel carrier: down"
+    data, at = _insert((DEMO / "switch" / "leaf01.log").read_bytes(), line, "switch", after=0)
+    path = tmp_path / "leaf01.log"
+    path.write_bytes(data)
+    result, counts = parse_file(switch.parse, path, "switch")
+    assert _rejects(result) == {at: "time 2101-03-01 03:29:50 is outside the years 1970-2100"} and counts.rejects == 1
+    assert counts.rows == len(data.splitlines()) - 1
+
+
+def test_a_prometheus_sample_time_out_of_range_is_a_reject(tmp_path):
+    path = tmp_path / "prom.json"
+    path.write_text('{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"DCGM_FI_DEV_GPU_TEMP",'
+                    '"Hostname":"gpu001","gpu":"0"},"values":[[1709251200,"41"],[99999999999,"42"],[-99999999999,"43"]]}]}}')
+    result = promjson.parse_json([path.read_bytes()], ParseContext(path=path, source="telemetry", host_hint=None))
+    assert _rejects(result) == {2: "time '99999999999' is outside the years 1970-2100",  # the year 5138
+                                3: "time '-99999999999' is outside the years 1970-2100"}
+    assert result.tables["telemetry"]["time"].to_list() == [datetime(2024, 3, 1)]
 
 # 3. a sample without a host took a daily file's name as its host
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.ingest.options import YEARS
+
 MONTHS = {m: i + 1 for i, m in enumerate(
     ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"])}
 
@@ -57,3 +59,16 @@ def parse_duration_s(expr: pl.Expr) -> pl.Expr:
     mins = parts.struct.field("m").cast(pl.Int64, strict=False)
     secs = parts.struct.field("s").cast(pl.Int64, strict=False)
     return ((days * 24 + hours) * 60 + mins) * 60 + secs
+
+
+def in_years(t: pl.Expr) -> pl.Expr:
+    """A time within the years a log of a real cluster can carry (analysis/ingest/options.py YEARS): a stamp
+    of 9999, 1900 or an epoch of 99999999999999999999 (year 5138) is a reject, not an event."""
+    return t.dt.year().is_between(*YEARS).fill_null(False)
+
+
+def outside_years(t: pl.Expr, written: pl.Expr | None = None) -> pl.Expr:
+    """The reject reason for a time ``in_years`` refuses: the time as written when the line has it as a
+    number or text of its own (an epoch), else as read (UTC)."""
+    shown = pl.format("'{}'", written) if written is not None else t.dt.strftime("%Y-%m-%d %H:%M:%S")
+    return pl.format("time {} is outside the years {}-{}", shown, pl.lit(YEARS[0]), pl.lit(YEARS[1]))

@@ -38,11 +38,10 @@ import polars as pl
 
 from analysis.ingest.contract import ParseContext, ParseResult
 from analysis.ingest.lines import make_rejects
-from analysis.ingest.options import YEARS
 from analysis.ingest.parsers import batched, jsonlines
 from analysis.ingest.parsers.csvlines import parse_time_any
 from analysis.ingest.parts import each_piece
-from analysis.ingest.timeutil import infer_year, local_to_utc, month_number
+from analysis.ingest.timeutil import in_years, infer_year, local_to_utc, month_number, outside_years
 
 KEYS = {
     "time": ("time", "timestamp", "ts", "@timestamp", "event_time", "datetime", "date"),
@@ -126,7 +125,7 @@ def _json(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, p
                              host=pl.col("host").fill_null(batched.per_file([c.host_hint for c in ctxs], pl.Utf8)))
     why = (pl.when(pl.col("time").is_null()).then(pl.lit("no time field (time/timestamp/ts)"))
            .when(pl.col("t").is_null()).then(pl.format("unparseable time '{}'", pl.col("time")))
-           .when(~_in_years(pl.col("t"))).then(_outside(pl.col("time")))
+           .when(~in_years(pl.col("t"))).then(outside_years(pl.col("t"), pl.col("time")))
            .when(pl.col("host").is_null()).then(pl.lit("no host field (host/node/hostname) and no host in the file name"))
            .when(pl.col("check").is_null()).then(pl.lit("no check name (check/name/check_name)")))
     rows = rows.with_columns(why=why)
@@ -194,8 +193,8 @@ def _nhc(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, pl
     g = g.with_columns(why=pl.when(pl.col("merged") | pl.col("other_program")).then(None)
                        .when(result & ~t_ok & pl.col("severity").is_in(["critical", "warning"]))
                        .then(pl.lit("NHC result without a timestamp (set NHC_TS=1 or ingest syslog)"))
-                       .when(result & t_ok & ~_in_years(pl.col("t")))
-                       .then(_outside(pl.coalesce("epoch", "iso", pl.col("t").cast(pl.Utf8))))
+                       .when(result & t_ok & ~in_years(pl.col("t")))
+                       .then(outside_years(pl.col("t"), pl.coalesce("epoch", "iso", pl.col("t").cast(pl.Utf8))))
                        .when(result & t_ok & pl.col("host").is_null())
                        .then(pl.lit("NHC line names no host and the file name gives none"))
                        .when(result | pl.col("msg").str.contains(_CHATTER)).then(None)
@@ -210,15 +209,6 @@ def _nhc(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, pl
     n_skipped = {fid: n - n_good.get(fid, 0) - n_bad.get(fid, 0) - n_merged.get(fid, 0)
                  for fid, n in batched.counts(part["fid"]).items()}
     return _events(good), make_rejects(bad["line_no"], bad["text"], bad["why"]), n_skipped, n_merged, known
-
-
-def _in_years(t: pl.Expr) -> pl.Expr:
-    """A time within the years a log of a real cluster can carry (analysis/ingest/options.py YEARS)."""
-    return t.dt.year().is_between(*YEARS).fill_null(False)
-
-
-def _outside(written: pl.Expr) -> pl.Expr:
-    return pl.format("time '{}' is outside the years {}-{}", written, pl.lit(YEARS[0]), pl.lit(YEARS[1]))
 
 
 def _events(good: pl.DataFrame) -> pl.DataFrame:

@@ -20,7 +20,7 @@ from analysis.ingest.lines import make_rejects
 from analysis.ingest.parsers import batched
 from analysis.ingest.parsers.kernel_events import classify, severity_from_pri, severity_from_word
 from analysis.ingest.parts import each_piece
-from analysis.ingest.timeutil import aware_to_naive_utc, local_to_utc, month_number
+from analysis.ingest.timeutil import aware_to_naive_utc, in_years, local_to_utc, month_number, outside_years
 
 ISO = r"(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<off>Z|[+-]\d\d:?\d\d)?"
 # (name, header regex, continuation mode). Header regexes stop before the
@@ -262,7 +262,9 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchR
         .otherwise(local_to_utc(naive, tz))
     since_boot = batched.per_file([b for b, _ in boots], pl.Datetime("us")) + pl.duration(microseconds=pl.col("up_us"))
     recs = recs.with_columns(event_time=pl.when(pl.col("up_us").is_not_null()).then(since_boot).otherwise(wall))
-    recs = recs.with_columns(why=pl.when(pl.col("event_time").is_not_null()).then(NULL_S)
+    t = pl.col("event_time")
+    recs = recs.with_columns(why=pl.when(t.is_not_null() & in_years(t)).then(NULL_S)
+                             .when(t.is_not_null()).then(outside_years(t))
                              .when(pl.col("up_us").is_not_null()).then(batched.per_file([e for _, e in boots], pl.Utf8))
                              .otherwise(pl.lit(f"invalid timestamp (or not a time in {tz})")))
     if recs.height == live.height:  # every line that is not skipped has a header: nothing to fold

@@ -38,6 +38,7 @@ from analysis.ingest.lines import RAW_CLIP, make_rejects
 from analysis.ingest.parsers import jsonlines, series
 from analysis.ingest.parsers.promtext import Broken, Text, answers
 from analysis.ingest.parts import combine
+from analysis.ingest.timeutil import in_years, outside_years
 
 BLOCK_CHARS = 8 * 1024 * 1024
 NO_NAME = ("series without __name__ (PromQL functions such as rate() drop it): export the metric itself, or "
@@ -174,8 +175,13 @@ def _block(texts: list[str], first: int, ctx: ParseContext) -> tuple[pl.DataFram
     us = (pl.col("t").cast(pl.Float64, strict=False) * 1_000_000).round(0).cast(pl.Int64, strict=False)
     picked = samples.filter(pl.col("why").is_null()).join(table, on="eid").with_columns(
         time=pl.col("t"), time_t=pl.from_epoch(us, time_unit="us"))
+    far = picked.filter(pl.col("time_t").is_not_null() & ~in_years(pl.col("time_t")))
+    if far.height:  # an epoch of 99999999999 is the year 5138: a reject, not a reading
+        picked = picked.filter(pl.col("time_t").is_null() | in_years(pl.col("time_t")))
     good, bad = series.finish(picked, no_metric=NO_NAME)
-    odd = samples.filter(pl.col("why").is_not_null())
+    odd = pl.concat([samples.filter(pl.col("why").is_not_null()),
+                     far.select("eid", "pos", "t", "value", "line_no", why=outside_years(pl.col("time_t"), pl.col("t")),
+                                raw=pl.format('{} [{}, "{}"]', "labels", "t", "value"))], how="diagonal_relaxed")
     rejects = pl.concat([
         make_rejects(bad["line_no"], bad.select(pl.format('{} [{}, "{}"]', "labels", "time", "value"))[:, 0],
                      bad["reason"].to_list()),

@@ -17,7 +17,7 @@ from analysis.ingest.contract import ParseContext, ParseResult
 from analysis.ingest.lines import make_rejects
 from analysis.ingest.parsers import batched
 from analysis.ingest.parts import each_piece
-from analysis.ingest.timeutil import TZ_ABBREV_MINUTES, infer_year, month_number, shift_by_abbrev
+from analysis.ingest.timeutil import TZ_ABBREV_MINUTES, in_years, infer_year, month_number, outside_years, shift_by_abbrev
 
 SEVERITIES = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"]
 # Onyx writes "[mgmtd.NOTICE]:" after the tag; used when the line has no <PRI>.
@@ -234,8 +234,11 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchR
     naive = pl.col("_naive")
     df = df.with_columns(event_time=pl.when(pl.col("_off").is_not_null()).then(naive - pl.duration(minutes=pl.col("_off")))
                          .otherwise(shift_by_abbrev(naive, pl.col("tz"), ctxs[0].options.tz)))
-    bad_time = df.filter(pl.col("event_time").is_null())
-    df = df.filter(pl.col("event_time").is_not_null())
+    t = pl.col("event_time")
+    bad_time = df.filter(t.is_null()).with_columns(
+        why=pl.lit("invalid timestamp (impossible date/time or a local time skipped by DST)"))
+    outside = df.filter(t.is_not_null() & ~in_years(t)).with_columns(why=outside_years(t))
+    df = df.filter(in_years(t))
 
     # --- message fields ---
     code_parts = pl.col("msg").str.extract_groups(_CODE)
@@ -272,8 +275,8 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchR
     rejects = pl.concat([
         make_rejects(unmatched["line_no"], unmatched["text"],
                      "no switch syslog header (expected RFC 3164/5424, ISO-stamp rsyslog or NX-OS stamp)"),
-        make_rejects(bad_time["line_no"], bad_time["text"],
-                     "invalid timestamp (impossible date/time or a local time skipped by DST)"),
+        make_rejects(bad_time["line_no"], bad_time["text"], bad_time["why"]),
+        make_rejects(outside["line_no"], outside["text"], outside["why"]),
     ]).sort("line_no")
     shapes = batched.formats(df["fid"], df["shape"])
     return batched.BatchResult(tables={"node_events": events}, rejects=rejects, skipped=skipped,
