@@ -106,8 +106,9 @@ def record(con: duckdb.DuckDBPyConnection, asset: str, fingerprint_: str | None,
 
 
 def forget_all(con: duckdb.DuckDBPyConnection) -> None:
-    """The next run rebuilds every step."""
+    """The next run rebuilds every step, each derived table from scratch (not extended from its last build)."""
     sql.run(con, "ops/asset_inputs_clear")
+    sql.run(con, "ops/derived_marks_clear")
 
 
 def forget_steps(con: duckdb.DuckDBPyConnection, assets: list[str]) -> None:

@@ -241,9 +241,18 @@ def test_a_changed_rules_file_rebuilds_attribution_and_what_follows(built):
 def test_rebuild_rebuilds_everything(built):
     src, db, out = built
     before = records(db)
+    con = duckdb.connect(str(db))
+    counts = con.execute("SELECT (SELECT count(*) FROM classified_events), (SELECT count(*) FROM job_runs)").fetchone()
+    # a table damaged by hand: an extending build would keep the damage (its inputs' digests did not change)
+    con.execute("DELETE FROM classified_events WHERE rowid IN (SELECT min(rowid) FROM classified_events)")
+    con.execute("DELETE FROM job_runs WHERE rowid IN (SELECT min(rowid) FROM job_runs)")
+    con.close()
     output = run(src, db, out, "--rebuild")
     assert DERIVED <= rebuilt(before, records(db))
     assert "unchanged since the last run" not in output
+    with duckdb.connect(str(db), read_only=True) as con:  # built from scratch, not extended
+        assert con.execute("SELECT (SELECT count(*) FROM classified_events), (SELECT count(*) FROM job_runs)").fetchone() \
+            == counts and counts[0] > 0 and counts[1] > 0
 
 
 def test_forget_invalidates_what_was_built_from_the_files(built):
