@@ -22,7 +22,7 @@ from analysis.ingest.engine import ingest_directory
 from analysis.ingest.one_file import parser_for
 from analysis.ingest.hosts import host_from_path
 from analysis.ingest.lines import CONTROL_NOTE, CONTROL_REASON, LineStream, read_lines
-from analysis.ingest.parsers import health, kernel, network, promjson, switch, telemetry
+from analysis.ingest.parsers import health, kernel, network, promjson, sacct, switch, telemetry
 from tests.conftest import FIXTURES, parse_file
 from tests.test_fuzz import CASES, DEMO, _write_case
 
@@ -197,6 +197,27 @@ def test_a_prometheus_sample_time_out_of_range_is_a_reject(tmp_path):
     assert _rejects(result) == {2: "time '99999999999' is outside the years 1970-2100",  # the year 5138
                                 3: "time '-99999999999' is outside the years 1970-2100"}
     assert result.tables["telemetry"]["time"].to_list() == [datetime(2024, 3, 1)]
+
+
+def _sacct_row(job: str, submit: str, start: str, end: str) -> bytes:
+    return (f"{job}|{job}|x|alice|llm|gpu|high|9|FAILED|1:0|None|{submit}|{submit}|{start}|{end}|06:27:10|4|"
+            f"billing=256,node=4|gpu[001-004]|0|sbatch").encode()
+
+
+def test_a_sacct_time_out_of_range_is_a_reject_and_a_local_epoch_zero_is_absent(tmp_path):
+    demo = (DEMO / "slurm" / "sacct-2024-03-01.txt").read_bytes()
+    far = _sacct_row("9001", "2024-03-01T00:10:00", "9999-03-01T00:15:00", "9999-03-01T06:42:10")
+    data, at = _insert(demo, far, "sacct-far", after=1)
+    # time 0 written as a local time west of UTC (sacct itself writes 'Unknown'): no time, not a reject
+    zero = _sacct_row("9002", "1969-12-31T16:00:00", "1969-12-31T16:00:00", "2024-03-01T06:42:10")
+    path = tmp_path / "sacct-2024-03-01.txt"
+    path.write_bytes(data + zero + b"\n")
+    result, counts = parse_file(sacct.parse, path, "slurm")
+    assert _rejects(result) == {at: "Start time '9999-03-01T00:15:00' is outside the years 1970-2100"}
+    rows = result.tables["sacct_records"]
+    assert "9001" not in rows["job_id"].to_list() and counts.rejects == 1
+    unset = rows.filter(rows["job_id"] == "9002").row(0, named=True)
+    assert unset["submit_time"] is None and unset["start_time"] is None and unset["end_time"] == datetime(2024, 3, 1, 6, 42, 10)
 
 # 3. a sample without a host took a daily file's name as its host
 

@@ -20,7 +20,8 @@ from analysis.ingest.lines import empty_rejects, make_rejects
 from analysis.ingest.parsers import batched
 from analysis.ingest.parsers.sacct_repair import FREE_TEXT, JOBID_RE, repair_rows
 from analysis.ingest.parts import each_piece
-from analysis.ingest.timeutil import local_to_utc, parse_duration_s
+from analysis.ingest.options import YEARS
+from analysis.ingest.timeutil import in_years, local_to_utc, parse_duration_s
 
 # The field list docs/connect.md#slurm-accounting-required asks sites to dump; used when a file has no header.
 DEFAULT_COLUMNS = ("JobID,JobIDRaw,JobName,User,Account,Partition,QOS,Priority,State,ExitCode,Reason,"
@@ -66,6 +67,12 @@ def _field(names: dict[str, int], name: str) -> pl.Expr:
 
 def _time(expr: pl.Expr, tz: str) -> pl.Expr:
     return local_to_utc(expr.str.replace(" ", "T", literal=True).str.to_datetime(TIME_FMT, strict=False, time_unit="us"), tz)
+
+
+def _epoch_zero(t: pl.Expr) -> pl.Expr:
+    """Within a day of 1970-01-01 00:00 UTC: a time of 0 (unset) that a tool wrote as a local time, e.g.
+    1969-12-31T16:00:00 west of UTC, where sacct itself writes 'Unknown'. Absent, not a time nor a reject."""
+    return (t - pl.datetime(1970, 1, 1)).abs() < pl.duration(days=1)
 
 
 def _absent(expr: pl.Expr) -> pl.Expr:
@@ -287,8 +294,10 @@ def _problems(names: dict[str, int], f) -> list[tuple[pl.Expr, pl.Expr]]:
                        pl.format("unparseable State '{}'", f("State"))))
     for col in ("Submit", "Eligible", "Start", "End"):
         if col.lower() in names:
-            checks.append((~_absent(f(col)) & pl.col(f"t_{col}").is_null(),
-                           pl.format("unparseable {} time '{}'", pl.lit(col), f(col))))
+            t = pl.col(f"t_{col}")
+            checks.append((~_absent(f(col)) & t.is_null(), pl.format("unparseable {} time '{}'", pl.lit(col), f(col))))
+            checks.append((t.is_not_null() & ~_epoch_zero(t) & ~in_years(t), pl.format("{} time '{}' is outside the years {}-{}",
+                                                                      pl.lit(col), f(col), pl.lit(YEARS[0]), pl.lit(YEARS[1]))))
     if "exitcode" in names:
         checks.append((~_absent(f("ExitCode")) & ~f("ExitCode").str.contains(r"^-?\d{1,9}:-?\d{1,9}$"),
                        pl.format("unparseable ExitCode '{}'", f("ExitCode"))))
@@ -319,6 +328,8 @@ def _parse_fields(records: pl.DataFrame, columns: list[str], names: dict[str, in
     # reasons are written for the refused rows only: a when/then would format one for every row
     bad = df.filter("faulty").select("line_no", why=pl.coalesce([pl.when(fault).then(why) for fault, why in checks]))
     df = df.filter(~pl.col("faulty"))
+    df = df.with_columns(pl.when(_epoch_zero(pl.col(c))).then(None).otherwise(pl.col(c)).alias(c)
+                         for c in ("t_Submit", "t_Eligible", "t_Start", "t_End"))
     jid = pl.col("jid").struct
     v = pl.col("v")
     df = _per_value(df, f("State"), state=v.str.strip_chars().str.extract_groups(r"^(?P<state>\S+)(?:\s+by\s+(?P<by>\S+))?"))
