@@ -145,11 +145,15 @@ def _cpu_seconds() -> float:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """GOODPUT_TEST_CPU=FILE: each test's CPU seconds (its setup, fixtures included, call and teardown, with the
-    processes it started) appended to FILE as `nodeid<TAB>seconds`; on a shared machine CPU seconds, unlike
-    --durations' wall seconds, say what a test costs (make test-cpu sums them per module)."""
+    processes it started) appended to FILE as `nodeid<TAB>seconds<TAB>worker<TAB>start<TAB>end` (wall clock, epoch
+    seconds); on a shared machine CPU seconds, unlike --durations' wall seconds, say what a test costs (make
+    test-cpu sums them per module), and the workers' timelines show one left idle while the other finishes."""
+    import time
+
     into = os.environ.get("GOODPUT_TEST_CPU")
-    start = _cpu_seconds() if into else 0.0
+    start, began = (_cpu_seconds(), time.time()) if into else (0.0, 0.0)
     yield
     if into:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(into, "a") as out:
-            out.write(f"{item.nodeid}\t{_cpu_seconds() - start:.2f}\n")
+            out.write(f"{item.nodeid}\t{_cpu_seconds() - start:.2f}\t{worker}\t{began:.2f}\t{time.time():.2f}\n")
