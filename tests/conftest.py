@@ -112,17 +112,21 @@ def datasets() -> Path:
 
 @pytest.fixture(scope="session")
 def demo_warehouse(tmp_path_factory) -> Path:
-    """`goodput run` on the demo source, once per session (with its published snapshot): read it, or copy
-    it before writing."""
+    """`goodput run` on the demo source, once per test run for every worker (shared_build), with its published
+    snapshot and --out beside it: read it (read-only connections: the workers may read it at once), or copy it
+    before writing."""
+    root, _ = shared_build(tmp_path_factory, "demo_run", _demo_run)
+    return root / "w.duckdb"
+
+
+def _demo_run(root: Path) -> None:
     from click.testing import CliRunner
 
     from pipelines.cli import DEMO_SOURCE, main
 
-    root = tmp_path_factory.mktemp("demo_run")
     result = CliRunner().invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(root / "w.duckdb"),
                                        "--out", str(root / "out"), "-q"])
     assert result.exit_code == 0, result.output
-    return root / "w.duckdb"
 
 
 def parse_file(parse, path: Path, source: str, options: IngestOptions | None = None, host_hint: str | None = "__auto__"):
