@@ -146,6 +146,19 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+_CPU_INTO = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    """The process that runs the tests takes GOODPUT_TEST_CPU out of its environment: a test's own pytest run
+    (test_sources' checklist) is counted in that test's CPU seconds (its child's), not again as tests of its own.
+    An xdist controller runs no test and leaves it for the workers it starts."""
+    controller = not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
+    into = os.environ.get("GOODPUT_TEST_CPU") if controller else os.environ.pop("GOODPUT_TEST_CPU", None)
+    if into:
+        config.stash[_CPU_INTO] = into
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """GOODPUT_TEST_CPU=FILE: each test's CPU seconds (its setup, fixtures included, call and teardown, with the
@@ -154,7 +167,7 @@ def pytest_runtest_protocol(item, nextitem):
     test-cpu sums them per module), and the workers' timelines show one left idle while the other finishes."""
     import time
 
-    into = os.environ.get("GOODPUT_TEST_CPU")
+    into = item.config.stash.get(_CPU_INTO, None)
     start, began = (_cpu_seconds(), time.time()) if into else (0.0, 0.0)
     yield
     if into:
