@@ -17,21 +17,26 @@ FIXTURES = REPO / "tests" / "fixtures"
 # pytest -n 2 runs two workers on two cores: one torch thread each (see analysis.threads)
 os.environ.setdefault("GOODPUT_TORCH_THREADS", "1")
 
-# The costliest modules, most expensive first (CPU seconds with -n 2, 2026-11, after issue 35's sharing): started
-# first so the two workers finish together (longest first). `make test` runs `--dist loadscope
-# --no-loadscope-reorder`: each module's tests on one worker (a module fixture is built once), modules handed out
-# in this order. Unlisted modules (each under ~7 s) follow in their usual order. (loadgroup would group finer, but
-# pytest-xdist 3.8's group suffix is lost on pytest 9: every test then scheduled alone.) test_lemon_accuracy is
-# a bench (`make bench`): listed first for that run.
+# Every module of more than a few seconds, longest first (wall seconds per module under `make test-cpu`'s
+# timeline, tests.cpu_times, 2026-11-29): started first so the two workers finish together (longest first). `make
+# test` runs `--dist loadscope --no-loadscope-reorder`: each module's tests on one worker (a module fixture is
+# built once), modules handed out in this order. Unlisted modules (each under ~3 s) follow in their usual order:
+# a mid-sized module left there (test_snapshot, test_hostile_input) ran last and kept one core busy alone.
+# (loadgroup would group finer, but pytest-xdist 3.8's group suffix is lost on pytest 9: every test then
+# scheduled alone.) test_lemon_accuracy is a bench (`make bench`): listed first for that run.
 SLOW_FIRST = ("test_lemon_accuracy.py", "test_node_models.py", "test_fleet.py", "test_increment.py", "test_pipeline.py",
-              "test_telemetry_detect.py", "test_derived_builds.py", "test_nightly.py", "test_report.py",
-              "test_unchanged.py", "test_cli_forget.py", "test_partial_day.py", "test_fleet_report.py",
-              "test_cli_run_coverage.py", "test_degrade.py", "test_criteria_superbench.py", "test_sources.py",
-              "test_wheel.py", "test_fuzz_strict.py", "test_node_history.py", "test_model_cadence.py",
-              "test_cli_run_errors.py", "test_alerts.py", "test_simulate_states.py", "test_ingest_memory.py",
-              "test_criteria_sim.py", "test_joblogs.py", "test_simulate.py", "test_cli_usability.py",
-              "test_attribution.py", "test_commands_mean_it.py", "test_fuzz.py", "test_stragglers_run.py",
-              "test_simulate_stragglers.py", "test_cli_check.py", "test_lifecycle.py", "test_metrics.py")
+              "test_telemetry_detect.py", "test_derived_builds.py", "test_report.py", "test_unchanged.py",
+              "test_partial_day.py", "test_degrade.py", "test_nightly.py", "test_cli_run_coverage.py",
+              "test_fleet_report.py", "test_fuzz_strict.py", "test_cli_forget.py", "test_wheel.py",
+              "test_criteria_superbench.py", "test_model_cadence.py", "test_cli_run_errors.py", "test_sources.py",
+              "test_joblogs.py", "test_hostile_input.py", "test_snapshot.py", "test_survival_eval.py",
+              "test_cli_usability.py", "test_commands_mean_it.py", "test_fuzz.py", "test_node_history.py",
+              "test_criteria_sim.py", "test_alerts.py", "test_ingest_memory.py", "test_attribution.py",
+              "test_taxonomy.py", "test_lifecycle.py", "test_ingest.py", "test_cli_check.py", "test_simulate.py",
+              "test_telemetry_shapes.py", "test_simulate_states.py", "test_simulate_stragglers.py",
+              "test_ingest_batch.py", "test_import_layers.py", "test_stragglers_run.py", "test_clean_evidence.py",
+              "test_attribution_increment.py", "test_job_runs_increment.py", "test_step_times_parser.py",
+              "test_lines.py", "test_metrics.py")
 
 
 # Tests write only into temporary folders: the checkout (out/, data/, any file in it, ignored by git or not) is
