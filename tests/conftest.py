@@ -17,21 +17,26 @@ FIXTURES = REPO / "tests" / "fixtures"
 # pytest -n 2 runs two workers on two cores: one torch thread each (see analysis.threads)
 os.environ.setdefault("GOODPUT_TORCH_THREADS", "1")
 
-# The costliest modules, most expensive first (CPU seconds with -n 2, 2026-11, after issue 35's sharing): started
-# first so the two workers finish together (longest first). `make test` runs `--dist loadscope
-# --no-loadscope-reorder`: each module's tests on one worker (a module fixture is built once), modules handed out
-# in this order. Unlisted modules (each under ~7 s) follow in their usual order. (loadgroup would group finer, but
-# pytest-xdist 3.8's group suffix is lost on pytest 9: every test then scheduled alone.) test_lemon_accuracy is
-# a bench (`make bench`): listed first for that run.
+# Every module of more than a few seconds, longest first (wall seconds per module under `make test-cpu`'s
+# timeline, tests.cpu_times, 2026-11-29): started first so the two workers finish together (longest first). `make
+# test` runs `--dist loadscope --no-loadscope-reorder`: each module's tests on one worker (a module fixture is
+# built once), modules handed out in this order. Unlisted modules (each under ~3 s) follow in their usual order:
+# a mid-sized module left there (test_snapshot, test_hostile_input) ran last and kept one core busy alone.
+# (loadgroup would group finer, but pytest-xdist 3.8's group suffix is lost on pytest 9: every test then
+# scheduled alone.) test_lemon_accuracy is a bench (`make bench`): listed first for that run.
 SLOW_FIRST = ("test_lemon_accuracy.py", "test_node_models.py", "test_fleet.py", "test_increment.py", "test_pipeline.py",
-              "test_telemetry_detect.py", "test_derived_builds.py", "test_nightly.py", "test_report.py",
-              "test_unchanged.py", "test_cli_forget.py", "test_partial_day.py", "test_fleet_report.py",
-              "test_cli_run_coverage.py", "test_degrade.py", "test_criteria_superbench.py", "test_sources.py",
-              "test_wheel.py", "test_fuzz_strict.py", "test_node_history.py", "test_model_cadence.py",
-              "test_cli_run_errors.py", "test_alerts.py", "test_simulate_states.py", "test_ingest_memory.py",
-              "test_criteria_sim.py", "test_joblogs.py", "test_simulate.py", "test_cli_usability.py",
-              "test_attribution.py", "test_commands_mean_it.py", "test_fuzz.py", "test_stragglers_run.py",
-              "test_simulate_stragglers.py", "test_cli_check.py", "test_lifecycle.py", "test_metrics.py")
+              "test_telemetry_detect.py", "test_derived_builds.py", "test_report.py", "test_unchanged.py",
+              "test_partial_day.py", "test_degrade.py", "test_nightly.py", "test_cli_run_coverage.py",
+              "test_fleet_report.py", "test_fuzz_strict.py", "test_cli_forget.py", "test_wheel.py",
+              "test_criteria_superbench.py", "test_model_cadence.py", "test_cli_run_errors.py", "test_sources.py",
+              "test_joblogs.py", "test_hostile_input.py", "test_snapshot.py", "test_survival_eval.py",
+              "test_cli_usability.py", "test_commands_mean_it.py", "test_fuzz.py", "test_node_history.py",
+              "test_criteria_sim.py", "test_alerts.py", "test_ingest_memory.py", "test_attribution.py",
+              "test_taxonomy.py", "test_lifecycle.py", "test_ingest.py", "test_cli_check.py", "test_simulate.py",
+              "test_telemetry_shapes.py", "test_simulate_states.py", "test_simulate_stragglers.py",
+              "test_ingest_batch.py", "test_import_layers.py", "test_stragglers_run.py", "test_clean_evidence.py",
+              "test_attribution_increment.py", "test_job_runs_increment.py", "test_step_times_parser.py",
+              "test_lines.py", "test_metrics.py")
 
 
 # Tests write only into temporary folders: the checkout (out/, data/, any file in it, ignored by git or not) is
@@ -112,17 +117,21 @@ def datasets() -> Path:
 
 @pytest.fixture(scope="session")
 def demo_warehouse(tmp_path_factory) -> Path:
-    """`goodput run` on the demo source, once per session (with its published snapshot): read it, or copy
-    it before writing."""
+    """`goodput run` on the demo source, once per test run for every worker (shared_build), with its published
+    snapshot and --out beside it: read it (read-only connections: the workers may read it at once), or copy it
+    before writing."""
+    root, _ = shared_build(tmp_path_factory, "demo_run", _demo_run)
+    return root / "w.duckdb"
+
+
+def _demo_run(root: Path) -> None:
     from click.testing import CliRunner
 
     from pipelines.cli import DEMO_SOURCE, main
 
-    root = tmp_path_factory.mktemp("demo_run")
     result = CliRunner().invoke(main, ["run", "--source", str(DEMO_SOURCE), "--db", str(root / "w.duckdb"),
                                        "--out", str(root / "out"), "-q"])
     assert result.exit_code == 0, result.output
-    return root / "w.duckdb"
 
 
 def parse_file(parse, path: Path, source: str, options: IngestOptions | None = None, host_hint: str | None = "__auto__"):
@@ -142,14 +151,31 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+_CPU_INTO = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    """The process that runs the tests takes GOODPUT_TEST_CPU out of its environment: a test's own pytest run
+    (test_sources' checklist) is counted in that test's CPU seconds (its child's), not again as tests of its own.
+    An xdist controller runs no test and leaves it for the workers it starts."""
+    controller = not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
+    into = os.environ.get("GOODPUT_TEST_CPU") if controller else os.environ.pop("GOODPUT_TEST_CPU", None)
+    if into:
+        config.stash[_CPU_INTO] = into
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """GOODPUT_TEST_CPU=FILE: each test's CPU seconds (its setup, fixtures included, call and teardown, with the
-    processes it started) appended to FILE as `nodeid<TAB>seconds`; on a shared machine CPU seconds, unlike
-    --durations' wall seconds, say what a test costs (make test-cpu sums them per module)."""
-    into = os.environ.get("GOODPUT_TEST_CPU")
-    start = _cpu_seconds() if into else 0.0
+    processes it started) appended to FILE as `nodeid<TAB>seconds<TAB>worker<TAB>start<TAB>end` (wall clock, epoch
+    seconds); on a shared machine CPU seconds, unlike --durations' wall seconds, say what a test costs (make
+    test-cpu sums them per module), and the workers' timelines show one left idle while the other finishes."""
+    import time
+
+    into = item.config.stash.get(_CPU_INTO, None)
+    start, began = (_cpu_seconds(), time.time()) if into else (0.0, 0.0)
     yield
     if into:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(into, "a") as out:
-            out.write(f"{item.nodeid}\t{_cpu_seconds() - start:.2f}\n")
+            out.write(f"{item.nodeid}\t{_cpu_seconds() - start:.2f}\t{worker}\t{began:.2f}\t{time.time():.2f}\n")

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
-import pandas as pd
 import polars as pl
 
 from analysis import sql
 from analysis.nodes import asof
 from analysis.nodes import cadence
 from analysis.nodes import survival
+from analysis.nodes import survival_eval
 from analysis.nodes.cadence import Cadence, ModelState
 from analysis.nodes.survival import progress
 
@@ -61,31 +61,20 @@ def anubis_accuracy(pred_h: np.ndarray, actual_h: np.ndarray, cap_h: float) -> f
 
 
 def _metrics(surv: np.ndarray, grid: np.ndarray, test: pl.DataFrame, cap_h: float) -> dict[str, float]:
-    import scipy.integrate
-    from pycox.evaluation import EvalSurv
-
-    if not hasattr(scipy.integrate, "simps"):  # pycox 0.3 calls the name SciPy removed
-        scipy.integrate.simps = scipy.integrate.simpson
     durations, events = test["duration_h"].to_numpy(), test["event"].to_numpy().astype(int)
-    ev = EvalSurv(pd.DataFrame(surv, index=grid), durations, events, censor_surv="km")
     seen = events == 1
     brier_grid = grid[(grid > 0) & (grid < durations.max())]
     # Antolini's concordance with tied predictions counted half (pycox's
     # adj_antolini, Harrell's convention): nodes in the same status get the same
     # curve, and counting those ties as discordant would punish every model that
-    # groups nodes, down to 0 for one that predicts the same curve for all.
+    # groups nodes, down to 0 for one that predicts the same curve for all. NaN when
+    # the held-out samples hold no comparable pair (a small cluster's few weeks): the
+    # evaluation table then says the metric is undefined. pycox's numbers, in numpy
+    # (survival_eval: pycox's numba compile was ~3 s of every run that trains).
     return {"anubis_accuracy": anubis_accuracy(survival.expected_hours(surv, grid)[seen], durations[seen], cap_h),
-            "concordance_td": _concordance(ev),
-            "integrated_brier_score": float(ev.integrated_brier_score(brier_grid)) if len(brier_grid) > 1 else float("nan")}
-
-
-def _concordance(ev) -> float:
-    """NaN when the held-out samples hold no comparable pair (no event before another sample's end: a small
-    cluster's few weeks), where pycox divides by zero; the evaluation table then says the metric is undefined."""
-    try:
-        return float(ev.concordance_td("adj_antolini"))
-    except ZeroDivisionError:
-        return float("nan")
+            "concordance_td": survival_eval.concordance_td(surv, grid, durations, events),
+            "integrated_brier_score": survival_eval.integrated_brier_score(surv, grid, durations, events, brier_grid)
+            if len(brier_grid) > 1 else float("nan")}
 
 
 def evaluate(samples: pl.DataFrame, start: datetime, end: datetime, cfg: IncidentConfig = IncidentConfig(),
