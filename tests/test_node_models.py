@@ -454,3 +454,37 @@ def test_drain_sh_names_the_cluster_when_the_warehouse_has_one():
     assert "SCONTROL=(scontrol --clusters=rsc2)" in lines and "SINFO=(sinfo --clusters=rsc2)" in lines
     assert "gpu0003|drain_now|in_service|-|goodput: drain_now lemon score=0.90" in lines
     assert "--clusters" not in exports.drain_script(actions, "header")
+
+
+def test_saved_incident_models_score_the_status_at_the_end_alone(cluster, default_models):
+    """A nightly that loads the incident models builds only each node's status at the as-of (its cost does not
+    grow with the history): the same rows as the full samples' last status."""
+    from analysis.nodes import incident_model
+
+    con, _, _ = cluster
+    as_of = default_models.as_of
+    end = incident_model.build_samples(con, as_of, only_end=True)
+    full = incident_model.build_samples(con, as_of)  # last: the table as the models' run left it
+    assert full["t"].n_unique() > 1 and end["t"].unique().to_list() == [as_of]
+    assert end.height == default_models.risk["host"].n_unique()
+    assert end.equals(full.filter(pl.col("t") == as_of))
+
+
+def test_cox_time_samples_the_controls_pycox_does():
+    import numpy as np
+    import torch
+    from pycox.models.data import CoxTimeDataset
+
+    from analysis.nodes.coxtime_data import SortedCoxTimeDataset
+
+    rng = np.random.default_rng(0)
+    durations = np.sort(rng.integers(1, 40, 500)).astype("float32")  # ties, as pycox sorts them before
+    events = (rng.random(500) < 0.4).astype("float32")
+    x = rng.random((500, 4)).astype("float32")
+    theirs, ours = CoxTimeDataset(x, durations, events), SortedCoxTimeDataset(x, durations, events)
+    for index in (rng.permutation(len(theirs))[:64], [3], 5):  # a batch, as the data loader asks
+        np.random.seed(7)
+        a = theirs[index]
+        np.random.seed(7)
+        b = ours[index]
+        assert all(torch.equal(p, q) for p, q in zip(a.flatten(), b.flatten())) and len(a.flatten()) == 4

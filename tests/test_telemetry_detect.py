@@ -277,3 +277,59 @@ def test_c4_delay_matrix_names_the_link_the_source_or_the_destination(fault, exp
     cells = links.peer_matrix(pl.DataFrame(rows))
     got = links.localise(cells)
     assert [(k, s, d) for k, s, d in got.select("kind", "src_host", "dst_host").iter_rows()] == expect
+
+
+def test_models_trained_side_by_side_are_each_their_own():
+    """vae.train_many packs models into one block-diagonal network: each block computes its own model (the
+    layout round-trips), and each model trained packed learns what it learns alone (only its noise draws differ)."""
+    import torch
+
+    from analysis.telemetry import vae
+
+    rng = np.random.default_rng(4)
+    singles = []
+    for n_inputs in (1, 1, 3):
+        torch.manual_seed(len(singles))
+        singles.append(vae.LstmVae(n_inputs))
+    packed, _ = vae._pack(singles)
+    xs = [torch.from_numpy(rng.random((20, 6, n)).astype("float32")) for n in (1, 1, 3)]
+    with torch.no_grad():
+        mu, logvar = packed.encode(torch.cat(xs, dim=2))
+        for j, (model, x) in enumerate(zip(singles, xs)):
+            alone_mu, alone_logvar = model.encode(x)
+            assert torch.allclose(mu[:, 8 * j:8 * (j + 1)], alone_mu, atol=1e-6)
+            assert torch.allclose(logvar[:, 8 * j:8 * (j + 1)], alone_logvar, atol=1e-6)
+    data = [rng.random((1500, 6)).astype("float32"), rng.random((1500, 6)).astype("float32") ** 3,
+            rng.random((1500, 6, 2)).astype("float32")]
+    together = vae.train_many([(data[0], 1), (data[1], 1), (data[2], 2)], epochs=4)
+    for (x, n), model in zip([(data[0], 1), (data[1], 1), (data[2], 2)], together):
+        alone = vae.train(x, n_inputs=n, epochs=4)
+        a, b = vae.embed(model, x[:300], n), vae.embed(alone, x[:300], n)
+        assert np.corrcoef(a.ravel(), b.ravel())[0, 1] > 0.95
+
+
+def test_aegis_flags_each_machine_at_the_sample_its_run_reaches_the_limit():
+    rng = np.random.default_rng(2)
+    flagged = 0
+    for _ in range(20):
+        v = rng.random((3, 10, 300))
+        v[rng.random(v.shape) < 0.05] = np.nan
+        v[:, int(rng.integers(10)), 80:80 + int(rng.integers(0, 150))] += 3
+        frame = frames.JobFrame("j", [f"h{i}" for i in range(10)], ["a", "b", "c"], np.datetime64("2024-01-01"),
+                                10.0, v)
+        x = frame.values  # the rule spelled out: per metric and machine, the first run of `need` flagged samples
+        with np.errstate(invalid="ignore"):
+            out = np.abs(x - np.nanmean(x, axis=1, keepdims=True)) > CFG.aegis_sigma * np.nanstd(x, axis=1, keepdims=True)
+        need = int(round(CFG.aegis_s / frame.interval_s))
+        expected = []
+        for m in range(3):
+            for h in range(10):
+                run = 0
+                for t, flag in enumerate(out[m, h]):
+                    run = run + 1 if flag else 0
+                    if run == need:
+                        expected.append((h, m, t - need + 1, t))
+                        break
+        assert detect.aegis_flags(frame, CFG) == expected
+        flagged += bool(expected)
+    assert 0 < flagged < 20  # frames with and without a flagged machine

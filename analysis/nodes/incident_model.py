@@ -38,9 +38,13 @@ class IncidentConfig:
     max_eval_samples: int = 3000  # pycox's survival curves are slow; the test set is sampled (seeded)
 
 
-def build_samples(con: duckdb.DuckDBPyConnection, end: datetime, every_days: int = 7) -> pl.DataFrame:
+def build_samples(con: duckdb.DuckDBPyConnection, end: datetime, every_days: int = 7,
+                  only_end: bool = False) -> pl.DataFrame:
+    """incident_samples as of ``end``: every status sample of the history, or with ``only_end`` only each node's
+    status at ``end`` (what saved models score)."""
     sql.run_steps(con, [("models/view_node_population", None), *asof.steps(con, end),
-                        ("models/build_incident_samples", {"end": end, "every_days": every_days})])
+                        ("models/build_incident_samples", {"end": end, "every_days": every_days,
+                                                           "only_end": only_end})])
     return con.sql("SELECT * FROM incident_samples ORDER BY t, host").pl()  # fixed order: seeded subsets repeat
 
 
@@ -152,14 +156,16 @@ def definition(cfg: IncidentConfig) -> dict:
 
 def run(con: duckdb.DuckDBPyConnection, as_of: datetime, start: datetime, cfg: IncidentConfig = IncidentConfig(),
         model_dir: Path | None = None, cad: Cadence = Cadence()) -> tuple[pl.DataFrame, pl.DataFrame, ModelState]:
-    """incident_samples and node_risk for ``as_of``, with the models saved in ``model_dir`` unless
+    """incident_samples (every sample when the models are trained, else the status at ``as_of`` only) and
+    node_risk for ``as_of``, with the models saved in ``model_dir`` unless
     analysis.nodes.cadence says to retrain them; the incident rows of model_evaluation (the time split) are
     rebuilt only when they are, else restored from beside the saved models (analysis.nodes.cadence.save_evaluation)."""
-    samples = build_samples(con, as_of, cfg.every_days)
     fp = cadence.fingerprint(definition(cfg))
     last = cadence.latest(model_dir, PREFIX, cad.scope)
     state = cadence.decide("incident", last, fp, as_of, cad, model_dir)
     fitted, state = cadence.load_saved("incident", state, last)
+    # the history's samples only to train on: scoring saved models reads each node's status at as_of
+    samples = build_samples(con, as_of, cfg.every_days, only_end=not state.trained)
     t0 = time.process_time()
     steps = [("schema/node_risk", None), ("models/store_node_risk", {"as_of": as_of})]
     evaluation = _frame([])

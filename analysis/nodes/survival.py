@@ -157,12 +157,16 @@ class CoxTime:
         if y[1][val].sum() < 2:  # its loss needs incidents: lend it two
             val[rng.choice(np.flatnonzero(y[1] == 1), 2, replace=False)] = True
         net = MLPVanillaCoxTime(x.shape[1], list(self.hidden), batch_norm=True, dropout=0.1)
+        from analysis.nodes.coxtime_data import SortedCoxTimeDataset
+
         model = PycoxCoxTime(net, tt.optim.Adam(0.01), labtrans=labtrans)
+        model.make_dataset = SortedCoxTimeDataset  # the same controls, sampled without a Python loop
         # torchtuples checkpoints the best weights to a file: a private temp dir, never the working directory
         with tempfile.TemporaryDirectory(prefix="goodput-coxtime-") as tmp:
             stop = tt.callbacks.EarlyStopping(patience=5, file_path=str(Path(tmp) / "best.pt"))
             model.fit(x[~val], (y[0][~val], y[1][~val]), batch_size=256, epochs=self.epochs, verbose=False,
                       callbacks=[stop], val_data=(x[val], (y[0][val], y[1][val])))
+        del model.make_dataset  # pycox's own again: nothing of this module is pickled with the model
         # Cox-Time evaluates its network at every baseline time when it predicts:
         # 1,500 sampled times shared among the members keep scoring a 2,000-node fleet near a second
         model.compute_baseline_hazards(sample=min(int((~val).sum()), self.baseline_sample // len(self.seeds)))
@@ -206,11 +210,26 @@ def _surv(model, x: np.ndarray, batch_size: int = 8224) -> tuple[np.ndarray, np.
     n = len(x)
     xs = np.tile(x, (len(scaled), 1))
     ts = np.repeat(scaled, n).reshape(-1, 1).astype("float32")
-    expg = np.exp(model.predict((xs, ts), batch_size, True, True)).reshape(len(scaled), n).astype("float64")
+    expg = np.exp(_net_output(model.net, xs, ts, batch_size * 8)).reshape(len(scaled), n).astype("float64")
     expg[hazard == 0] = 0.0  # in case exp(g) is inf there
     cumulative = np.cumsum(expg * hazard.reshape(-1, 1), axis=0)
     times = model.labtrans.map_scaled_to_orig(scaled) if model.labtrans is not None else scaled
     return np.asarray(times), np.exp(-cumulative)
+
+
+def _net_output(net, xs: np.ndarray, ts: np.ndarray, rows: int) -> np.ndarray:
+    """g(x, t) of a Cox-Time network for each row, as pycox's predict gives it (the network in eval mode, no
+    gradient) without its data loader: batching each row through torchtuples cost more than the network."""
+    import torch
+
+    was = net.training
+    net.eval()
+    out = np.empty(len(xs), dtype=np.float32)
+    with torch.no_grad():
+        for lo in range(0, len(xs), rows):
+            out[lo:lo + rows] = net(torch.from_numpy(xs[lo:lo + rows]), torch.from_numpy(ts[lo:lo + rows])).numpy().ravel()
+    net.train(was)
+    return out
 
 
 def all_models() -> list:

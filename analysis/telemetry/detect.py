@@ -97,16 +97,12 @@ def aegis_flags(frame: JobFrame, cfg: DetectConfig) -> list[tuple[int, int, int,
     mu, sd = np.nanmean(x, axis=1, keepdims=True), np.nanstd(x, axis=1, keepdims=True)
     out = np.abs(x - mu) > cfg.aegis_sigma * np.where(sd > 0, sd, np.inf)
     need = max(1, int(round(cfg.aegis_s / frame.interval_s)))
-    hits = []
-    for m in range(x.shape[0]):
-        for h in range(x.shape[1]):
-            run = 0
-            for t, flag in enumerate(out[m, h]):
-                run = run + 1 if flag else 0
-                if run == need:
-                    hits.append((h, m, t - need + 1, t))
-                    break
-    return hits
+    # the length of the run of flags ending at each sample: flags so far less those before its last break
+    count = np.cumsum(out, axis=-1)
+    run = count - np.maximum.accumulate(np.where(out, 0, count), axis=-1)
+    reached = run >= need
+    first = reached.argmax(axis=-1)  # the first sample a run reaches ``need`` (where any does)
+    return [(int(h), int(m), int(first[m, h]) - need + 1, int(first[m, h])) for m, h in np.argwhere(reached.any(axis=-1))]
 
 
 @dataclass
@@ -121,19 +117,28 @@ class Models:
     suspects: list = field(default_factory=list)  # (job_id, host) training machines a threshold left out
 
 
-def _scores(method: str, models: Models, frame: JobFrame, windows: np.ndarray) -> dict[str, np.ndarray]:
-    """metric (or "*") -> (n_windows, n_hosts) scores for one method."""
+def _scores(method: str, models: Models, frame: JobFrame, windows: np.ndarray,
+            done: dict | None = None) -> dict[str, np.ndarray]:
+    """metric (or "*") -> (n_windows, n_hosts) scores for one method. ``done`` keeps, for the other methods of
+    the same job, the per-metric embeddings and Minder's scores (minder_nc's and con's start from them)."""
+    done = {} if done is None else done
     idx = [frame.metrics.index(m) for m in models.metrics if m in frame.metrics]
     names = [frame.metrics[i] for i in idx]
     if not idx:  # a job exporting none of the metrics the detector was trained on
         return {}
-    if method in ("minder", "minder_nc"):
-        return {m: distance_scores(vae.embed(models.per_metric[m], windows[i])) for m, i in zip(names, idx)}
+
+    def embedded(m: str, i: int) -> np.ndarray:
+        if ("emb", m) not in done:
+            done[("emb", m)] = vae.embed(models.per_metric[m], windows[i])
+        return done[("emb", m)]
+    if method in ("minder", "minder_nc"):  # the same scores: they differ in continuity only (detect)
+        if "minder" not in done:
+            done["minder"] = {m: distance_scores(embedded(m, i)) for m, i in zip(names, idx)}
+        return done["minder"]
     if method == "raw":
         return {m: distance_scores(windows[i]) for m, i in zip(names, idx)}
     if method == "con":
-        embs = [vae.embed(models.per_metric[m], windows[i]) for m, i in zip(names, idx)]
-        return {"*": distance_scores(np.concatenate(embs, axis=-1))}
+        return {"*": distance_scores(np.concatenate([embedded(m, i) for m, i in zip(names, idx)], axis=-1))}
     if method == "int":
         if len(idx) != len(models.metrics):  # the integrated VAE reads every metric it was trained on at once
             return {}
@@ -149,7 +154,8 @@ def job_scores(models: Models, frame: JobFrame, cfg: DetectConfig, methods=METHO
     """method -> metric -> (n_windows, n_hosts) scores, for the score-based methods (``windows``:
     the frame's, when the caller has cut them already)."""
     windows = frame.windows(cfg.frame)[0] if windows is None else windows
-    return {m: _scores(m, models, frame, windows) for m in methods if m != "aegis"}
+    done: dict = {}
+    return {m: _scores(m, models, frame, windows, done) for m in methods if m != "aegis"}
 
 
 def confirm(scores: np.ndarray, threshold: float, k: int) -> tuple[int, int, float] | None:

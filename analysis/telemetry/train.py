@@ -63,20 +63,18 @@ def train(frames: list[JobFrame], cfg: DetectConfig = DetectConfig(), epochs: in
     metrics = shared_metrics([set(f.metrics) for f in frames])
     frames = [f for f in frames if set(metrics) <= set(f.metrics)]
     wins = [f.windows(cfg.frame)[0] for f in frames]
-    per_metric = {}
-    models_n = len(metrics) + ("int" in methods)
-    for i, m in enumerate(metrics, start=1):
-        x = np.concatenate([w[f.metrics.index(m)].reshape(-1, w.shape[-1]) for f, w in zip(frames, wins)])
-        progress.info("    telemetry detector: training model %d/%d (%s, %s windows x %d epochs)", i, models_n, m,
-                      f"{min(len(x), max_windows):,}", epochs)
-        per_metric[m] = vae.train(x, epochs=epochs, seed=seed, max_windows=max_windows)
-    integrated = None
+    data = [(np.concatenate([w[f.metrics.index(m)].reshape(-1, w.shape[-1]) for f, w in zip(frames, wins)]), 1)
+            for m in metrics]
     if "int" in methods:
-        progress.info("    telemetry detector: training model %d/%d (all %d metrics together, %d epochs)", models_n,
-                      models_n, len(metrics), epochs)
-        stacked = np.concatenate([np.moveaxis(w[[f.metrics.index(m) for m in metrics]], 0, -1)
-                                  .reshape(-1, w.shape[-1], len(metrics)) for f, w in zip(frames, wins)])
-        integrated = vae.train(stacked, n_inputs=len(metrics), epochs=epochs, seed=seed, max_windows=max_windows)
+        data.append((np.concatenate([np.moveaxis(w[[f.metrics.index(m) for m in metrics]], 0, -1)
+                                     .reshape(-1, w.shape[-1], len(metrics)) for f, w in zip(frames, wins)]),
+                     len(metrics)))
+    progress.info("    telemetry detector: training %d models side by side (%d per metric%s, up to %s windows x %d "
+                  "epochs)", len(data), len(metrics), " and the integrated one" if "int" in methods else "",
+                  f"{max_windows:,}", epochs)
+    trained = vae.train_many(data, epochs=epochs, seed=seed, max_windows=max_windows)
+    per_metric = dict(zip(metrics, trained))
+    integrated = trained[len(metrics)] if "int" in methods else None
     models = Models(metrics, per_metric, integrated, {}, default_priority(metrics), wins[0].shape[-1])
     k = max(1, int(round(cfg.continuity_s / cfg.frame.stride_s)))
     held: dict = {}

@@ -6,6 +6,8 @@
 -- were critical, drained the node or got a repair ticket: kernel, switch and
 -- health events and tickets are enough, no Slurm job is needed.
 -- Categories: gpu, host, network, storage (by cause); windows 7, 30, 90 days and lifetime.
+-- With $only_end (saved models score, none is trained) only the status at $end: the history's samples are
+-- training data, and building them would make a nightly's cost grow with the history.
 CREATE OR REPLACE TABLE incident_samples AS
 WITH incidents AS (
     SELECT host, first_event, last_event, CASE WHEN returned_at < $end THEN returned_at END AS returned_at,
@@ -19,10 +21,10 @@ WITH incidents AS (
     SELECT host, first_seen FROM node_population WHERE first_seen < $end
 ), times AS (
     SELECT p.host, p.first_seen, unnest(generate_series(p.first_seen, $end - INTERVAL 1 SECOND, to_days($every_days))) AS t
-    FROM population p
+    FROM population p WHERE NOT $only_end
     UNION
     SELECT p.host, p.first_seen, i.last_event + INTERVAL 1 SECOND AS t
-    FROM population p JOIN incidents i USING (host) WHERE i.last_event + INTERVAL 1 SECOND < $end
+    FROM population p JOIN incidents i USING (host) WHERE i.last_event + INTERVAL 1 SECOND < $end AND NOT $only_end
     UNION
     SELECT host, first_seen, $end AS t FROM population  -- the status at the end: what node_risk scores
 ), history AS (
