@@ -1,0 +1,22 @@
+-- job_run_ettr_scope (TEMP): the runs build_job_run_ettr and build_run_downtime compute again, when both tables
+-- hold a build of the same statements and settings (analysis/derive/metrics.py): the runs whose digest in
+-- job_run_ettr_inputs_now and job_run_ettr_inputs differ (new, gone, or a row of an instance changed), and, when a
+-- day's progress lines, app events or drains changed, every run whose windows reach that day. A run's windows
+-- (sql/metrics/build_run_downtime.sql) end at most 6 hours after its last instance ended (the drain's); the rows of
+-- a changed day are at or after its start.
+CREATE OR REPLACE TEMP TABLE job_run_ettr_scope AS
+WITH changed_runs AS (
+    SELECT coalesce(n.run_id, k.run_id) AS run_id
+    FROM (SELECT * FROM job_run_ettr_inputs_now WHERE kind = 'run') n
+    FULL JOIN (SELECT * FROM job_run_ettr_inputs WHERE kind = 'run') k ON n.run_id = k.run_id
+    WHERE n.n IS DISTINCT FROM k.n OR n.digest IS DISTINCT FROM k.digest
+), since AS (
+    SELECT min(coalesce(n.day, k.day)) AS t
+    FROM (SELECT * FROM job_run_ettr_inputs_now WHERE kind <> 'run') n
+    FULL JOIN (SELECT * FROM job_run_ettr_inputs WHERE kind <> 'run') k ON n.kind = k.kind AND n.day = k.day
+    WHERE n.n IS DISTINCT FROM k.n OR n.digest IS DISTINCT FROM k.digest
+)
+SELECT run_id FROM changed_runs
+UNION
+SELECT r.run_id FROM job_runs r JOIN jobs j USING (job_id, instance) CROSS JOIN since s
+WHERE j.end_time + INTERVAL 6 HOUR >= s.t;
