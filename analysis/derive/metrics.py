@@ -30,8 +30,8 @@ def ettr_mark(cfg: MetricsConfig) -> str:
 
 def build_run_ettr(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> int:
     """job_run_ettr and run_downtime. When both hold a build of these statements and settings (the mark), only the
-    runs whose inputs changed, or whose windows reach a day whose progress lines, app events or drains changed, are
-    computed again (sql/metrics/stage_job_run_ettr_scope.sql); otherwise every run. Either way the tables are the
+    runs whose inputs changed (their jobs' rows, attributions, progress lines, app events), or whose windows reach a
+    day whose drains changed, are computed again (sql/metrics/stage_job_run_ettr_scope.sql); otherwise every run. Either way the tables are the
     same (tests/test_ettr_increment.py)."""
     params = pl.DataFrame(cfg.overrides, schema={"scope": pl.Utf8, "key": pl.Utf8, "u0_s": pl.Int64, "dt_s": pl.Int64})
     mark = ettr_mark(cfg)

@@ -1,9 +1,9 @@
 -- job_run_ettr_scope (TEMP): the runs build_job_run_ettr and build_run_downtime compute again, when both tables
 -- hold a build of the same statements and settings (analysis/derive/metrics.py): the runs whose digest in
--- job_run_ettr_inputs_now and job_run_ettr_inputs differ (new, gone, or a row of an instance changed), and, when a
--- day's progress lines, app events or drains changed, every run whose windows reach that day. A run's windows
--- (sql/metrics/build_run_downtime.sql) end at most 6 hours after its last instance ended (the drain's); the rows of
--- a changed day are at or after its start.
+-- job_run_ettr_inputs_now and job_run_ettr_inputs differ (new, gone, a row of an instance changed, or a progress
+-- line or app event of its jobs), and, when a day's drains changed, every run whose windows reach that day. A run's windows
+-- (sql/metrics/build_run_downtime.sql) end at most 6 hours after its last instance ended (the drain's); the drains
+-- of a changed day start at or after it.
 CREATE OR REPLACE TEMP TABLE job_run_ettr_scope AS
 WITH changed_runs AS (
     SELECT coalesce(n.run_id, k.run_id) AS run_id
