@@ -2,8 +2,8 @@
 -- hold a build of the same statements and settings (analysis/derive/metrics.py): the runs whose digest in
 -- job_run_ettr_inputs_now and job_run_ettr_inputs differ (new, gone, a row of an instance changed, or a progress
 -- line or app event of its jobs), and, when a day's drains changed, every run whose windows reach that day. A run's windows
--- (sql/metrics/build_run_downtime.sql) end at most 6 hours after its last instance ended (the drain's); the drains
--- of a changed day start at or after it.
+-- (sql/metrics/build_run_downtime.sql) end at most 6 hours after its last instance ended (the drain's; last_end as
+-- built: a run whose instances changed is in the scope already); the drains of a changed day start at or after it.
 CREATE OR REPLACE TEMP TABLE job_run_ettr_scope AS
 WITH changed_runs AS (
     SELECT coalesce(n.run_id, k.run_id) AS run_id
@@ -18,5 +18,4 @@ WITH changed_runs AS (
 )
 SELECT run_id FROM changed_runs
 UNION
-SELECT r.run_id FROM job_runs r JOIN jobs j USING (job_id, instance) CROSS JOIN since s
-WHERE j.end_time + INTERVAL 6 HOUR >= s.t;
+SELECT e.run_id FROM job_run_ettr e CROSS JOIN since s WHERE e.last_end + INTERVAL 6 HOUR >= s.t;
