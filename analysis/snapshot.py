@@ -115,15 +115,25 @@ def _publish_copy(db: Path, snap: Path, st: os.stat_result) -> str:
         with open(tmp, "rb+") as dst:
             os.utime(dst.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))  # the marker: the warehouse's size and mtime
             os.fsync(dst.fileno())
-        if snap.is_file():  # the snapshot replaced becomes the next publish's spare (readers may still have it open)
-            spare.unlink(missing_ok=True)
-            os.link(snap, spare)
+        _keep_as_spare(snap, spare)
         os.replace(tmp, snap)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     _sync_folder(snap.parent)
     return method
+
+
+def _keep_as_spare(snap: Path, spare: Path) -> None:
+    """The snapshot about to be replaced becomes the next publish's spare (readers may still have it open: the lock
+    tells). Where the file system has no hard links, there is no spare: each publish copies the whole file."""
+    spare.unlink(missing_ok=True)
+    try:
+        os.link(snap, spare)
+    except FileNotFoundError:  # no snapshot yet
+        pass
+    except OSError as exc:
+        log.debug("no spare snapshot kept: %s", exc)
 
 
 CHUNK = 1 << 20
