@@ -3,7 +3,7 @@
 CREATE OR REPLACE TABLE job_run_ettr AS SELECT * FROM staged_job_run_ettr ORDER BY run_id;
 CREATE OR REPLACE TABLE run_downtime AS SELECT * FROM staged_run_downtime ORDER BY run_id;
 DELETE FROM job_run_ettr_inputs;
-INSERT INTO job_run_ettr_inputs SELECT * FROM job_run_ettr_inputs_now ORDER BY kind, run_id, day;
+INSERT INTO job_run_ettr_inputs SELECT * FROM job_run_ettr_inputs_now;  -- in no order: only joined on
 DROP TABLE staged_job_run_ettr;
 DROP TABLE staged_run_downtime;
 DROP TABLE job_run_ettr_scope;

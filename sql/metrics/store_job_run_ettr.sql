@@ -7,7 +7,7 @@ DELETE FROM run_downtime WHERE run_id IN (SELECT run_id FROM job_run_ettr_scope)
 INSERT INTO run_downtime SELECT * FROM staged_run_downtime ORDER BY run_id;
 DELETE FROM job_run_ettr_inputs WHERE kind <> 'run' OR run_id IN (SELECT run_id FROM job_run_ettr_scope);
 INSERT INTO job_run_ettr_inputs SELECT * FROM job_run_ettr_inputs_now
-WHERE kind <> 'run' OR run_id IN (SELECT run_id FROM job_run_ettr_scope) ORDER BY kind, run_id, day;
+WHERE kind <> 'run' OR run_id IN (SELECT run_id FROM job_run_ettr_scope);
 DROP TABLE staged_job_run_ettr;
 DROP TABLE staged_run_downtime;
 DROP TABLE job_run_ettr_scope;
