@@ -13,6 +13,15 @@ While copying, a read-only connection to the warehouse holds DuckDB's shared loc
 so no writer can start changing the file under the copy. The snapshot carries
 the warehouse's size and mtime: when they still match, nothing was written since,
 and publishing is skipped.
+
+A run changes a small part of a warehouse of months, so the copy is not made from
+nothing when it can be helped: the snapshot a publish replaces is kept, by a hard
+link, as the spare (``.<name>.snapshot<ext>.spare``), and the next publish brings
+the spare up to date by writing only the chunks that differ from the warehouse,
+then renames it over the snapshot. A spare that a reader still has open (it opened
+that snapshot before it was replaced, and holds DuckDB's shared lock on it) is
+never written: it is dropped, and the copy is made whole, as before. The spare
+costs as much disk as the snapshot.
 """
 from __future__ import annotations
 
@@ -20,6 +29,7 @@ import logging
 import os
 import re
 import shutil
+import struct
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -49,7 +59,7 @@ class Published:
     path: Path
     done: bool  # False: skipped, ``why`` says why
     why: str = ""
-    method: str = ""  # reflink, copy_file_range or copy
+    method: str = ""  # changed chunks (of the spare), reflink, copy_file_range or copy
     size: int = 0
     seconds: float = 0.0
 
@@ -85,19 +95,66 @@ def _marker(st: os.stat_result) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
+def spare_path(snap: Path) -> Path:
+    return snap.with_name(f".{snap.name}.spare")
+
+
 def _publish_copy(db: Path, snap: Path, st: os.stat_result) -> str:
     tmp = snap.with_name(f".{snap.name}.{os.getpid()}.tmp")
+    spare = spare_path(snap)
     try:
-        with open(db, "rb") as src, open(tmp, "wb") as dst:
-            method = copy_file(src, dst, st.st_size)
+        method = None
+        if spare.is_file():
+            os.replace(spare, tmp)  # a publish that dies from here on leaves a leftover, not a half-updated spare
+            method = _update_spare(db, tmp, st.st_size)
+            if method is None:
+                tmp.unlink()
+        if method is None:
+            with open(db, "rb") as src, open(tmp, "wb") as dst:
+                method = copy_file(src, dst, st.st_size)
+        with open(tmp, "rb+") as dst:
             os.utime(dst.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))  # the marker: the warehouse's size and mtime
             os.fsync(dst.fileno())
+        _keep_as_spare(snap, spare)
         os.replace(tmp, snap)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     _sync_folder(snap.parent)
     return method
+
+
+def _keep_as_spare(snap: Path, spare: Path) -> None:
+    """The snapshot about to be replaced becomes the next publish's spare (readers may still have it open: the lock
+    tells). Where the file system has no hard links, there is no spare: each publish copies the whole file."""
+    spare.unlink(missing_ok=True)
+    try:
+        os.link(snap, spare)
+    except FileNotFoundError:  # no snapshot yet
+        pass
+    except OSError as exc:
+        log.debug("no spare snapshot kept: %s", exc)
+
+
+CHUNK = 1 << 20
+
+
+def _update_spare(db: Path, spare: Path, size: int) -> str | None:
+    """Make the spare a copy of the warehouse by writing only the chunks that differ, unless a reader has it open
+    (it holds DuckDB's shared lock, POSIX like ours: then None, and the spare is not touched)."""
+    with open(spare, "rb+") as dst:
+        if not _lock_alone(dst.fileno()):
+            return None
+        with open(db, "rb") as src:
+            dst.truncate(size)
+            written = 0
+            for offset in range(0, size, CHUNK):
+                chunk = os.pread(src.fileno(), CHUNK, offset)
+                if os.pread(dst.fileno(), CHUNK, offset) != chunk:
+                    os.pwrite(dst.fileno(), chunk, offset)
+                    written += len(chunk)
+    log.debug("snapshot spare updated: %.2f of %.2f GB written", written / 1e9, size / 1e9)
+    return "changed chunks"
 
 
 def copy_file(src, dst, size: int) -> str:
@@ -126,6 +183,24 @@ def copy_file(src, dst, size: int) -> str:
     dst.truncate()
     shutil.copyfileobj(src, dst, 16 << 20)
     return "copy"
+
+
+def _lock_alone(fd: int) -> bool:
+    """An exclusive lock on the whole file, or False when someone holds a lock on it. An open file description lock
+    where Linux has them: it conflicts with DuckDB's POSIX lock even when this process holds that one (a reader in
+    this process); elsewhere a POSIX lock, which sees other processes' readers only."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        if hasattr(fcntl, "F_OFD_SETLK"):  # struct flock: type, whence, start, len 0 (to the end), pid 0
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+        else:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
 
 
 def _sync_folder(folder: Path) -> None:

@@ -16,7 +16,7 @@ BUILDS = {"job_run_ettr": lambda con, s: metrics.build_run_ettr(con, s.metrics),
 
 @asset(deps=["job_runs", "failure_attribution", "node_state_periods"], group_name="metrics",
        description="Measured ETTR per job run (W, Q, U, R; interruptions by cause) and C4 downtime per run.",
-       metadata=writes("job_run_ettr", "ettr_parameters", "run_downtime"))
+       metadata=writes("job_run_ettr", "ettr_parameters", "run_downtime", "job_run_ettr_inputs"))
 @unless_unchanged
 def job_run_ettr(warehouse: Warehouse, settings: MetricsSettings) -> MaterializeResult:
     with warehouse.connect() as con:

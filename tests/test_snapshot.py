@@ -1,6 +1,7 @@
 """Readers are never locked out (issue 22): while another process writes the warehouse, `goodput sql` and
 `goodput why` answer from the snapshot the last writer published, and say so; publishing is skipped when
 nothing was written, and a reader of the old snapshot keeps a whole file when a new one replaces it."""
+import filecmp
 import os
 import shutil
 import subprocess
@@ -117,11 +118,41 @@ def test_a_new_snapshot_replaces_the_old_one_under_its_readers(db):
     con.execute("DELETE FROM jobs WHERE job_id = '1001'")
     con.close()
     done = warehouse.published(db)
-    assert done.done and done.size == db.stat().st_size and done.method in ("reflink", "copy_file_range", "copy")
+    assert done.done and done.size == db.stat().st_size and done.method in ("changed chunks", "reflink", "copy_file_range", "copy")
     assert old_reader.execute("SELECT count(*) FROM jobs").fetchall() == [(10,)]  # its file is whole
     old_reader.close()
     assert count(snap) == count(db) < 10  # the new readers see the new state
     assert not list(db.parent.glob(".*.tmp"))
+
+
+def _delete_job(db, job_id: str) -> None:
+    con = warehouse.connect(db)
+    con.execute("DELETE FROM jobs WHERE job_id = ?", [job_id])
+    con.close()
+
+
+def test_a_publish_writes_into_the_spare_only_what_changed(db):
+    snap = snapshot.snapshot_path(db)
+    _delete_job(db, "1001")
+    assert warehouse.published(db).done and snapshot.spare_path(snap).is_file()  # the replaced snapshot is kept
+    _delete_job(db, "1002")
+    done = warehouse.published(db)
+    assert done.method == "changed chunks" and filecmp.cmp(db, snap, shallow=False)
+    assert count(snap) == count(db) < 9 and snapshot.spare_path(snap).is_file()
+    assert not list(db.parent.glob(".*.tmp"))
+
+
+def test_a_spare_a_reader_still_has_open_is_never_written(db):
+    snap = snapshot.snapshot_path(db)
+    old_reader = duckdb.connect(str(snap), read_only=True)  # in this process: the lock must see it too
+    _delete_job(db, "1001")
+    assert warehouse.published(db).done  # the reader's snapshot is now the spare
+    _delete_job(db, "1002")
+    done = warehouse.published(db)
+    assert done.done and done.method != "changed chunks" and filecmp.cmp(db, snap, shallow=False)
+    assert old_reader.execute("SELECT count(*) FROM jobs").fetchall() == [(10,)]  # its file was not touched
+    old_reader.close()
+    assert count(snap) == count(db) < 9
 
 
 def test_writer_commands_publish(db):

@@ -3,25 +3,47 @@ job size, failure rate over time, goodput and second-order preemptions, C4
 downtime and Aegis P_deg. Set operations live in sql/metrics/."""
 from __future__ import annotations
 
+import hashlib
+
 import duckdb
 import polars as pl
 
 from analysis import sql
-from analysis.derive import ettr
+from analysis.derive import ettr, marks
 from analysis.settings import MetricsConfig
 
 PROJECTION_GPUS = [8 * 2 ** k for k in range(15)]  # 8 .. 131,072
 
 
+ETTR_STATEMENTS = ("metrics/stage_job_run_ettr_inputs", "metrics/stage_job_run_ettr_scope",
+                   "metrics/stage_job_run_ettr_scope_all", "metrics/store_ettr_parameters",
+                   "metrics/build_job_run_ettr", "metrics/build_run_downtime", "metrics/store_job_run_ettr",
+                   "metrics/replace_job_run_ettr")
+
+
+def ettr_mark(cfg: MetricsConfig) -> str:
+    """The derived_marks step of a job_run_ettr build: the digest of its statements, u0, Δt and overrides, so that a
+    build by other code or settings is never extended (every run is computed again)."""
+    text = "\n".join(sql.load(name) for name in ETTR_STATEMENTS) + repr((cfg.u0_s, cfg.dt_s, cfg.overrides))
+    return "job_run_ettr " + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def build_run_ettr(con: duckdb.DuckDBPyConnection, cfg: MetricsConfig) -> int:
+    """job_run_ettr and run_downtime. When both hold a build of these statements and settings (the mark), only the
+    runs whose inputs changed (their jobs' rows, attributions, progress lines, app events), or whose windows reach a
+    day whose drains changed, are computed again (sql/metrics/stage_job_run_ettr_scope.sql); otherwise every run. Either way the tables are the
+    same (tests/test_ettr_increment.py)."""
     params = pl.DataFrame(cfg.overrides, schema={"scope": pl.Utf8, "key": pl.Utf8, "u0_s": pl.Int64, "dt_s": pl.Int64})
-    con.register("staged_ettr_parameters", params)
-    try:
-        sql.run_steps(con, [("metrics/store_ettr_parameters", None),
-                   ("metrics/build_job_run_ettr", {"u0_s": cfg.u0_s, "dt_s": cfg.dt_s}),
-                   ("metrics/build_run_downtime", None)])
-    finally:
-        con.unregister("staged_ettr_parameters")
+    mark = ettr_mark(cfg)
+    sql.run_steps(con, [("schema/job_run_ettr_inputs", None), ("metrics/stage_job_run_ettr_inputs", None)])
+    extend = (sql.table_exists(con, "job_run_ettr") and sql.table_exists(con, "run_downtime")
+              and sql.query(con, "ops/derived_mark_get", {"step": mark}).height > 0)
+    scope, store = (("metrics/stage_job_run_ettr_scope", "metrics/store_job_run_ettr") if extend else
+                    ("metrics/stage_job_run_ettr_scope_all", "metrics/replace_job_run_ettr"))
+    sql.run_staged(con, {"staged_ettr_parameters": params}, [
+        ("metrics/store_ettr_parameters", None), (scope, None),
+        ("metrics/build_job_run_ettr", {"u0_s": cfg.u0_s, "dt_s": cfg.dt_s}), ("metrics/build_run_downtime", None),
+        (store, None), ("metrics/forget_job_run_ettr_marks", None), marks.record(mark, marks.Mark(0, None))])
     return sql.count(con, "job_run_ettr")
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import duckdb
 import polars as pl
-from scipy.stats import binom
+from scipy import special  # not scipy.stats: that takes a second to import, at every start of a run
 
 from analysis import sql
 
@@ -198,7 +198,8 @@ def _host_evidence(found: pl.DataFrame, workers: pl.DataFrame | None, p_max: flo
     rate = found.select("job_id", "host").unique().height / max(pairs.height, 1)
     ev = pairs.group_by("host").agg(pl.len().alias("measured")).join(strays, on="host", how="left")
     ev = ev.with_columns(pl.col("strays").fill_null(0))
-    tail = binom.sf(ev["strays"].to_numpy() - 1, ev["measured"].to_numpy(), min(rate, 1.0))
+    # P(X >= strays) = P(X > strays - 1): bdtrc is the binomial's upper tail (NaN for no strays: no repeat then)
+    tail = special.bdtrc(ev["strays"].to_numpy() - 1, ev["measured"].to_numpy(), min(rate, 1.0))
     return ev.with_columns(repeat=(pl.col("strays") >= 2) & pl.Series(tail < p_max))
 
 
@@ -249,6 +250,7 @@ def build(con: duckdb.DuckDBPyConnection, cfg: StragglerConfig = StragglerConfig
     """straggler_episodes from the warehouse's step times: telemetry series of step or iteration time
     (sql/derive/stage_step_times_telemetry.sql) and, once the job logs carry them, the per-rank step lines of the
     jobs' own logs; -> the episodes found."""
+    sql.run(con, "derive/stage_telemetry_metrics")
     sql.run(con, "derive/stage_step_times_telemetry", {"min_workers": cfg.min_workers, "bucket_s": bucket_s})
     if sql.column_exists(con, "job_log_lines", "step_seconds"):
         sql.run(con, "derive/stage_step_times_joblogs", {"min_workers": cfg.min_workers})
@@ -260,4 +262,5 @@ def build(con: duckdb.DuckDBPyConnection, cfg: StragglerConfig = StragglerConfig
                    workers=steps.select("job_id", "host").unique(), cfg=cfg)
     sql.run_staged(con, {"staged_episodes": found}, [("derive/store_straggler_episodes", None)])
     con.execute("DROP TABLE IF EXISTS temp.step_times_staged")
+    con.execute("DROP TABLE IF EXISTS temp.telemetry_metrics")
     return found.height

@@ -4,11 +4,14 @@
 -- worker (with its place in the job's node list) over buckets of $bucket_s seconds from the job's start
 -- (key: the bucket's index, time its start).
 CREATE OR REPLACE TEMP TABLE step_times_staged AS
-WITH series AS (
-    SELECT time, host, value * CASE WHEN regexp_matches(lower(metric), '(_ms\b|_ms$|millis)') THEN 0.001 ELSE 1.0 END AS seconds
-    FROM telemetry
+WITH metrics AS (
+    SELECT metric, CASE WHEN regexp_matches(lower(metric), '(_ms\b|_ms$|millis)') THEN 0.001 ELSE 1.0 END AS scale
+    FROM telemetry_metrics  -- sql/derive/stage_telemetry_metrics.sql
     WHERE regexp_matches(lower(metric), '(step|iteration|iter|batch)[_ ]?(time|duration|seconds|latency)')
-      AND value > 0 AND host IS NOT NULL
+), series AS (
+    SELECT t.time, t.host, t.value * m.scale AS seconds
+    FROM telemetry t JOIN metrics m USING (metric)
+    WHERE t.value > 0 AND t.host IS NOT NULL
 ), job_nodes AS (
     SELECT job_id, instance, start_time, coalesce(end_time, 'infinity'::TIMESTAMP) AS end_time, unnest(nodes) AS host,
            generate_subscripts(nodes, 1) AS position

@@ -6,8 +6,14 @@ CREATE OR REPLACE TABLE failure_rate_over_time AS
 WITH days AS (
     SELECT day FROM job_days
 ), runtime AS (
+    -- each job on the days its span touches (start < day + 1 day and end > day), one row each (not every day
+    -- against every job: that grew with the square of the history)
     SELECT d.day, sum(j.n_nodes * (epoch(least(j.end_time, d.day + INTERVAL 1 DAY)) - epoch(greatest(j.start_time, d.day)))) / 86400.0 AS node_days
-    FROM days d JOIN jobs j ON j.start_time < d.day + INTERVAL 1 DAY AND j.end_time > d.day
+    FROM (SELECT n_nodes, start_time, end_time,
+                 unnest(generate_series(date_trunc('day', start_time), date_trunc('day', end_time - INTERVAL 1 MICROSECOND),
+                                        INTERVAL 1 DAY)) AS on_day
+          FROM jobs WHERE start_time IS NOT NULL AND end_time IS NOT NULL) j
+    JOIN days d ON d.day = j.on_day
     GROUP BY d.day
 ), failures AS (
     SELECT date_trunc('day', end_time) AS day, cause, count(*) AS failures

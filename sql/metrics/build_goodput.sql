@@ -24,12 +24,17 @@ WITH capacity AS (
     SELECT (sum(gpus) * 24)::DOUBLE AS gpu_hours FROM node_gpus
 ), days AS (
     SELECT day FROM job_days
-), scheduled AS (
+), spans AS (
     -- jobs still running at the end of the data count until then
+    SELECT n_gpus, start_time, coalesce(end_time, (SELECT max(end_time) FROM jobs)) AS until
+    FROM jobs WHERE start_time IS NOT NULL
+), scheduled AS (
+    -- each job on the days its span touches (start < day + 1 day and until > day), one row each: a join of
+    -- every day with every job by those two inequalities grew with the square of the history
     SELECT d.day, sum(j.n_gpus * (epoch(least(j.until, d.day + INTERVAL 1 DAY)) - epoch(greatest(j.start_time, d.day)))) / 3600.0 AS gpu_hours
-    FROM days d JOIN (SELECT *, coalesce(end_time, (SELECT max(end_time) FROM jobs)) AS until
-                      FROM jobs WHERE start_time IS NOT NULL) j
-      ON j.start_time < d.day + INTERVAL 1 DAY AND j.until > d.day
+    FROM (SELECT *, unnest(generate_series(date_trunc('day', start_time), date_trunc('day', until - INTERVAL 1 MICROSECOND),
+                                           INTERVAL 1 DAY)) AS on_day FROM spans) j
+    JOIN days d ON d.day = j.on_day
     GROUP BY d.day
 ), lost AS (
     -- rounded to a microsecond-GPU-hour: a float sum depends on the order rows arrive in, the answer must not

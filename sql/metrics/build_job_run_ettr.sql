@@ -8,13 +8,16 @@
 -- failures: the run's failed instances (job_runs.failure, job_failure_causes.is_failure), its
 -- last one included; interruptions: the instances the run went on after (failures, preemptions,
 -- requeues for maintenance, cancellations), each losing work.
-CREATE OR REPLACE TABLE job_run_ettr AS
+-- Staged (TEMP) for the runs of job_run_ettr_scope (every run, or those a nightly's changes touched:
+-- sql/metrics/stage_job_run_ettr_scope.sql); store_job_run_ettr / replace_job_run_ettr write job_run_ettr.
+CREATE OR REPLACE TEMP TABLE staged_job_run_ettr AS
 WITH inst AS (
     SELECT r.run_id, r.run_seq, r.job_id, r.instance, r.state, r.failure, j.account, j.n_gpus, j.n_nodes,
            coalesce(j.eligible_time, j.submit_time) AS eligible, j.start_time, j.end_time,
            epoch(j.end_time) - epoch(j.start_time) AS run_s,
            r.run_seq < r.last_seq AS continued
-    FROM (SELECT *, max(run_seq) OVER (PARTITION BY run_id) AS last_seq FROM job_runs) r  -- running ones included
+    FROM (SELECT *, max(run_seq) OVER (PARTITION BY run_id) AS last_seq FROM job_runs  -- running ones included
+          WHERE run_id IN (SELECT run_id FROM job_run_ettr_scope)) r
     JOIN jobs j USING (job_id, instance)
     WHERE j.end_time IS NOT NULL AND j.start_time IS NOT NULL
 ), params AS (

@@ -6,7 +6,8 @@
 -- and isolation (the job's end -> the blamed node drained, within 6 h), and
 -- re-initialisation (the end -> the next instance running, plus u0; where the
 -- next instance logs progress, plus its start -> its first progress line instead).
-CREATE OR REPLACE TABLE run_downtime AS
+-- Staged (TEMP) for the runs of job_run_ettr_scope, with their staged_job_run_ettr rows (u0, Δt).
+CREATE OR REPLACE TEMP TABLE staged_run_downtime AS
 WITH inst AS (
     SELECT r.run_id, r.run_seq, r.job_id, r.instance, j.state, j.start_time, j.end_time,
            epoch(j.end_time) - epoch(j.start_time) AS run_s,
@@ -14,9 +15,9 @@ WITH inst AS (
            lead(j.job_id) OVER (PARTITION BY r.run_id ORDER BY r.run_seq) AS next_job_id,
            lead(j.end_time) OVER (PARTITION BY r.run_id ORDER BY r.run_seq) AS next_end
     FROM job_runs r JOIN jobs j USING (job_id, instance)
-    WHERE j.end_time IS NOT NULL
+    WHERE j.end_time IS NOT NULL AND r.run_id IN (SELECT run_id FROM job_run_ettr_scope)
 ), interrupted AS (
-    SELECT i.*, e.u0_s, e.dt_s FROM inst i JOIN job_run_ettr e USING (run_id)
+    SELECT i.*, e.u0_s, e.dt_s FROM inst i JOIN staged_job_run_ettr e USING (run_id)
     WHERE i.next_start IS NOT NULL AND i.state NOT IN ('COMPLETED', 'PREEMPTED')
 ), first_event AS (
     SELECT job_id, instance, min(event_time) AS first_event

@@ -5,4 +5,4 @@ SELECT run_id, n_gpus, size_bucket(n_gpus) AS size, ettr, scheduled_s / 3600.0 A
 FROM job_run_ettr
 WHERE n_gpus >= $min_gpus AND scheduled_s >= $min_hours * 3600 AND ettr IS NOT NULL
   AND last_end < $day::TIMESTAMP + INTERVAL 1 DAY
-ORDER BY n_gpus
+ORDER BY n_gpus, run_id  -- a total order: the table's rows are in no order once a nightly extends it
