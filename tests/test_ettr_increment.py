@@ -7,6 +7,7 @@ from analysis import sql, warehouse
 from analysis.derive import attribution, metrics
 from analysis.settings import MetricsConfig
 from tests.shared import private_warehouse
+from tests.test_job_runs_increment import APPEND
 
 TABLES = ("job_run_ettr", "run_downtime")
 # an interrupted instance with a blamed host, in the last quarter of the data but not near its end
@@ -84,17 +85,7 @@ def test_edits_give_the_tables_of_a_build_from_scratch(built):
     assert _differ_from_scratch(built, extended) == {t: (0, 0) for t in TABLES}
 
 
-# a nightly's new job: the next of the busiest group, a day after its last job started, chained by job_runs' own
-# (extending) build
-APPEND = """
-INSERT INTO jobs BY NAME
-SELECT * REPLACE ('new-' || job_id AS job_id, submit_time + INTERVAL 1 DAY AS submit_time,
-                  start_time + INTERVAL 1 DAY AS start_time, end_time + INTERVAL 1 DAY AS end_time)
-FROM jobs WHERE job_id = (SELECT arg_max(job_id, start_time) FROM job_runs WHERE (user_name, job_name, n_gpus) =
-                          (SELECT (user_name, job_name, n_gpus) FROM job_runs GROUP BY ALL ORDER BY count(*) DESC LIMIT 1))
-"""
-
-
+# a nightly's new job (test_job_runs_increment's APPEND), chained by job_runs' own (extending) build
 def test_a_new_job_computes_again_only_its_run(built):
     attribution.build_job_runs(built)
     built.execute(APPEND)
