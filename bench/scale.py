@@ -135,7 +135,7 @@ def main() -> None:
         throughput(base, work)
         return
     # the files read once beforehand, so that every run finds them in the page cache: a cold read of 3 GB made
-    # the fresh run's ingest steps 30% slower in one session than the last with the same code
+    # the fresh run's ingest steps ~30% slower in one session than the last with the same code (likely; not proven)
     warm = time.perf_counter()
     for p in data_files(base):
         with open(p, "rb") as f:
