@@ -97,6 +97,40 @@ def test_shapes_codes_and_rejects(tmp_path):
     assert reasons[8].startswith("not a health event") and reasons[10].startswith("invalid JSON")
 
 
+# gpud lines written here from the field names of leptonai/gpud api/v1/types.go (HealthState, Event, SuggestedActions,
+# RepairActionType): gpud's licence could not be verified, so none of its example text is copied
+GPUD = """\
+{"component": "accelerator-nvidia-error-xid", "time": "2025-03-02T08:00:00Z", "states": [{"name": "error_xid", "health": "Unhealthy", "reason": "XID 48 detected on PCI:0000:3B:00", "suggested_actions": {"repair_actions": ["HARDWARE_INSPECTION"]}}]}
+{"component": "accelerator-nvidia-error-xid", "events": [{"time": "2025-03-02T07:58:00Z", "name": "error_xid", "type": "Fatal", "message": "XID 79 detected on PCI:0000:3B:00"}, {"time": "2025-03-02T07:57:00Z", "name": "error_xid", "type": "Fatal", "message": "XID 48 detected on PCI:0000:3B:00"}]}
+{"component": "accelerator-nvidia-nvlink", "time": "2025-03-02T08:00:00Z", "states": [{"name": "nvlink", "health": "Healthy", "reason": "all links up"}]}
+{"component": "accelerator-nvidia-temperature", "states": [{"time": "2025-03-02T08:01:00Z", "name": "temperature", "health": "Degraded", "reason": "above slowdown"}]}
+{"component": "accelerator-nvidia-remapped-rows", "time": "2025-03-02T08:00:00Z", "states": [{"name": "remapped_rows", "health": "Unhealthy", "reason": "row remapping failed", "suggested_actions": {"repair_actions": ["REBOOT_SYSTEM"]}}]}
+{"component": "memory", "states": []}
+{"component": "disk", "states": [{"name": "disk", "health": "Unhealthy", "reason": "read-only"}]}
+{"component": "kubelet", "states": "running"}
+{"component": "os", "time": "2025-03-02T08:00:00Z", "states": [{"name": "os", "health": "Unhealthy", "reason": "x", "suggested_actions": {"repair_actions": ["IGNORE_NO_ACTION_REQUIRED"]}}]}
+"""
+
+
+def test_gpud_states_and_events(tmp_path):
+    result, counts = parse_file(node_health.parse, _write(tmp_path, "gpu-node-09.jsonl", GPUD), "node_health")
+    ev = result.tables["node_events"]
+    assert counts.row_lines == 6 and counts.rejects == 2 and counts.skipped == 1  # an empty states list: nothing
+    assert set(ev["host"]) == {"gpu-node-09"} and set(ev["reporter"]) == {"gpud"}  # gpud names no node
+    assert ev.select("kind", "code", "severity", "device").rows() == [
+        ("xid", "48", "critical", "0000:3b:00"), ("xid", "79", "critical", "0000:3b:00"),
+        ("xid", "48", "critical", "0000:3b:00"),
+        ("health_ok", "accelerator-nvidia-nvlink", "ok", None),
+        ("thermal", "accelerator-nvidia-temperature", "warning", None),
+        ("gpu_memory", "accelerator-nvidia-remapped-rows", "critical", None),
+        ("os_kernel", "os", "info", None)]
+    assert ev["event_time"][0] == datetime(2025, 3, 2, 8) and ev["event_time"][1] == datetime(2025, 3, 2, 7, 58)
+    assert "repair_actions HARDWARE_INSPECTION" in ev["message"][0] and ev["message"][0].startswith("XID 48")
+    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"]))
+    assert reasons == {7: "gpud state or event without a readable time (and none on the line)",
+                       8: "gpud 'states' or 'events' that is not a list"}
+
+
 def test_host_from_the_file_name(tmp_path):
     text = '{"checkName": "GpuMemWatch", "componentClass": "GPU", "isFatal": true, "generatedTimestamp": "2025-01-15T10:00:00Z"}\n'
     result, _ = parse_file(node_health.parse, _write(tmp_path, "gpu042.jsonl", text), "node_health")
@@ -120,7 +154,9 @@ def test_classified_like_the_kernel_xid_and_recoveries_never_blamed(tmp_path):
                                                                   "critical", 4),
             ev("e", "node_health", "services", "GpuServiceDown", "warning", 5),
             ev("f", "node_health", "health_ok", "XidError", "ok", 6),
-            ev("g", "node_health", "gpu", "GpuPcieWatch", "info", 7)]
+            ev("g", "node_health", "gpu", "GpuPcieWatch", "info", 7),
+            ev("h", "node_health", "thermal", "accelerator-nvidia-temperature", "warning", 8),
+            ev("i", "node_health", "gpu_memory", "accelerator-nvidia-remapped-rows", "critical", 9)]
     _events(con, rows)
     attribution.classify_events(con, load())
     got = {h: (c, s, r) for h, c, s, r in con.execute(
@@ -130,6 +166,8 @@ def test_classified_like_the_kernel_xid_and_recoveries_never_blamed(tmp_path):
     assert got["c"][2] == "xid-13"  # the XID table, not a node_health rule
     assert got["d"] == ("nvlink", "critical", "nh-nvlink")
     assert got["e"] == ("system_services", "warning", "nh-services-warning")
+    assert got["h"] == ("cooling_thermal", "warning", "nh-thermal-warning")
+    assert got["i"] == ("gpu_memory", "critical", "nh-gpu-memory")
     assert "f" not in got and "g" not in got  # a recovery, and an event asking no action: recorded, not blamed
 
 

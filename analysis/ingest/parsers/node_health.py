@@ -18,8 +18,10 @@ kept in the message, which operators see in `goodput why`. device: the impacted 
 as kernel.py writes it, else its UUID, else 'GPU<index>'. host: nodeName, else the file's host (its name or
 folder); none -> reject.
 
+gpud (leptonai/gpud) /v1/states and /v1/events elements, one a line, are read by gpud.py into the same rows.
+
 Every line: a row (or rows), a reject (bad JSON, no time, unparseable or out-of-range time, no host, not a
-health event), or skipped (blank).
+health event), or skipped (blank, or a gpud element with no states).
 """
 from __future__ import annotations
 
@@ -29,14 +31,14 @@ import polars as pl
 
 from analysis.ingest.contract import ParseContext, ParseResult
 from analysis.ingest.lines import make_rejects
-from analysis.ingest.parsers import batched, jsonlines
+from analysis.ingest.parsers import batched, gpud, jsonlines
 from analysis.ingest.parsers.csvlines import parse_time_any
 from analysis.ingest.parts import each_piece
 from analysis.ingest.timeutil import in_years, outside_years
 
 FIELDS = ("agent", "componentClass", "checkName", "isFatal", "isHealthy", "message", "recommendedAction",
           "customRecommendedAction", "errorCode", "entitiesImpacted", "generatedTimestamp", "nodeName", "gpuUUID")
-_SCHEMA = {k: pl.Utf8 for k in (*FIELDS, "type", "time", "data")}  # nested values arrive as their JSON text
+_SCHEMA = {k: pl.Utf8 for k in dict.fromkeys((*FIELDS, "type", "time", "data", *gpud.KEYS))}  # nested values arrive as their JSON text
 EVENTS = ["event_time", "host", "source", "kind", "code", "severity", "message", "device", "reporter", "line_no"]
 
 # RecommendedAction numbers (health_event.proto), and the legacy platformconnector.proto ones it dropped
@@ -59,7 +61,7 @@ AREAS = (
     ("power", r"power|psu|voltage"),
     ("network", r"infiniband|\bib\b|\bnic\b|network|ethernet|\blink\b|\bhca\b|rdma"),
     ("filesystem", r"filesystem|file.?system|mount|nfs|lustre|disk|nvme|storage"),
-    ("os_kernel", r"kernel|oops|panic|hung|lockup|\bsyslog"),
+    ("os_kernel", r"kernel|oops|panic|hung|lockup|\bsyslog|^os\b"),  # gpud: component os
     ("maintenance", r"maintenance"),
     ("gpu", r"\bgpu|dcgm|inforom|clock|xid"),
 )
@@ -67,7 +69,8 @@ _XID_CODE = r"(?i)^\s*(?:xid[_ ]?)?(\d{1,3})\s*$"
 _PCI = r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?|^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 
 NOT_NODE_HEALTH = ("not node-health output: expected NVSentinel HealthEvent JSON lines (nodeName, checkName, "
-                   "generatedTimestamp, ...) or CloudEvents of type com.nvidia.nvsentinel.health.v1")
+                   "generatedTimestamp, ...), CloudEvents of type com.nvidia.nvsentinel.health.v1, or gpud "
+                   "/v1/states or /v1/events elements one a line (component, states/events)")
 
 
 def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
@@ -84,14 +87,15 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchR
     blank = pl.col("text").str.strip_chars() == ""
     skipped = batched.counts(lines.filter(blank)["fid"])
     part = lines.filter(~blank).select("fid", "line_no", "text")
-    rows, rejects = _read(part, ctxs)
+    rows, rejects, empty = _read(part, ctxs)
+    empty = batched.counts(batched.fid_of(empty))
     n_lines, n_bad = batched.counts(part["fid"]), batched.counts(batched.fid_of(rejects["line_no"]))
     # a file whose every line is refused and none even looks like a health event is a wrong folder, not rejects
-    looks = batched.counts(part.filter(pl.col("text").str.contains(r'"(?:checkName|healthEvent|nodeName)"'))["fid"])
+    looks = batched.counts(part.filter(pl.col("text").str.contains(r'"(?:checkName|healthEvent|nodeName|component)"'))["fid"])
     unrecognised = {fid: NOT_NODE_HEALTH for fid, n in n_lines.items() if n_bad.get(fid, 0) == n and not looks.get(fid)}
     return batched.BatchResult(tables={"node_events": rows}, rejects=rejects,
-                               skipped={fid: skipped.get(fid, 0) for fid in range(len(ctxs))},
-                               formats={fid: "nvsentinel-jsonl" for fid in n_lines}, unrecognised=unrecognised)
+                               skipped={fid: skipped.get(fid, 0) + empty.get(fid, 0) for fid in range(len(ctxs))},
+                               formats={fid: "node-health-jsonl" for fid in n_lines}, unrecognised=unrecognised)
 
 
 def _frame(decoded: jsonlines.Decoded, schema: dict) -> pl.DataFrame:
@@ -137,9 +141,18 @@ def _device() -> pl.Expr:
     return pl.coalesce(pci, _entity("GPU_UUID"), pl.col("gpuUUID"), pl.lit("GPU") + _entity("GPU"))
 
 
-def _read(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _read(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
+    """node_events rows, rejects, and the lines that hold nothing (a gpud element with no states)."""
     values, bad_json = _decoded(part)
     tz = ctxs[0].options.tz
+    hint = batched.per_file([c.host_hint for c in ctxs], pl.Utf8)
+    # gpud: a component and no NVSentinel check (gpud.py)
+    is_gpud = pl.col("component").is_not_null() & pl.col("checkName").is_null() & pl.col("componentClass").is_null()
+    g_rows, g_bad, empty = gpud.events(
+        values.filter(is_gpud).with_columns(host=pl.coalesce("nodeName", "hostname", hint),
+                                            t_line=_time(pl.col("time").replace("", None), tz)),
+        _area, lambda text: _time(text, tz))
+    values = values.filter(~is_gpud)
     f = values.with_columns(
         stamp=pl.coalesce("generatedTimestamp", pl.col("time").replace("", None)),
         entities=pl.col("entitiesImpacted").fill_null(""),
@@ -154,8 +167,16 @@ def _read(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, p
            .when(pl.col("host").is_null()).then(pl.lit("no nodeName and no host in the file name")))
     f = f.with_columns(why=why)
     bad = f.filter(pl.col("why").is_not_null())
-    rejects = pl.concat([bad_json, make_rejects(bad["line_no"], bad["text"], bad["why"])]).sort("line_no")
-    return _events(f.filter(pl.col("why").is_null())), rejects
+    rejects = pl.concat([bad_json, g_bad, make_rejects(bad["line_no"], bad["text"], bad["why"])]).sort("line_no")
+    return pl.concat([_events(f.filter(pl.col("why").is_null())), g_rows]).sort("line_no"), rejects, empty
+
+
+def _area(said: pl.Expr) -> pl.Expr:
+    """The kind of a check or component's lowercased words (AREAS, first match), else 'other'."""
+    area = pl.lit("other")
+    for kind, rx in reversed(AREAS):
+        area = pl.when(said.str.contains(rx)).then(pl.lit(kind)).otherwise(area)
+    return area
 
 
 def _events(good: pl.DataFrame) -> pl.DataFrame:
@@ -172,9 +193,7 @@ def _events(good: pl.DataFrame) -> pl.DataFrame:
     # the agent's name says where it looks, not what it found (system-services-monitor reports fabric states)
     said = pl.concat_str(pl.col("checkName").fill_null(""), pl.col("componentClass").fill_null(""),
                          separator=" ").str.to_lowercase()
-    area = pl.lit("other")
-    for kind, rx in reversed(AREAS):
-        area = pl.when(said.str.contains(rx)).then(pl.lit(kind)).otherwise(area)
+    area = _area(said)
     g = good.with_columns(codes=codes, action=action, healthy=healthy.fill_null(False), fatal=fatal.fill_null(False),
                           area=area, said=said, device=_device())
     g = g.with_columns(
