@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 import duckdb
+import polars as pl
 from click.testing import CliRunner
 
 from analysis import warehouse
@@ -131,8 +132,53 @@ def test_gpud_states_and_events(tmp_path):
                        8: "gpud 'states' or 'events' that is not a list"}
 
 
+# Events as resmoio/kubernetes-event-exporter writes them (core/v1 Event inline + clusterName + involvedObject; its
+# pkg/kube/event.go), written here with node-problem-detector's reasons (config/kernel-monitor.json) and NVSentinel's
+# FabricManagerNotActive (ADR-050): no exported line was found to copy (tests/fixtures/node_health/SOURCES.md)
+def _k8s_event(reason, kind="Node", name="gpu-node-11", etype="Warning", component="kernel-monitor",
+               last="2025-04-01T09:00:00Z", **extra):
+    return json.dumps({"metadata": {"name": f"{name}.1830a", "namespace": "default"}, "reason": reason,
+                       "message": f"{reason} seen", "source": {"component": component, "host": name},
+                       "firstTimestamp": "2025-04-01T08:00:00Z", "lastTimestamp": last, "count": 3, "type": etype,
+                       "involvedObject": {"kind": kind, "name": name}, "clusterName": "prod", **extra})
+
+
+def test_kubernetes_events_about_nodes(tmp_path):
+    text = "\n".join([
+        _k8s_event("KernelOops"), _k8s_event("TaskHung"), _k8s_event("OOMKilling"),
+        _k8s_event("FilesystemIsReadOnly"), _k8s_event("FabricManagerNotActive", component="custom-plugin-monitor"),
+        _k8s_event("KernelHasNoDeadlock", etype="Normal"),
+        _k8s_event("BackOff", kind="Pod", name="train-0"),  # a pod's: the kubernetes/ source reads it
+        _k8s_event("TaskHung", last=None, firstTimestamp=None)]) + "\n"
+    result, counts = parse_file(node_health.parse, _write(tmp_path, "events-2025-04-01.jsonl", text), "node_health")
+    ev = result.tables["node_events"]
+    assert counts.row_lines == 6 and counts.skipped == 1 and counts.rejects == 1
+    assert ev.select("kind", "code", "severity").rows() == [
+        ("os_kernel", "KernelOops", "warning"), ("os_kernel", "TaskHung", "warning"), ("oom", "OOMKilling", "warning"),
+        ("filesystem", "FilesystemIsReadOnly", "warning"), ("services", "FabricManagerNotActive", "warning"),
+        ("health_ok", "KernelHasNoDeadlock", "info")]
+    assert set(ev["host"]) == {"gpu-node-11"} and ev["event_time"][0] == datetime(2025, 4, 1, 9)  # lastTimestamp
+    assert ev["reporter"][4] == "custom-plugin-monitor"
+    assert ev["message"][0] == "KernelOops seen [reason KernelOops; Warning; from kernel-monitor; count 3]"
+    assert result.rejects["reason"].to_list() == ["Kubernetes Event without a time (lastTimestamp, eventTime, "
+                                                  "firstTimestamp)"]
+
+
+def test_one_file_mixing_every_shape(tmp_path):
+    """tests/fixtures/node_health/mixed_shapes.jsonl (the fuzz test's seed too): NVSentinel flat and as
+    CloudEvents, gpud states and events, Kubernetes Events, in one file."""
+    path = shutil.copy(FIXTURES / "mixed_shapes.jsonl", tmp_path / "gpu-node-07.jsonl")
+    result, counts = parse_file(node_health.parse, Path(path), "node_health")
+    ev = result.tables["node_events"]
+    assert counts.rejects == 0 and counts.skipped == 1 and counts.row_lines == counts.lines - 1  # the pod's Event
+    assert ev.group_by("reporter").len().sort("reporter").rows() == [
+        ("gpu-health-monitor", 3), ("gpud", 6), ("kernel-monitor", 2), ("system-services-monitor", 3)]
+    assert ev.filter(pl.col("kind") == "xid")["code"].to_list() == ["48", "79", "48", "79", "48"]
+
+
 def test_host_from_the_file_name(tmp_path):
-    text = '{"checkName": "GpuMemWatch", "componentClass": "GPU", "isFatal": true, "generatedTimestamp": "2025-01-15T10:00:00Z"}\n'
+    text = ('{"checkName": "GpuMemWatch", "componentClass": "GPU", "isFatal": true, '
+            '"generatedTimestamp": "2025-01-15T10:00:00Z"}\n')
     result, _ = parse_file(node_health.parse, _write(tmp_path, "gpu042.jsonl", text), "node_health")
     assert result.tables["node_events"].select("host", "kind").row(0) == ("gpu042", "gpu_memory")
 
@@ -156,7 +202,8 @@ def test_classified_like_the_kernel_xid_and_recoveries_never_blamed(tmp_path):
             ev("f", "node_health", "health_ok", "XidError", "ok", 6),
             ev("g", "node_health", "gpu", "GpuPcieWatch", "info", 7),
             ev("h", "node_health", "thermal", "accelerator-nvidia-temperature", "warning", 8),
-            ev("i", "node_health", "gpu_memory", "accelerator-nvidia-remapped-rows", "critical", 9)]
+            ev("i", "node_health", "gpu_memory", "accelerator-nvidia-remapped-rows", "critical", 9),
+            ev("j", "node_health", "oom", "OOMKilling", "warning", 10)]
     _events(con, rows)
     attribution.classify_events(con, load())
     got = {h: (c, s, r) for h, c, s, r in con.execute(
@@ -168,6 +215,7 @@ def test_classified_like_the_kernel_xid_and_recoveries_never_blamed(tmp_path):
     assert got["e"] == ("system_services", "warning", "nh-services-warning")
     assert got["h"] == ("cooling_thermal", "warning", "nh-thermal-warning")
     assert got["i"] == ("gpu_memory", "critical", "nh-gpu-memory")
+    assert got["j"] == ("oom", "warning", "nh-oom")
     assert "f" not in got and "g" not in got  # a recovery, and an event asking no action: recorded, not blamed
 
 
@@ -191,7 +239,8 @@ def test_goodput_run_blames_a_failed_job_on_an_nvsentinel_xid(tmp_path):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == EXIT_OK, result.output
     con = duckdb.connect(str(db), read_only=True)
-    primary = con.execute("SELECT job_id, cause, host, rule, source FROM failure_attribution WHERE is_primary").fetchall()
+    primary = con.execute(
+        "SELECT job_id, cause, host, rule, source FROM failure_attribution WHERE is_primary").fetchall()
     events = con.execute("SELECT count(*) FROM node_events WHERE source = 'node_health'").fetchall()[0][0]
     con.close()
     assert ("100", "gpu_unavailable", "gpu-node-42", "xid-79", "node_health") in primary, primary

@@ -68,7 +68,8 @@ def events(rows: pl.DataFrame, areas, read_time) -> tuple[pl.DataFrame, pl.DataF
     g = g.with_columns(t=pl.coalesce(read_time(pl.col("time").replace("", None)), "t_line"))
     why = (pl.when(pl.col("item").is_null() | pl.col("iid").is_in(decoded.rejects["line_no"].implode()))
            .then(pl.lit("gpud state or event that is not a JSON object"))
-           .when(pl.col("t").is_null()).then(pl.lit("gpud state or event without a readable time (and none on the line)"))
+           .when(pl.col("t").is_null())
+           .then(pl.lit("gpud state or event without a readable time (and none on the line)"))
            .when(~in_years(pl.col("t"))).then(outside_years(pl.col("t")))
            .when(pl.col("host").is_null()).then(pl.lit("gpud names no node: no nodeName/hostname field and no host "
                                                       "in the file name")))
@@ -97,13 +98,15 @@ def _rows(g: pl.DataFrame, areas) -> pl.DataFrame:
         .str.to_lowercase().str.replace_all("accelerator-nvidia-", "gpu-")
     xid = pl.col("said_text").str.extract(r"(?i)\bXID\s*(\d{1,3})\b", 1)
     is_xid = said.str.contains(r"(?:^|[^s])xid") & xid.is_not_null()
-    pci = pl.col("said_text").str.extract(r"(?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})", 1).str.to_lowercase()
+    pci = pl.col("said_text").str.extract(r"(?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})", 1) \
+        .str.to_lowercase()
     g = g.with_columns(severity=severity, area=areas(said), is_xid=is_xid, xid=xid, device=pci)
-    note = pl.concat_str(pl.format(" [component {}", pl.col("component").fill_null("?")),
-                         pl.when(pl.col("name").is_not_null()).then(pl.format("; {}", pl.col("name"))).otherwise(pl.lit("")),
+    def part(col: str, form: str) -> pl.Expr:
+        return pl.when(pl.col(col).is_not_null()).then(pl.format(form, pl.col(col))).otherwise(pl.lit(""))
+
+    note = pl.concat_str(pl.format(" [component {}", pl.col("component").fill_null("?")), part("name", "; {}"),
                          pl.format("; {}", pl.coalesce("health", "type").fill_null("?")),
-                         pl.when(pl.col("actions").is_not_null()).then(pl.format("; repair_actions {}", pl.col("actions")))
-                         .otherwise(pl.lit("")), pl.lit("]"))
+                         part("actions", "; repair_actions {}"), pl.lit("]"))
     return g.select(
         pl.col("t").alias("event_time"), "host", pl.lit("node_health").alias("source"),
         kind=pl.when(pl.col("severity") == "ok").then(pl.lit("health_ok"))

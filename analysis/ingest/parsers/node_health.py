@@ -18,10 +18,11 @@ kept in the message, which operators see in `goodput why`. device: the impacted 
 as kernel.py writes it, else its UUID, else 'GPU<index>'. host: nodeName, else the file's host (its name or
 folder); none -> reject.
 
-gpud (leptonai/gpud) /v1/states and /v1/events elements, one a line, are read by gpud.py into the same rows.
+gpud (leptonai/gpud) /v1/states and /v1/events elements, one a line, are read by gpud.py into the same rows;
+Kubernetes Events about nodes (node-problem-detector's, through an event exporter) by npd.py.
 
 Every line: a row (or rows), a reject (bad JSON, no time, unparseable or out-of-range time, no host, not a
-health event), or skipped (blank, or a gpud element with no states).
+health event), or skipped (blank, a gpud element with no states, an Event about no node).
 """
 from __future__ import annotations
 
@@ -31,14 +32,15 @@ import polars as pl
 
 from analysis.ingest.contract import ParseContext, ParseResult
 from analysis.ingest.lines import make_rejects
-from analysis.ingest.parsers import batched, gpud, jsonlines
+from analysis.ingest.parsers import batched, gpud, jsonlines, npd
 from analysis.ingest.parsers.csvlines import parse_time_any
 from analysis.ingest.parts import each_piece
 from analysis.ingest.timeutil import in_years, outside_years
 
 FIELDS = ("agent", "componentClass", "checkName", "isFatal", "isHealthy", "message", "recommendedAction",
           "customRecommendedAction", "errorCode", "entitiesImpacted", "generatedTimestamp", "nodeName", "gpuUUID")
-_SCHEMA = {k: pl.Utf8 for k in dict.fromkeys((*FIELDS, "type", "time", "data", *gpud.KEYS))}  # nested values arrive as their JSON text
+# every key any shape reads, as text: nested values arrive as their JSON text
+_SCHEMA = {k: pl.Utf8 for k in dict.fromkeys((*FIELDS, "type", "time", "data", *gpud.KEYS, *npd.KEYS))}
 EVENTS = ["event_time", "host", "source", "kind", "code", "severity", "message", "device", "reporter", "line_no"]
 
 # RecommendedAction numbers (health_event.proto), and the legacy platformconnector.proto ones it dropped
@@ -52,15 +54,16 @@ ACTIONS = {"0": "NONE", "1": "NODE_REBOOT", "2": "COMPONENT_RESET", "3": "COMPON
 # service down (NVSentinel: FabricManagerServiceDown), a fabric state unhealthy is the NVLink fabric.
 AREAS = (
     ("gpu_lost", r"fallen.?off|off.?the.?bus|gpu.?lost|gpu.?missing|gpu.?count"),
-    ("services", r"service|daemon|persistenced|kubelet|containerd|runtime|driver.?not"),
+    ("oom", r"\boom|out.?of.?memory"),  # node-problem-detector's OOMKilling: the job's own doing
+    ("services", r"service|daemon|persistenced|kubelet|containerd|runtime|driver.?not|fabric.?manager"),
     ("nvlink", r"nvlink|nvswitch|fabric|sxid"),
     ("gpu_memory", r"(?:gpu|dcgm).*(?:mem|ecc|dbe|sbe|remap|retire)|(?:ecc|dbe|remap|retire).*gpu|^gpu(?:mem|ecc)"),
     ("host_memory", r"dimm|edac|\bmce\b|machine.?check|^(?:mem|memory)\b|\bmemory\b"),
     ("pcie", r"pcie|\bpci\b"),
     ("thermal", r"therm|temp|cooling|fan"),
     ("power", r"power|psu|voltage"),
-    ("network", r"infiniband|\bib\b|\bnic\b|network|ethernet|\blink\b|\bhca\b|rdma"),
-    ("filesystem", r"filesystem|file.?system|mount|nfs|lustre|disk|nvme|storage"),
+    ("network", r"infiniband|\bib\b|\bnic\b|network|ethernet|\blink\b|\bhca\b|rdma|netdev"),
+    ("filesystem", r"filesystem|file.?system|mount|nfs|lustre|disk|nvme|storage|read.?only|xfs|ext4"),
     ("os_kernel", r"kernel|oops|panic|hung|lockup|\bsyslog|^os\b"),  # gpud: component os
     ("maintenance", r"maintenance"),
     ("gpu", r"\bgpu|dcgm|inforom|clock|xid"),
@@ -70,7 +73,8 @@ _PCI = r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?|^[0-9a-fA-F]{2
 
 NOT_NODE_HEALTH = ("not node-health output: expected NVSentinel HealthEvent JSON lines (nodeName, checkName, "
                    "generatedTimestamp, ...), CloudEvents of type com.nvidia.nvsentinel.health.v1, or gpud "
-                   "/v1/states or /v1/events elements one a line (component, states/events)")
+                   "/v1/states or /v1/events elements one a line (component, states/events), or "
+                   "Kubernetes Events (involvedObject) from an event exporter")
 
 
 def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
@@ -91,7 +95,8 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchR
     empty = batched.counts(batched.fid_of(empty))
     n_lines, n_bad = batched.counts(part["fid"]), batched.counts(batched.fid_of(rejects["line_no"]))
     # a file whose every line is refused and none even looks like a health event is a wrong folder, not rejects
-    looks = batched.counts(part.filter(pl.col("text").str.contains(r'"(?:checkName|healthEvent|nodeName|component)"'))["fid"])
+    looks = batched.counts(part.filter(pl.col("text").str.contains(
+        r'"(?:checkName|healthEvent|nodeName|component|involvedObject)"'))["fid"])
     unrecognised = {fid: NOT_NODE_HEALTH for fid, n in n_lines.items() if n_bad.get(fid, 0) == n and not looks.get(fid)}
     return batched.BatchResult(tables={"node_events": rows}, rejects=rejects,
                                skipped={fid: skipped.get(fid, 0) + empty.get(fid, 0) for fid in range(len(ctxs))},
@@ -142,17 +147,22 @@ def _device() -> pl.Expr:
 
 
 def _read(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
-    """node_events rows, rejects, and the lines that hold nothing (a gpud element with no states)."""
+    """node_events rows, rejects, and the lines skipped: a gpud element with no states, a Kubernetes Event
+    about something else than a node."""
     values, bad_json = _decoded(part)
     tz = ctxs[0].options.tz
     hint = batched.per_file([c.host_hint for c in ctxs], pl.Utf8)
     # gpud: a component and no NVSentinel check (gpud.py)
-    is_gpud = pl.col("component").is_not_null() & pl.col("checkName").is_null() & pl.col("componentClass").is_null()
+    nvsentinel = pl.col("checkName").is_not_null() | pl.col("componentClass").is_not_null()
+    is_gpud = pl.col("component").is_not_null() & ~nvsentinel
+    # Kubernetes Events (npd.py): an involvedObject
+    is_k8s_event = pl.col("involvedObject").is_not_null() & ~nvsentinel & ~is_gpud
+    k_rows, k_bad, other = npd.events(values.filter(is_k8s_event), _area, lambda text: _time(text, tz))
     g_rows, g_bad, empty = gpud.events(
         values.filter(is_gpud).with_columns(host=pl.coalesce("nodeName", "hostname", hint),
                                             t_line=_time(pl.col("time").replace("", None), tz)),
         _area, lambda text: _time(text, tz))
-    values = values.filter(~is_gpud)
+    values = values.filter(~is_gpud & ~is_k8s_event)
     f = values.with_columns(
         stamp=pl.coalesce("generatedTimestamp", pl.col("time").replace("", None)),
         entities=pl.col("entitiesImpacted").fill_null(""),
@@ -167,8 +177,9 @@ def _read(part: pl.DataFrame, ctxs: list[ParseContext]) -> tuple[pl.DataFrame, p
            .when(pl.col("host").is_null()).then(pl.lit("no nodeName and no host in the file name")))
     f = f.with_columns(why=why)
     bad = f.filter(pl.col("why").is_not_null())
-    rejects = pl.concat([bad_json, g_bad, make_rejects(bad["line_no"], bad["text"], bad["why"])]).sort("line_no")
-    return pl.concat([_events(f.filter(pl.col("why").is_null())), g_rows]).sort("line_no"), rejects, empty
+    rejects = pl.concat([bad_json, g_bad, k_bad, make_rejects(bad["line_no"], bad["text"], bad["why"])]).sort("line_no")
+    rows = pl.concat([_events(f.filter(pl.col("why").is_null())), g_rows, k_rows]).sort("line_no")
+    return rows, rejects, pl.concat([empty, other])
 
 
 def _area(said: pl.Expr) -> pl.Expr:
@@ -203,13 +214,15 @@ def _events(good: pl.DataFrame) -> pl.DataFrame:
         message=pl.concat_str(
             pl.col("message").fill_null(pl.col("checkName")),
             pl.format(" [check {}", pl.col("checkName").fill_null("?")),
-            pl.when(pl.col("action").is_not_null()).then(pl.format("; action {}", pl.col("action"))).otherwise(pl.lit("")),
+            pl.when(pl.col("action").is_not_null()).then(pl.format("; action {}", pl.col("action")))
+            .otherwise(pl.lit("")),
             pl.when(pl.col("codes").list.len() > 0).then(pl.format("; errorCode {}", pl.col("codes").list.join(",")))
             .otherwise(pl.lit("")),
             pl.when(pl.col("agent").is_not_null()).then(pl.format("; agent {}", pl.col("agent"))).otherwise(pl.lit("")),
             pl.lit("]")))
     # XID events: one row per XID in errorCode (an XID check or an 'XID_79' code), kind 'xid' like kernel.py's
-    is_xid = (pl.col("said") + pl.lit(" ") + pl.col("agent").fill_null("").str.to_lowercase()).str.contains(r"(?:^|[^s])xid")
+    is_xid = (pl.col("said") + pl.lit(" ") + pl.col("agent").fill_null("").str.to_lowercase()).str.contains(
+        r"(?:^|[^s])xid")
     xid = g.with_columns(xid=pl.col("codes").list.eval(
         pl.element().str.extract(_XID_CODE, 1).filter(pl.element().is_not_null()))) \
         .with_columns(xid=pl.when(is_xid | pl.col("errorCode").str.contains(r"(?i)xid")).then(pl.col("xid")))
