@@ -60,6 +60,11 @@ BUILT_IN = (
     Source("health", "analysis.ingest.parsers.health", ("node_events",), "health_results",
            "failed health checks are not attributed and drain no node",
            names_hosts=True, events="health", volume="ops/daily_volume_events", aliases=("nhc",)),
+    # Kubernetes node health (NVSentinel, gpud, node-problem-detector Events): node events like kernel/ and health/
+    Source("node_health", "analysis.ingest.parsers.node_health", ("node_events",), "node_health_events",
+           "GPU and node faults reported by Kubernetes health agents (NVSentinel, gpud, node-problem-detector) "
+           "are not attributed",  # no volume: events come on changes, not daily
+           names_hosts=True, events="node_health", aliases=("nvsentinel", "gpud")),
     Source("benchmarks", "analysis.ingest.parsers.benchmarks", ("benchmark_results",), "benchmark_results",
            "benchmark verdicts and learned criteria lack these runs",
            names_hosts=True, volume="ops/daily_volume_benchmarks", aliases=("nccl", "superbench")),

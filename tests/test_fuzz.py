@@ -42,6 +42,8 @@ CASES = {  # source folder -> demo file whose lines seed the mutations, file nam
     "tickets": ("tickets/tickets.csv", "tickets.csv"),
     "topology": ("topology/cabling.csv", "cabling.csv"),
     "joblogs": (FIXTURES / "joblogs" / "slurm-7001.out", "slurm-7001.out"),  # not in the demo (DEMO / an absolute path is that path)
+    # every shape node_health/ reads (NVSentinel flat and CloudEvents, gpud, Kubernetes Events), not in the demo
+    "node_health": (FIXTURES / "node_health" / "mixed_shapes.jsonl", "gpu-node-07.jsonl"),
 }
 HEADERED = {"slurm", "slurm_events", "telemetry", "tickets", "topology"}
 NOISE = ['"', "'", "|", ",", "\t", "\\", "{", "}", "[", "]", ":", "\r", "\x00", "\x1f", "\ufffd", "é", " ", "=", "#"]

@@ -39,6 +39,9 @@ REASON_KEYS = {"id", "cause", "severity", "transient", "priority", "pattern", "d
 # knows, any message naming a GPU) but not a check known by its code (rules.yaml, priority 47).
 REASON_SOURCES = ["slurm", "ticket", "health"]
 REASON_PRIORITY = 46
+# The sources whose kind 'xid' rows are NVIDIA XIDs, classified by the XID table: dmesg lines (kernel/) and the
+# XIDs Kubernetes health agents report (node_health/: NVSentinel's errorCode), so both get the same cause.
+XID_SOURCES = ("kernel", "node_health")
 # Bounds on an override file: far above any real one, low enough that a hostile one costs little.
 MAX_FILE_BYTES = 1 << 20
 MAX_NESTING = 32
@@ -344,7 +347,7 @@ def _load(override: Path | str | None, base_dir: Path) -> Taxonomy:
     for code, x in sorted(xids.items()):
         rule = {"id": f"xid-{code}", "cause": x["cause"], "severity": x["severity"], "transient": x["transient"],
                 "priority": x.get("priority", prio.get(x["severity"], 50)),
-                "match": {"source": "kernel", "kind": "xid", "code": [str(code)]}}
+                "match": {"source": list(XID_SOURCES), "kind": "xid", "code": [str(code)]}}
         rows[rule["id"]] = _rule_row(rule, causes, xid_where[code])
     for where, doc in docs:
         rules = doc.get("rules") or []
