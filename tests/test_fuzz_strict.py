@@ -227,6 +227,8 @@ def test_a_sacct_time_out_of_range_is_a_reject_and_a_local_epoch_zero_is_absent(
     ("network/perfquery.txt", None), ("kernel/messages-20240301", None),
     ("health/gpu001.jsonl", "gpu001"), ("health/gpu001/2024-03-01.jsonl", "gpu001"),
     ("telemetry/gpu001.csv", "gpu001"), ("kernel/node20240301.log", "node20240301"),
+    ("node_health/gpud.jsonl", None), ("node_health/nvsentinel.jsonl", None), ("node_health/events.jsonl", None),
+    ("node_health/gpu001/gpud.jsonl", "gpu001"),
 ])
 def test_a_dated_daily_file_names_no_host_but_a_per_host_file_does(rel, host):
     assert host_from_path(Path(rel)) == host

@@ -10,7 +10,9 @@ _GROUP = re.compile(r"\[([^\]]*)\]")
 # Files under kernel/ etc. are named after the host: gpu001.log, gpu001.dmesg.gz,
 # kern.log-gpu001 is not supported; a folder per host (kernel/gpu001/dmesg.log) is.
 _GENERIC = {"dmesg", "kern", "kernel", "syslog", "messages", "journal", "log", "switch", "health", "nhc",
-            "dcgm", "perfquery", "ibqueryerrors"}
+            "dcgm", "perfquery", "ibqueryerrors",
+            # the collectors of node_health/ (one file for many nodes): gpud.jsonl, nvsentinel.jsonl, events.jsonl
+            "node_health", "nvsentinel", "healthevents", "health_events", "cloudevents", "gpud", "npd", "events"}
 # A date in a file's name marks a daily (or hourly) file a collector writes for many hosts (health-2024-03-01.jsonl,
 # dcgm_20240301.csv, perfquery-2024-03-05T06:00.txt, logrotate's messages-20240301): its name is no host. A per-host
 # daily file names its host by its folder (kernel/gpu001/2024-03-01.log).
