@@ -42,6 +42,7 @@ CASES = {  # source folder -> demo file whose lines seed the mutations, file nam
     "tickets": ("tickets/tickets.csv", "tickets.csv"),
     "topology": ("topology/cabling.csv", "cabling.csv"),
     "joblogs": (FIXTURES / "joblogs" / "slurm-7001.out", "slurm-7001.out"),  # not in the demo (DEMO / an absolute path is that path)
+    "kubernetes": (FIXTURES / "kubernetes" / "watch.jsonl", "watch.jsonl"),  # watch events, Jobs, broken lines
 }
 HEADERED = {"slurm", "slurm_events", "telemetry", "tickets", "topology"}
 NOISE = ['"', "'", "|", ",", "\t", "\\", "{", "}", "[", "]", ":", "\r", "\x00", "\x1f", "\ufffd", "é", " ", "=", "#"]
