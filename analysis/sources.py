@@ -39,6 +39,13 @@ class Source:
                 raise ValueError(f"source {self.folder!r}: {name!r} is not a lower-case SQL name")
 
 
+def _schema(name: str) -> Path:
+    """A built-in source's DDL kept in a file of its own (sql/schema/<table>.sql, as ``Source.ddl``: run after
+    sql/schema/warehouse.sql), where goodput ships it."""
+    from analysis import package_files  # importlib.resources only: the help stays as quick
+    return package_files.sql_dir().joinpath(*name.split("/")).with_suffix(".sql")
+
+
 # In ingestion order: topology first (switch events are mapped to hosts through it).
 BUILT_IN = (
     Source("topology", "analysis.ingest.parsers.topology", ("topology", "host_addresses"), "topology",
@@ -81,6 +88,10 @@ BUILT_IN = (
            names_hosts=True, events="ticket"),
     Source("joblogs", "analysis.ingest.parsers.joblogs", ("job_log_lines",), "job_logs",
            "failures seen only in the jobs' own logs (NCCL, CUDA, PyTorch errors) are not attributed"),
+    # kubectl get -o json snapshots, watch output and event-exporter lines; its table's DDL is a file of its own
+    Source("kubernetes", "analysis.ingest.parsers.kubernetes", ("k8s_objects",), "k8s_objects",
+           "pods and workloads of Kubernetes clusters (JobSet, Kueue, PyTorchJob) and their Events are missing",
+           sample="ingest/check_sample_k8s", aliases=("k8s", "kubectl"), ddl=_schema("schema/k8s_objects")),
 )
 
 # folder -> declaration, in ingestion order; register() adds to it, so every reader sees a source added at run time
@@ -133,7 +144,8 @@ def raw_tables() -> tuple[str, ...]:
 
 
 def ddl_files() -> list[Path]:
-    """The DDL of the sources added from outside (the built-in ones' is sql/schema/warehouse.sql)."""
+    """The DDL of the sources added from outside, and of the built-in ones whose tables are declared in a file of
+    their own (the others' is sql/schema/warehouse.sql)."""
     return [s.ddl for s in SOURCES.values() if s.ddl is not None]
 
 

@@ -44,6 +44,7 @@ CASES = {  # source folder -> demo file whose lines seed the mutations, file nam
     "joblogs": (FIXTURES / "joblogs" / "slurm-7001.out", "slurm-7001.out"),  # not in the demo (DEMO / an absolute path is that path)
     # every shape node_health/ reads (NVSentinel flat and CloudEvents, gpud, Kubernetes Events), not in the demo
     "node_health": (FIXTURES / "node_health" / "mixed_shapes.jsonl", "gpu-node-07.jsonl"),
+    "kubernetes": (FIXTURES / "kubernetes" / "watch.jsonl", "watch.jsonl"),  # watch events, Jobs, broken lines
 }
 HEADERED = {"slurm", "slurm_events", "telemetry", "tickets", "topology"}
 NOISE = ['"', "'", "|", ",", "\t", "\\", "{", "}", "[", "]", ":", "\r", "\x00", "\x1f", "\ufffd", "é", " ", "=", "#"]

@@ -11,7 +11,7 @@ from analysis.ingest.parsers import sacct
 from analysis.sources import BUILT_IN
 
 # folders only a Kubernetes cluster has (issue 36): the Slurm simulator writes none of them
-KUBERNETES_ONLY = {"node_health"}
+KUBERNETES_ONLY = {"node_health", "kubernetes"}
 from analysis.simulate.config import preset
 from analysis.simulate.run import simulate
 from pipelines.cli import main

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol, runtime_checkable
+from typing import Callable, Iterable, Iterator, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -56,6 +56,13 @@ class ParseContext:
     run_time: datetime | None = None  # benchmarks: the time benchmark_run_times gives the file's run
     # what a parser reading the file in pieces (analysis/ingest/parts.py) keeps from one piece to the next
     state: dict = field(default_factory=dict)
+    # The warehouse as it stands, for a parser whose rows depend on what other files stored (kubernetes/: an object
+    # state is stored once): runs an sql/ SELECT with a frame staged as ``staged`` (an ``own_file`` column added:
+    # this file's key). None: no warehouse (a parser called on its own).
+    look_up: Callable[[str, pl.DataFrame], pl.DataFrame] | None = None
+    # What parsers remember of the files read since the warehouse was last written (the engine's batch, cleared
+    # when it is written): rows a file of the batch holds are not in the warehouse yet. None: a file alone.
+    unwritten: dict | None = None
 
     @property
     def mtime(self) -> datetime:

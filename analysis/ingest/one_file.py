@@ -415,12 +415,17 @@ def prepare_file(con: duckdb.DuckDBPyConnection, path: Path, source: str | None,
         return Prepared(FileOutcome(key, source, "unchanged"),
                         {"path": key, "mtime_ns": stat.st_mtime_ns, "verified_at": _utc_now()})
     ctx = ParseContext(path=path, source=source, sha256=ident.sha256, host_hint=host_hint, options=options,
-                       run_time=run_time)
+                       run_time=run_time, look_up=_look_up(con, key), unwritten=batch_shas)
     if defer:
         return Prepared(FileOutcome(key, source, "ok"), pending=Pending(ident, path, ctx, raw, None))
     twin = sql.query(con, "ingest/file_by_sha", {"sha256": ident.sha256, "path": key, "source": source,
                                           "host_hint": host_hint, "fingerprint": ident.fingerprint})
     return finish(con, Pending(ident, path, ctx, raw, twin["path"][0] if twin.height else None), batch_shas)
+
+
+def _look_up(con: duckdb.DuckDBPyConnection, key: str):
+    """ParseContext.look_up: an sql/ SELECT on the warehouse with ``frame`` staged, this file's key beside it."""
+    return lambda name, frame: sql.query_on(con, name, "staged", frame.with_columns(own_file=pl.lit(key)))
 
 
 def finish(con: duckdb.DuckDBPyConnection, pending: Pending, batch_shas: dict | None = None) -> Prepared:
