@@ -253,3 +253,16 @@ def test_goodput_run_blames_a_failed_job_on_an_nvsentinel_xid(tmp_path):
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM node_events WHERE source = 'node_health'").fetchall()[0][0] == 3
     con.close()
+
+
+def test_syslog_xid_check_names_are_xids_and_sxid_ones_are_not(tmp_path):
+    """NVSentinel's syslog health monitor names its checks SysLogsXIDError (GPU XIDs) and SysLogsSXIDError
+    (NVSwitch SXIDs): the words count, not the letters ('logsxid' holds 'sxid')."""
+    base = {"agent": "syslog-health-monitor", "componentClass": "GPU", "isFatal": True, "isHealthy": False,
+            "message": "x", "generatedTimestamp": "2025-01-15T10:30:00Z", "nodeName": "n1", "recommendedAction": 24}
+    lines = [{**base, "checkName": "SysLogsXIDError", "errorCode": ["79"]},
+             {**base, "checkName": "SysLogsSXIDError", "errorCode": ["20034"], "componentClass": "NVSWITCH"}]
+    path = _write(tmp_path, "nvsentinel.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n")
+    result, counts = parse_file(node_health.parse, path, "node_health")
+    assert result.tables["node_events"].select("kind", "code").rows() == [("xid", "79"), ("nvlink", "SysLogsSXIDError")]
+    assert counts.rejects == 0

@@ -202,8 +202,9 @@ def _events(good: pl.DataFrame) -> pl.DataFrame:
         pl.format("CUSTOM {}", pl.col("customRecommendedAction"))).otherwise(action)
     healthy, fatal = pl.col("isHealthy").str.to_lowercase() == "true", pl.col("isFatal").str.to_lowercase() == "true"
     # the agent's name says where it looks, not what it found (system-services-monitor reports fabric states)
-    said = pl.concat_str(pl.col("checkName").fill_null(""), pl.col("componentClass").fill_null(""),
-                         separator=" ").str.to_lowercase()
+    # CamelCase names as words: NVSentinel's SysLogsXIDError is an XID check, SysLogsSXIDError an NVSwitch SXID one
+    said = pl.concat_str(pl.col("checkName").fill_null(""), pl.col("componentClass").fill_null(""), separator=" ") \
+        .str.replace_all(r"([a-z0-9])([A-Z])", "$1 $2").str.replace_all(r"([A-Z]+)([A-Z][a-z])", "$1 $2").str.to_lowercase()
     area = _area(said)
     g = good.with_columns(codes=codes, action=action, healthy=healthy.fill_null(False), fatal=fatal.fill_null(False),
                           area=area, said=said, device=_device())
@@ -222,7 +223,7 @@ def _events(good: pl.DataFrame) -> pl.DataFrame:
             pl.lit("]")))
     # XID events: one row per XID in errorCode (an XID check or an 'XID_79' code), kind 'xid' like kernel.py's
     is_xid = (pl.col("said") + pl.lit(" ") + pl.col("agent").fill_null("").str.to_lowercase()).str.contains(
-        r"(?:^|[^s])xid")
+        r"(?:^|[^a-z])xid")
     xid = g.with_columns(xid=pl.col("codes").list.eval(
         pl.element().str.extract(_XID_CODE, 1).filter(pl.element().is_not_null()))) \
         .with_columns(xid=pl.when(is_xid | pl.col("errorCode").str.contains(r"(?i)xid")).then(pl.col("xid")))
