@@ -60,6 +60,9 @@ class SimConfig:
     # iteration-time telemetry series and straggler truth (analysis/simulate/stragglers.py); 0: none, and
     # the output is what it was before stragglers
     straggler_jobs: float = 0.0
+    # slurm: sacct dumps, drains and dmesg XIDs; kubernetes: the same history as JobSets, Kueue Workloads and
+    # pods (kubernetes/) and NVSentinel XID events (node_health/), analysis/simulate/kubernetes.py
+    scheduler: str = "slurm"
 
     @property
     def node_days(self) -> float:

@@ -32,11 +32,12 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
     horizon = cfg.days * 86400
     (out / "goodput.yaml").write_text("# written by goodput simulate\ntz: UTC\n")
     _csv(out / "topology" / "cabling.csv", ["switch", "port", "host", "hca", "ip"], cluster.topology_rows())
-    (out / "slurm_events").mkdir(exist_ok=True)
-    with (out / "slurm_events" / "sacctmgr-events.txt").open("w") as f:
-        f.write("NodeName|TimeStart|TimeEnd|State|Reason|User\n")
-        for host, start, back, state, reason, user in sorted(rec.drains, key=lambda d: d[1]):
-            f.write(f"{host}|{ts(start)}|{ts(back) if back < horizon else 'Unknown'}|{state}|{reason}|{user}\n")
+    if rec.sacct is not None:  # Slurm's node states; a Kubernetes cluster's drains are in no file here
+        (out / "slurm_events").mkdir(exist_ok=True)
+        with (out / "slurm_events" / "sacctmgr-events.txt").open("w") as f:
+            f.write("NodeName|TimeStart|TimeEnd|State|Reason|User\n")
+            for host, start, back, state, reason, user in sorted(rec.drains, key=lambda d: d[1]):
+                f.write(f"{host}|{ts(start)}|{ts(back) if back < horizon else 'Unknown'}|{state}|{reason}|{user}\n")
     _csv(out / "tickets" / "tickets.csv", ["ticket_id", "host", "opened", "closed", "component", "resolution"],
          [(tid, host, ts(o), ts(c) if c < horizon else "", comp, res) for tid, host, o, c, comp, res in rec.tickets
           if o < horizon])
@@ -128,7 +129,9 @@ def _completed_telemetry_jobs(cfg: SimConfig, rec: Recorder, taken: set[str]) ->
 
 def _malformed(rec: Recorder, out: Path) -> list[tuple[str, int, str]]:
     """Append a few broken lines the way real files get them, and say where."""
-    cases = [(rec.sacct, "1234567|1234567|trunc", "truncated sacct row"),
+    cases = [(rec.sacct, "1234567|1234567|trunc", "truncated sacct row") if rec.sacct is not None else
+             (rec.k8s.log, '{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"na',
+              "watch line cut off"),
              (rec.kernel, "\ufffd\ufffd@\ufffd garbage after an unclean shutdown", "no timestamp header"),
              (rec.switch, "<<< log relay restarted >>>", "no syslog header"),
              (rec.health, '{"time": "2024-03-0', "truncated JSON")]

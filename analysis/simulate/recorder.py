@@ -12,6 +12,7 @@ import numpy as np
 from analysis.simulate import faults as F
 from analysis.simulate.cluster import GPU_BUS, Cluster
 from analysis.simulate.joblogs import Case
+from analysis.simulate.kubernetes import KubernetesLog, XidRouter
 from analysis.simulate.stragglers import Candidate
 from analysis.simulate.config import SimConfig
 from analysis.simulate.draws import pick
@@ -28,8 +29,14 @@ STEP_STATE = {"PREEMPTED": "CANCELLED", "REQUEUED": "CANCELLED", "TIMEOUT": "CAN
 class Recorder:
     def __init__(self, cfg: SimConfig, cluster: Cluster, rng: np.random.Generator, out: Path):
         self.cfg, self.cl, self.rng, self.out, self.t0 = cfg, cluster, rng, out, cfg.start
-        self.sacct = DailyLog(out / "slurm", "sacct-{date}.txt", self.t0, header=sacct_header(cfg.cluster))
+        # the Kubernetes world writes the same history as objects and NVSentinel events (kubernetes.py)
+        self.k8s = KubernetesLog(out, self.t0, cluster.hosts, cfg.seed) \
+            if cfg.scheduler == "kubernetes" else None
+        self.sacct = None if self.k8s else DailyLog(out / "slurm", "sacct-{date}.txt", self.t0,
+                                                    header=sacct_header(cfg.cluster))
         self.kernel = DailyLog(out / "kernel", "kern-{date}.log", self.t0)
+        if self.k8s:
+            self.kernel = XidRouter(self.kernel, out, self.t0)
         self.switch = DailyLog(out / "switch", "switches-{date}.log", self.t0)
         self.health = DailyLog(out / "health", "health-{date}.jsonl", self.t0)
         # truth/job_instances.csv, written as the days are flushed: a year at 2,000 nodes has millions of rows
@@ -62,6 +69,31 @@ class Recorder:
                  cause_host: str | None, fault_time: float | None, preempted_by: str | None = None) -> None:
         started = job.start >= 0
         hosts = [self.cl.hosts[n] for n in job.nodes]
+        if self.k8s is not None:
+            self.k8s.instance(job, end, state, exit_code, cause_host, fault_time)
+        else:
+            self._sacct(job, end, state, exit_code, hosts)
+        end_s = self._ts(end) if end is not None and (started or state == "CANCELLED") else "Unknown"
+        start_s = self._ts(job.start) if started else "Unknown"
+        eligible_s = self._ts(job.eligible)
+        self.instance_count += 1
+        self.states[state] += 1
+        self.instances.append((job.job_id, job.instance, state, cause, cause_host,
+                               self._ts(fault_time) if fault_time is not None else "", start_s if started else "",
+                               end_s if end is not None and started else "", job.gpus, job.nnodes,
+                               eligible_s, preempted_by or ""))
+        self._log_case(job, end, state, cause, cause_host, fault_time, hosts)
+        if self.cfg.straggler_jobs > 0 and started and end is not None and job.nnodes > 1:
+            self.step_candidates.append(Candidate(job.job_id, job.instance, sorted(hosts), job.per_node, job.start, end,
+                                                  state, cause, cause_host, fault_time, job.done, job.work))
+        if cause_host and job.nnodes >= 4 and fault_time is not None and end is not None:
+            self.telemetry_candidates.append((job.job_id, list(hosts), job.start, end, cause_host, fault_time))
+        elif state == "COMPLETED" and job.nnodes >= 4 and end is not None and started:
+            self.healthy_candidates.append((job.job_id, list(hosts), job.start, end))
+
+    def _sacct(self, job: Job, end: float | None, state: str, exit_code: str, hosts: list[str]) -> None:
+        """The instance's sacct rows: the job's and its steps'."""
+        started = job.start >= 0
         nodelist = hostlist(hosts) if hosts else "None assigned"
         run = elapsed(((end if end is not None else self.cfg.days * 86400.0) - job.start) if started else 0.0)
         end_s = self._ts(end) if end is not None and (started or state == "CANCELLED") else "Unknown"
@@ -86,20 +118,6 @@ class Recorder:
                              f"{exit_code if step != 'extern' else '0:0'}||{times}|{k}|{node_tres}|{names}||")
         when = end if end is not None else self.cfg.days * 86400 - 1
         self.sacct.add(when, "\n".join(lines))  # one entry: a stable sort kept the job's rows together anyway
-        self.instance_count += 1
-        self.states[state] += 1
-        self.instances.append((job.job_id, job.instance, state, cause, cause_host,
-                               self._ts(fault_time) if fault_time is not None else "", start_s if started else "",
-                               end_s if end is not None and started else "", job.gpus, job.nnodes,
-                               eligible_s, preempted_by or ""))
-        self._log_case(job, end, state, cause, cause_host, fault_time, hosts)
-        if self.cfg.straggler_jobs > 0 and started and end is not None and job.nnodes > 1:
-            self.step_candidates.append(Candidate(job.job_id, job.instance, sorted(hosts), job.per_node, job.start, end,
-                                                  state, cause, cause_host, fault_time, job.done, job.work))
-        if cause_host and job.nnodes >= 4 and fault_time is not None and end is not None:
-            self.telemetry_candidates.append((job.job_id, list(hosts), job.start, end, cause_host, fault_time))
-        elif state == "COMPLETED" and job.nnodes >= 4 and end is not None and started:
-            self.healthy_candidates.append((job.job_id, list(hosts), job.start, end))
 
     def _log_case(self, job: Job, end: float | None, state: str, cause: str, cause_host: str | None,
                   fault_time: float | None, hosts: list[str]) -> None:
@@ -224,7 +242,7 @@ class Recorder:
                 self.health.add(t, head + host + (bad if self.cl.lemon.get(node) == "gpu" else ok)[1])
 
     def flush(self, now: float | None = None) -> None:
-        for log in (self.sacct, self.kernel, self.switch, self.health):
+        for log in (self.sacct or self.k8s.log, self.kernel, self.switch, self.health):
             log.flush(now)
         self._write_instances()
 

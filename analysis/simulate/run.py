@@ -23,6 +23,8 @@ def simulate(cfg: SimConfig, out: Path, progress: Callable[[str], None] | None =
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty: simulate into a new directory")
+    if cfg.scheduler not in ("slurm", "kubernetes"):
+        raise ValueError(f"unknown scheduler '{cfg.scheduler}' (slurm or kubernetes)")
     out.mkdir(parents=True, exist_ok=True)
     t_wall = time.perf_counter()
     rng = np.random.default_rng(cfg.seed)
@@ -81,7 +83,8 @@ def simulate(cfg: SimConfig, out: Path, progress: Callable[[str], None] | None =
     # a fleet's cluster names itself; a single cluster's summary stays as it was before fleets
     # (nor stragglers, when off)
     config = {k: str(v) for k, v in asdict(cfg).items()
-              if not (k == "cluster" and v is None) and not (k == "straggler_jobs" and not v)}
+              if not (k == "cluster" and v is None) and not (k == "straggler_jobs" and not v)
+              and not (k == "scheduler" and v == "slurm")}
     summary.update(config=config, wall_s=round(time.perf_counter() - t_wall, 2))
     (out / "truth" / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
@@ -89,6 +92,8 @@ def simulate(cfg: SimConfig, out: Path, progress: Callable[[str], None] | None =
 
 def _new_day(eng: Engine, rec: Recorder, rng: np.random.Generator, day: int) -> None:
     rec.daily(day, eng.up)
+    if rec.k8s is not None:  # no random draw: the Slurm world's stream stays as it was
+        rec.k8s.catch_up(eng.jobs.values())
     # a few nodes a day go down for planned maintenance; their jobs are requeued
     for node in rng.choice(eng.cfg.nodes, size=min(eng.cfg.nodes, rng.poisson(eng.cfg.nodes * 0.02)), replace=False):
         now = day * 86400 + float(rng.uniform(8, 16)) * 3600
