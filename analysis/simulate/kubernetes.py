@@ -273,7 +273,7 @@ class XidRouter:
         message, pci, code = m.group(1), m.group(2), m.group(3)
         fatal, action = XID_ACTIONS.get(code, (True, "CONTACT_SUPPORT"))
         bus = pci.split(":")[1]
-        event = {"version": 1, "agent": "gpu-health-monitor", "componentClass": "GPU", "checkName": "XidError",
+        event = {"version": 1, "agent": "syslog-health-monitor", "componentClass": "GPU", "checkName": "SysLogsXIDError",
                  "isFatal": fatal, "isHealthy": False, "message": message, "recommendedAction": action,
                  "errorCode": [code],
                  "entitiesImpacted": [{"entityType": "GPU", "entityValue": str(GPU_BUS.index(bus))
