@@ -58,6 +58,10 @@ DOCUMENTED = {
     "sb": {"--data-file", "--rule-file", "--baseline-file", "--output-dir", "--output-file-format", "--output-all"},
     "scontrol": {"-M=", "--clusters"},  # scontrol(1): -M, --clusters=<string>: the cluster to issue commands to
     "gzip": set(), "perfquery": set(), "cat": set(),
+    # kubectl get, kubernetes.io/docs/reference/kubectl/generated/kubectl_get: -A/--all-namespaces,
+    # -o/--output=json, -w/--watch, --watch-only, --output-watch-events
+    "kubectl": {"-A", "--all-namespaces", "-o=", "--output", "-w", "--watch", "--watch-only", "--output-watch-events"},
+    "jq": {"-c", "--compact-output", "--arg", "-r", "--raw-output"},  # jq(1) manual, "Invoking jq"
 }
 # sacct(1) --helpformat, "Fields available" (the ones the docs name)
 SACCT_FIELDS = {"Account", "AllocTRES", "Cluster", "Elapsed", "Eligible", "End", "ExitCode", "JobID", "JobIDRaw",
