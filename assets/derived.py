@@ -1,4 +1,5 @@
-"""Tables derived from the raw ingest: jobs, job_steps, node_events with hosts mapped."""
+"""Tables derived from the raw ingest: jobs (sacct's and Kubernetes workloads'), job_steps, node_events with hosts
+mapped."""
 
 from dagster import AssetCheckResult, AssetCheckSeverity, MaterializeResult, asset, asset_check
 
@@ -13,8 +14,9 @@ from assets.unchanged import replayed_while_unchanged, unless_unchanged
 BUILDS = {"jobs": lambda con, s: build_jobs(con), "node_events": lambda con, s: map_switch_ports(con)}
 
 
-@asset(deps=["sacct_records"], group_name="slurm",
-       description="One row per job instance (requeues numbered by `instance`), deduplicated across dumps; and job_steps.",
+@asset(deps=["sacct_records", "k8s_objects"], group_name="slurm",
+       description="One row per job instance (requeues numbered by `instance`), deduplicated across dumps, and one "
+                   "per Kubernetes workload restart attempt; and job_steps.",
        metadata=writes("jobs", "job_steps", "job_days"))
 @unless_unchanged
 def jobs(warehouse: Warehouse) -> MaterializeResult:

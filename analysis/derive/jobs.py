@@ -1,4 +1,5 @@
-"""Derived Slurm tables: jobs and job_steps from the raw sacct records.
+"""Derived job tables: jobs and job_steps from the raw sacct records, and jobs from Kubernetes workloads
+(analysis/derive/k8s_jobs.py: rebuilt whole each time, from the objects' newest states).
 
 A nightly adds a day's dump to months of them: when every sacct file the last build read is still as it
 was (analysis/derive/marks.py), only the jobs the new files name are chosen again; otherwise all are. Either way
@@ -8,15 +9,16 @@ from __future__ import annotations
 import duckdb
 
 from analysis import sql
-from analysis.derive import marks
+from analysis.derive import k8s_jobs, marks
 
-SOURCES = ["slurm"]
+SOURCES = ["slurm", k8s_jobs.SOURCE]  # a file of either forgotten or read again: rebuilt from scratch
 
 
 def build_jobs(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     last = marks.extendable(con, "jobs", SOURCES, "jobs")
     scope = {"all": last is None, "through": last.through if last else None}
-    sql.run_steps(con, [("derive/changed_jobs", scope), ("derive/stage_jobs", None), ("derive/stage_job_steps", None),
+    sql.run_steps(con, [k8s_jobs.stage_step(con, scope["through"]), ("derive/changed_jobs", scope),
+                        ("derive/stage_jobs", None), ("derive/stage_job_steps", None),
                         *([("derive/drop_jobs", None)] if scope["all"] else []), ("schema/jobs", None),
                         ("schema/job_steps", None), ("derive/store_jobs", {"all": scope["all"]}),
                         marks.record("jobs", marks.now(con, SOURCES))])

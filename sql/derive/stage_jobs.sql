@@ -1,5 +1,6 @@
 -- staged_jobs: one row per job instance of the jobs in changed_jobs (sql/derive/changed_jobs.sql), from every sacct
--- dump ingested; sql/derive/store_jobs.sql puts them in jobs.
+-- dump ingested, and the Kubernetes jobs' (staged_k8s_jobs: sql/derive/stage_k8s_jobs.sql); sql/derive/store_jobs.sql
+-- puts them in jobs.
 -- Nightly dumps overlap (a job running at midnight appears in two), so the
 -- same instance is kept once, preferring the record that knows the most: an
 -- end time, a final state, the newest file. An instance is a job id plus its
@@ -44,4 +45,6 @@ SELECT r.job_id, r.job_id_raw, n.instance,
        r.user_name, r.account, r.job_name, r.partition, r.qos, r.priority, r.state, r.cancelled_by, r.exit_code,
        r.exit_signal, r.reason, r.submit_time, r.eligible_time, r.start_time, r.end_time, r.elapsed_s, r.n_nodes,
        r.n_gpus, r.nodes, r.node_list, r.restarts, r.submit_line, r.file, r.line_no
-FROM numbered n JOIN sacct_records r ON r.rowid = n.record;
+FROM numbered n JOIN sacct_records r ON r.rowid = n.record
+UNION ALL BY NAME
+SELECT * FROM staged_k8s_jobs;

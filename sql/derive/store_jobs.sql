@@ -5,6 +5,7 @@ INSERT INTO jobs BY NAME SELECT * FROM staged_jobs ORDER BY job_id, instance;
 DELETE FROM job_steps WHERE $all OR job_id IN (SELECT job_id FROM changed_jobs);
 INSERT INTO job_steps BY NAME SELECT * FROM staged_job_steps ORDER BY job_id, instance, start_time, step_id;
 DROP TABLE staged_jobs;
+DROP TABLE staged_k8s_jobs;
 DROP TABLE staged_job_steps;
 DROP TABLE changed_jobs;
 -- job_days: every day from the first job start to the last job end, the grid
