@@ -94,6 +94,8 @@ BUILT_IN = (
            sample="ingest/check_sample_k8s", aliases=("k8s", "kubectl"), ddl=_schema("schema/k8s_objects")),
 )
 
+JOBS_FROM = ("slurm", "kubernetes")  # the folders jobs come from: a source directory needs a file in one
+
 # folder -> declaration, in ingestion order; register() adds to it, so every reader sees a source added at run time
 SOURCES: dict[str, Source] = {s.folder: s for s in BUILT_IN}
 

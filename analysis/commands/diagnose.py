@@ -17,7 +17,7 @@ from analysis.hints import follow_up, warehouse_of
 from analysis.display import printable
 from analysis.ingest.engine import discover
 from analysis.ingest.one_file import link_refusal
-from analysis.sources import SOURCES, alias
+from analysis.sources import JOBS_FROM, SOURCES, alias
 
 SHOWN = 5  # files listed per problem; the rest are counted
 
@@ -142,9 +142,9 @@ def coverage(con: duckdb.DuckDBPyConnection, source_dir: Path, since: datetime) 
         seen = sum(r["files"] for r in totals.values())
         return warnings, (f"none of the {seen} file(s) in source folders produced a row: nothing to analyse; see "
                           "the problems and warnings above")
-    if not totals.get("slurm", {}).get("rows"):
-        warnings.append("no Slurm accounting: put `sacct` dumps in slurm/; without jobs there are no failure rates, "
-                        "attribution, ETTR or goodput")
+    if not any(totals.get(folder, {}).get("rows") for folder in JOBS_FROM):
+        warnings.append("no Slurm accounting: put `sacct` dumps in slurm/ (or, on a Kubernetes cluster, its pods and "
+                        "workloads in kubernetes/); without jobs there are no failure rates, attribution, ETTR or goodput")
     steps = sql.query(con, "ops/run_step_only_sacct", {"since": since})
     for r in steps.head(SHOWN).iter_rows(named=True):
         warnings.append(f"{printable(r['path'])}: {r['row_lines']:,} job-step lines and no job allocation line, so no job was "

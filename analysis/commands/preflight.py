@@ -17,6 +17,7 @@ from analysis.ingest.contract import IngestOptions
 from analysis.ingest.engine import discover
 from analysis.ingest.one_file import link_refusal
 from analysis.ingest.options import load_options
+from analysis.sources import JOBS_FROM
 
 
 class SourceError(ValueError):
@@ -84,20 +85,23 @@ def check_out(out: Path) -> None:
         raise SourceError(f"cannot write to --out {out}: {exc.strerror or exc}") from None
 
 
-REQUIRED = "slurm"  # the one source folder a source directory must have (docs/sources.md)
+REQUIRED = "slurm"  # the source folder of jobs a source directory must have (docs/sources.md) ...
+# ... or, on a Kubernetes cluster, kubernetes/: the jobs come from either (sources.JOBS_FROM)
 
 
 def missing_required(source: Path, found: list | None = None) -> str | None:
-    """Why SOURCE cannot be run for want of the one source folder it must have (slurm/, with a file in it), with
-    the folders that were not read (a misnamed sacct/: "did you mean slurm/?"); None when it has it. `goodput
-    run` refuses such a source before reading it; `goodput check` fails it the same way, exit 1."""
+    """Why SOURCE cannot be run for want of a source folder of jobs (slurm/, or kubernetes/ on a Kubernetes
+    cluster, with a file in it), with the folders that were not read (a misnamed sacct/: "did you mean slurm/?");
+    None when it has one. `goodput run` refuses such a source before reading it; `goodput check` fails it the
+    same way, exit 1."""
     found = discover(source) if found is None else found
-    if any(folder == REQUIRED for _, folder in found):
+    if any(folder in JOBS_FROM for _, folder in found):
         return None
     from analysis.commands.diagnose import unknown_folders
 
     return (f"source directory {printable(source)} has no file in {REQUIRED}/ (sacct dumps), the one source goodput "
-            "requires: without jobs there are no failure rates, attribution, ETTR or goodput"
+            "requires (or kubernetes/ on a Kubernetes cluster: pods and workloads): without jobs there are no "
+            "failure rates, attribution, ETTR or goodput"
             + "".join(f"; {w}" for w in unknown_folders(source)))
 
 

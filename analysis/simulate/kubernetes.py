@@ -31,8 +31,8 @@ TERMINAL = {"COMPLETED": ("Completed", "AllJobsCompleted", "jobset completed suc
             "FAILED": ("Failed", "FailedJobs", "jobset failed due to one or more job failures"),
             "NODE_FAIL": ("Failed", "FailedJobs", "jobset failed due to one or more job failures"),
             "OUT_OF_MEMORY": ("Failed", "FailedJobs", "jobset failed due to one or more job failures"),
-            "TIMEOUT": ("Failed", "FailedJobs", "job workers-0 failed: DeadlineExceeded: Job was active longer "
-                                                "than specified deadline")}
+            # the JobSet's own spec.activeDeadlineSeconds, as Slurm's time limit (jobset constants.go)
+            "TIMEOUT": ("Failed", "DeadlineExceeded", "jobset was active longer than specified deadline")}
 # XID -> (isFatal, recommendedAction) as NVSentinel's XID catalogue asks: an application's XID asks nothing
 XID_ACTIONS = {"13": (False, "NONE"), "31": (False, "NONE"), "43": (False, "NONE"), "48": (True, "COMPONENT_RESET"),
                "63": (False, "NONE"), "64": (True, "CONTACT_SUPPORT"), "74": (True, "COMPONENT_RESET"),

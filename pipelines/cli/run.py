@@ -20,7 +20,7 @@ DEMO_SOURCE = package_files.demo_source()
 @click.command()
 @click.option("--source", "source", type=click.Path(path_type=Path),
               help=f"Source directory, a folder per source: {', '.join(s + '/' for s in SOURCES)} (only slurm/ is "
-                   f"required; {' and '.join(s + '/' for s in IGNORED_FOLDERS)} are not ingested).")
+                   f"required, or kubernetes/ on a Kubernetes cluster; {' and '.join(s + '/' for s in IGNORED_FOLDERS)} are not ingested).")
 @_db_option
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=RUN_OUT, show_default=True,
               help="Directory for reports/ (the reliability report), exports/ (blocklist, drain.sh, criteria/), "

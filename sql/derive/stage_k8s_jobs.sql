@@ -23,6 +23,7 @@ WITH objs AS (
 ), tops AS (
     -- the workload objects that are jobs (a JobSet's or a Kubeflow job's own Jobs are not), the newest of a name
     SELECT namespace, name AS job, uid, state AS top_state, reason AS top_reason, finished_at AS top_finished,
+           deleted AS top_deleted,
            l->>'kueue.x-k8s.io/queue-name' AS top_queue, created_at, started_at, file, line_no
     FROM objs
     WHERE kind IN ('JobSet', 'PyTorchJob', 'TrainJob')
@@ -124,7 +125,7 @@ WITH objs AS (
 ), judged AS (
     SELECT n.* REPLACE (CASE WHEN n.instance = 0 THEN least(n.submit_time, t.created_at, k.created_at)
                              ELSE n.submit_time END AS submit_time),  -- the workload's creation submits it
-           t.uid, t.top_state, t.top_reason, t.top_finished, t.top_queue, c.timed_out AS child_timed_out,
+           t.uid, t.top_state, t.top_reason, t.top_finished, t.top_queue, t.top_deleted, c.timed_out AS child_timed_out,
            c.finished AS child_finished, k.queue, k.priority, k.priority_class AS workload_priority_class,
            k.admitted_at,
            -- Kueue's eviction belongs to the attempt running when it happened
@@ -147,6 +148,9 @@ WITH objs AS (
                     THEN 'COMPLETED'
                 WHEN NOT last THEN 'REQUEUED'
                 WHEN evicted_by_api THEN 'CANCELLED'
+                -- the workload deleted before it ended (kubectl delete, as scancel): its pods die of the SIGTERM
+                WHEN last AND coalesce(top_deleted, FALSE)
+                     AND coalesce(top_state, '') NOT IN ('Completed', 'Complete', 'Succeeded', 'Failed') THEN 'CANCELLED'
                 WHEN failed OR top_state = 'Failed' THEN 'FAILED'
                 WHEN live AND started THEN 'RUNNING'
                 WHEN live THEN 'PENDING'
