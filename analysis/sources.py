@@ -46,6 +46,8 @@ def _schema(name: str) -> Path:
     return package_files.sql_dir().joinpath(*name.split("/")).with_suffix(".sql")
 
 
+JOBS_FROM = ("slurm", "kubernetes")  # the folders jobs come from: a source directory needs a file in one
+
 # In ingestion order: topology first (switch events are mapped to hosts through it).
 BUILT_IN = (
     Source("topology", "analysis.ingest.parsers.topology", ("topology", "host_addresses"), "topology",
@@ -93,8 +95,6 @@ BUILT_IN = (
            "pods and workloads of Kubernetes clusters (JobSet, Kueue, PyTorchJob) and their Events are missing",
            sample="ingest/check_sample_k8s", aliases=("k8s", "kubectl"), ddl=_schema("schema/k8s_objects")),
 )
-
-JOBS_FROM = ("slurm", "kubernetes")  # the folders jobs come from: a source directory needs a file in one
 
 # folder -> declaration, in ingestion order; register() adds to it, so every reader sees a source added at run time
 SOURCES: dict[str, Source] = {s.folder: s for s in BUILT_IN}

@@ -36,18 +36,18 @@ def _fleet(ctx, param, value: str | None):
               help="Random seed [default: 1]; the same seed writes the same files (a fleet's i-th cluster: seed + i).")
 @click.option("--start", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
               help="First simulated day (UTC) [default: 2024-03-01].")
-@click.option("--scheduler", type=click.Choice(["slurm", "kubernetes"]), default="slurm", show_default=True,
-              help="How the cluster's history is written: Slurm (slurm/, slurm_events/, XIDs in kernel/) or "
+@click.option("--scheduler", type=click.Choice(["slurm", "kubernetes"]), default=None,
+              help="How the cluster's history is written [default: slurm]: Slurm (slurm/, slurm_events/, XIDs in kernel/) or "
                    "Kubernetes (JobSets, Kueue Workloads and pods in kubernetes/, NVSentinel XID events in "
                    "node_health/); the same seed gives the same history and truth/ either way.")
 def simulate(out: Path, preset: str | None, nodes: int | None, fleet: list[tuple[str, int]] | None, days: int | None,
-             seed: int | None, start, scheduler: str) -> None:
+             seed: int | None, start, scheduler: str | None) -> None:
     """Simulate a GPU cluster (or a fleet of them) and write its logs and ground truth."""
     if fleet is not None:
         if preset is not None or nodes is not None:
             raise click.UsageError("--fleet and --preset/--nodes are mutually exclusive: --fleet gives each "
                                    "cluster's size (NAME:NODES) and picks its profile")
-        if scheduler != "slurm":
+        if scheduler not in (None, "slurm"):
             raise click.UsageError("--scheduler kubernetes simulates one cluster (not with --fleet)")
         _simulate_fleet(fleet, out, days, seed, start)
         return
