@@ -16,9 +16,15 @@ WITH span AS (
            coalesce(sum(hours) FILTER (WHERE planned), 0) AS planned_hours_out,
            avg(hours) FILTER (WHERE NOT planned AND NOT still_out) AS mttr_hours,
            bool_or(still_out) AS out_now,
-           mode(cause) FILTER (WHERE NOT planned) AS top_cause,
            list(DISTINCT cause ORDER BY cause) FILTER (WHERE NOT planned) AS causes
     FROM node_outages GROUP BY host
+), cause_counts AS (
+    SELECT host, cause, count(*) AS n, sum(hours) AS hours
+    FROM node_outages WHERE NOT planned AND cause IS NOT NULL GROUP BY host, cause
+), top_causes AS (
+    -- the most frequent cause; a tie goes to the most hours out, then the name (mode() took either: the
+    -- table depended on row order)
+    SELECT host, first(cause ORDER BY n DESC, hours DESC NULLS LAST, cause) AS top_cause FROM cause_counts GROUP BY host
 )
 SELECT h.host, date_diff('second', s.data_start, s.data_end) / 3600.0 AS hours_observed,
        coalesce(p.outages, 0) AS outages, coalesce(p.planned_outages, 0) AS planned_outages,
@@ -26,8 +32,8 @@ SELECT h.host, date_diff('second', s.data_start, s.data_end) / 3600.0 AS hours_o
        1 - (coalesce(p.hours_out, 0) + coalesce(p.planned_hours_out, 0))
            / nullif(date_diff('second', s.data_start, s.data_end) / 3600.0, 0) AS availability,
        date_diff('second', s.data_start, s.data_end) / 3600.0 / nullif(p.outages, 0) AS mtbf_hours,
-       p.mttr_hours, coalesce(p.out_now, false) AS out_now, p.top_cause, coalesce(p.causes, []) AS causes
-FROM hosts h CROSS JOIN span s LEFT JOIN per_host p USING (host)
+       p.mttr_hours, coalesce(p.out_now, false) AS out_now, c.top_cause, coalesce(p.causes, []) AS causes
+FROM hosts h CROSS JOIN span s LEFT JOIN per_host p USING (host) LEFT JOIN top_causes c USING (host)
 ORDER BY hours_out DESC, host;
 -- availability_by_cause: node outages per cause over the fleet: count, node-hours out, mean and median time
 -- to repair (closed outages), MTBF (the fleet's observed node-hours per outage) and outages per 1,000 node-days.
