@@ -152,5 +152,9 @@ def test_a_kubernetes_only_cluster_runs_and_its_jobs_are_the_truths_instances(tm
                  j AS (SELECT regexp_extract(job_id, 'job-(.*)$', 1) AS jid, instance, state FROM jobs)
             SELECT truth, state, count(*) FROM t FULL JOIN j USING (jid, instance) GROUP BY ALL ORDER BY ALL""",
                       [str(src / "truth" / "job_instances.csv")])
+        # job names are the applications' (app.kubernetes.io/name), shared by reruns, so job_runs chains as on Slurm
+        names, ids, named_by_id = _rows(con, "SELECT count(DISTINCT job_name), count(DISTINCT job_id), "
+                                             "count(*) FILTER (WHERE starts_with(job_name, 'job-')) FROM jobs")[0]
+    assert names < ids and named_by_id == 0
     assert pairs and all(truth == state for truth, state, _ in pairs), pairs
     assert {"NODE_FAIL", "PREEMPTED", "COMPLETED", "FAILED"} <= {truth for truth, _, _ in pairs}

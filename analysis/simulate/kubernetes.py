@@ -147,7 +147,8 @@ class KubernetesLog:
         return {"apiVersion": JOBSET_API, "kind": "JobSet",
                 "metadata": self._meta(job, name, self._uid("jobset", job.job_id),
                                        {"kueue.x-k8s.io/queue-name": f"{job.account}-queue",
-                                        "kueue.x-k8s.io/priority-class": job.qos}),
+                                        "kueue.x-k8s.io/priority-class": job.qos,
+                                        "app.kubernetes.io/name": job.name}),
                 "spec": {"suspend": suspended, "failurePolicy": {"maxRestarts": 100 if job.requeue else 0},
                          "replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {
                              "parallelism": job.nnodes, "completions": job.nnodes,

@@ -24,7 +24,10 @@ WITH objs AS (
     -- the workload objects that are jobs (a JobSet's or a Kubeflow job's own Jobs are not), the newest of a name
     SELECT namespace, name AS job, uid, state AS top_state, reason AS top_reason, finished_at AS top_finished,
            deleted AS top_deleted,
-           l->>'kueue.x-k8s.io/queue-name' AS top_queue, created_at, started_at, file, line_no
+           l->>'kueue.x-k8s.io/queue-name' AS top_queue, created_at, started_at, file, line_no,
+           -- the application the workload runs (the recommended label), shared by its reruns as a Slurm job name
+           -- is: job_runs chains on it; a workload without one is named by itself
+           l->>'app.kubernetes.io/name' AS top_app
     FROM objs
     WHERE kind IN ('JobSet', 'PyTorchJob', 'TrainJob')
        OR (kind = 'Job' AND l->>'jobset.sigs.k8s.io/jobset-name' IS NULL
@@ -125,7 +128,7 @@ WITH objs AS (
 ), judged AS (
     SELECT n.* REPLACE (CASE WHEN n.instance = 0 THEN least(n.submit_time, t.created_at, k.created_at)
                              ELSE n.submit_time END AS submit_time),  -- the workload's creation submits it
-           t.uid, t.top_state, t.top_reason, t.top_finished, t.top_queue, t.top_deleted, c.timed_out AS child_timed_out,
+           t.uid, t.top_state, t.top_reason, t.top_finished, t.top_queue, t.top_deleted, t.top_app, c.timed_out AS child_timed_out,
            c.finished AS child_finished, k.queue, k.priority, k.priority_class AS workload_priority_class,
            k.admitted_at,
            -- Kueue's eviction belongs to the attempt running when it happened
@@ -165,7 +168,7 @@ WITH objs AS (
 )
 SELECT namespace || '/' || job AS job_id, coalesce(uid, namespace || '/' || job) AS job_id_raw, instance,
        NULL::BIGINT AS array_job_id, NULL::BIGINT AS array_task_id, NULL::VARCHAR AS array_task_spec,
-       NULL::INTEGER AS het_offset, namespace AS user_name, namespace AS account, job AS job_name,
+       NULL::INTEGER AS het_offset, namespace AS user_name, namespace AS account, coalesce(top_app, job) AS job_name,
        coalesce(queue, pod_queue, top_queue) AS partition, coalesce(priority_class, workload_priority_class) AS qos,
        coalesce(priority, pod_priority) AS priority, job_state AS state, NULL::VARCHAR AS cancelled_by,
        CASE WHEN exit_code > 128 THEN 0 ELSE exit_code END AS exit_code,
