@@ -869,23 +869,33 @@ def test_the_first_screen_decides(report):
     assert "$" not in text and "USD" not in text  # no price in goodput.yaml: GPU-hours only
 
 
-def test_a_price_turns_gpu_hours_into_money(report, tmp_path):
-    """With goodput.yaml's price every cost the report prints is its GPU-hours x the price (the partition's where
-    one is given), and the per-account trend is in money."""
+def _priced(report, out, price) -> str:
+    """The report of ``report``'s day rendered again into ``out`` with ``price``."""
     from analysis import warehouse
     from reports.render import render_with_headline
 
-    price = {"per_gpu_hour": 2.5, "currency": "USD", "partitions": {"learn": 4.0}}
+    day = date.fromisoformat(report.stem.removeprefix("reliability-"))
     con = warehouse.connect(report.parents[2] / "w.duckdb", read_only=True)
     try:
-        day = date.fromisoformat(report.stem.removeprefix("reliability-"))
-        html = render_with_headline(con, day, tmp_path, price=price)[0].read_text()
+        return render_with_headline(con, day, out, price=price)[0].read_text()
     finally:
         con.close()
+
+
+def _assert_spans_priced(html: str, per_gpu_hour: float) -> None:
+    """Every '(cost)' span is its GPU-hours x the price, shown rounded."""
     spans = re.findall(r'<span class="cost" data-gpu-hours="([^"]+)" data-cost="([^"]+)">\((\$[\d,]+)\)</span>', html)
     assert len(spans) >= 4
     for hours, cost, shown in spans:
-        assert float(cost) == pytest.approx(float(hours) * 2.5) and shown == f"${float(cost):,.0f}"
+        assert float(cost) == pytest.approx(float(hours) * per_gpu_hour) and shown == f"${float(cost):,.0f}"
+
+
+def test_a_price_turns_gpu_hours_into_money(report, tmp_path):
+    """With goodput.yaml's price every cost the report prints is its GPU-hours x the price (the partition's where
+    one is given), and the per-account trend is in money."""
+    price = {"per_gpu_hour": 2.5, "currency": "USD", "partitions": {"learn": 4.0}}
+    html = _priced(report, tmp_path, price)
+    _assert_spans_priced(html, 2.5)
     cells = re.findall(r'data-cost="([^"]+)" data-gpu-hours="([^"]+)" data-partition="([^"]+)">\$([\d,]+)<', html)
     assert cells and any(p == "learn" for _, _, p, _ in cells)
     for cost, hours, partition, shown in cells:
@@ -893,15 +903,7 @@ def test_a_price_turns_gpu_hours_into_money(report, tmp_path):
         assert float(cost) == pytest.approx(float(hours) * rate) and shown == f"{float(cost):,.0f}"
     assert '<table id="account-trend">' in html and "Cost of the GPU-hours lost per account" in html
     # the templates' environment is kept for the process: the next render in it prices with its own price
-    con = warehouse.connect(report.parents[2] / "w.duckdb", read_only=True)
-    try:
-        again = render_with_headline(con, day, tmp_path / "again", price={**price, "per_gpu_hour": 3.0})[0].read_text()
-    finally:
-        con.close()
-    spans = re.findall(r'<span class="cost" data-gpu-hours="([^"]+)" data-cost="([^"]+)">\((\$[\d,]+)\)</span>', again)
-    assert len(spans) >= 4
-    for hours, cost, shown in spans:
-        assert float(cost) == pytest.approx(float(hours) * 3.0) and shown == f"${float(cost):,.0f}"
+    _assert_spans_priced(_priced(report, tmp_path / "again", {**price, "per_gpu_hour": 3.0}), 3.0)
 
 
 def test_one_score_everywhere(report):
