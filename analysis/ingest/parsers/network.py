@@ -36,6 +36,7 @@ from analysis.ingest.options import YEARS
 from analysis.ingest.parsers import telemetry
 from analysis.ingest.parsers.csvlines import parse_time_any
 from analysis.ingest.parts import combine
+from analysis.ingest.timeutil import in_years
 
 # PMA counter name -> node_exporter's (analysis/network/counters.py SATURATES uses the latter)
 COUNTERS = {
@@ -134,11 +135,11 @@ def _perfquery(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
            .when(counter & pl.col("port").is_null()).then(pl.lit("counter without a '# Port counters' header above it"))
            .when(counter & pl.lit(ctx.host_hint is None)).then(pl.lit(
                "perfquery output names no host: put it under network/<host>/ or name the host in the file name"))
-           .when(counter & ~_in_years(pl.col("time"))).then(pl.format(
+           .when(counter & ~in_years(pl.col("time"))).then(pl.format(
                "time {} is outside the years {}-{} (the date line above the reading, else the file's name or "
                "modification time)", pl.col("time"), pl.lit(YEARS[0]), pl.lit(YEARS[1])))
            .when(counter).then(None)
-           .when(pl.col("is_time")).then(pl.when(_in_years(pl.col("t"))).then(None).otherwise(pl.format(
+           .when(pl.col("is_time")).then(pl.when(in_years(pl.col("t"))).then(None).otherwise(pl.format(
                "time {} is outside the years {}-{}", pl.col("t"), pl.lit(YEARS[0]), pl.lit(YEARS[1]))))
            .when((stripped == "") | stripped.str.starts_with("#")).then(None)  # blank, header, comment
            .when(pl.col("strict") & pl.col("name").is_in(_CUT)).then(
@@ -155,11 +156,6 @@ def _perfquery(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         value="value", line_no="line_no")
     return ParseResult(tables={"telemetry": out}, rejects=make_rejects(bad["line_no"], bad["text"], bad["why"]),
                        skipped=lines.height - good.height - bad.height, format="perfquery")
-
-
-def _in_years(t: pl.Expr) -> pl.Expr:
-    """A time within the years a log of a real cluster can carry (analysis/ingest/options.py YEARS)."""
-    return t.dt.year().is_between(*YEARS).fill_null(False)
 
 
 def _date_line(text: pl.Expr, tz: str) -> pl.Expr:

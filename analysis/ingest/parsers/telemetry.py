@@ -39,6 +39,7 @@ from analysis.ingest.parsers import promjson, series
 from analysis.ingest.parsers.csvlines import (datetime_to_utc, match_header, parse_time_any, split_columns,
                                               split_lines)
 from analysis.ingest.parts import combine
+from analysis.ingest.timeutil import in_years
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "time": ("timestamp", "ts", "datetime", "date_time", "time_utc", "sample_time"),
@@ -144,7 +145,7 @@ def _picked_rows(picked: pl.DataFrame, layout: Layout, ctx: ParseContext) -> tup
 def _outside_years(picked: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the rows whose time is unparsed or within the years a real cluster's log can carry (analysis/ingest/options.py
     YEARS), the others with a 'reason'): an epoch of 99999999999999999999 would land in the year 5138."""
-    outside = pl.col("time_t").is_not_null() & ~pl.col("time_t").dt.year().is_between(*YEARS).fill_null(False)
+    outside = pl.col("time_t").is_not_null() & ~in_years(pl.col("time_t"))
     if not picked.select(outside.any()).item():  # the usual file: no copy of every row through a filter
         return picked, picked.clear().with_columns(reason=pl.lit(None, pl.Utf8))
     late = picked.filter(outside).with_columns(reason=pl.format(
