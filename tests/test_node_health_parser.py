@@ -132,6 +132,23 @@ def test_gpud_states_and_events(tmp_path):
                        8: "gpud 'states' or 'events' that is not a list"}
 
 
+def test_gpud_documented_answers(tmp_path):
+    """tests/fixtures/node_health/gpud_tutorials.jsonl: gpud's own documented /v1/events and /v1/states elements
+    (its SOURCES.md). The real messages write 'XID 74(NVLINK Error)' without a space; a documented state has
+    "time": null, so it is placed by the collector's stamp on the line (line 3) or is a reject (line 2)."""
+    path = shutil.copy(FIXTURES / "gpud_tutorials.jsonl", tmp_path / "gpu-node-04.jsonl")
+    result, counts = parse_file(node_health.parse, Path(path), "node_health")
+    ev = result.tables["node_events"]
+    assert counts.lines == 3 and counts.rejects == 1
+    assert ev.select("event_time", "kind", "code", "severity", "device").rows() == [
+        (datetime(2025, 6, 1, 16, 59, 14), "xid", "74", "critical", "0000:04:00"),
+        (datetime(2025, 6, 1, 16, 59, 4), "xid", "79", "critical", "0000:04:00"),
+        (datetime(2025, 6, 1, 17, 14, 30), "xid", "74", "critical", "0000:04:00")]
+    assert set(ev["host"]) == {"gpu-node-04"} and "repair_actions REBOOT_SYSTEM" in ev["message"][2]
+    assert result.rejects.select("line_no", "reason").rows() == [
+        (2, "gpud state or event without a readable time (and none on the line)")]
+
+
 # Events as resmoio/kubernetes-event-exporter writes them (core/v1 Event inline + clusterName + involvedObject; its
 # pkg/kube/event.go), written here with node-problem-detector's reasons (config/kernel-monitor.json) and NVSentinel's
 # FabricManagerNotActive (ADR-050): no exported line was found to copy (tests/fixtures/node_health/SOURCES.md)
