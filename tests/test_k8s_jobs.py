@@ -10,6 +10,7 @@ import duckdb
 from click.testing import CliRunner
 
 from analysis.derive.jobs import build_jobs
+from analysis.nodes import lemons
 from pipelines.cli import main
 from pipelines.runner import EXIT_OK
 from tests.test_kubernetes_parser import _fixture, _ingest, _source
@@ -228,3 +229,25 @@ def test_goodput_run_blames_a_node_failed_attempt_on_an_nvsentinel_xid(tmp_path)
     why = CliRunner().invoke(main, ["why", "--db", str(db), "team-a/train"])
     assert "primary cause: gpu_unavailable (hardware) on gpu-node-42, rule xid-79" in why.output, why.output
 
+
+
+def test_hostname_not_in_node_affinity_is_an_excluded_host(tmp_path):
+    """A pod kept off nodes by a required node affinity `kubernetes.io/hostname NotIn` (Kubernetes' `--exclude`):
+    the instance's excluded_hosts, which the lemon feature excluded_jobs counts as it counts Slurm's."""
+    def avoiding(pod, hosts, operator="NotIn", key="kubernetes.io/hostname"):
+        pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": key, "operator": operator, "values": hosts},
+                                                        {"key": "nvidia.com/gpu.product", "operator": "In",
+                                                         "values": ["NVIDIA-H100-80GB-HBM3"]}]}]}}}
+        return pod
+    objects = [avoiding(_jobset_pod("train", 0, 0, "n1"), ["n7", "n9"]),
+               avoiding(_jobset_pod("train", 0, 1, "n2"), ["n9", "n8"]),
+               avoiding(_pod("picky", "n3"), ["n1"], operator="In"),  # a pod placed on n1 excludes nothing
+               avoiding(_pod("zone", "n4"), ["n5"], key="topology.kubernetes.io/zone")]
+    con, _ = _ingest(tmp_path, {"snap.jsonl": _lines(*objects)})
+    build_jobs(con)
+    rows = con.sql("SELECT job_id, excluded_hosts FROM jobs ORDER BY job_id").fetchall()
+    excluded = lemons.excludes(con).sort("host").rows()
+    con.close()
+    assert rows == [("team-a/picky", None), ("team-a/train", ["n7", "n8", "n9"]), ("team-a/zone", None)]
+    assert excluded == [("team-a/train", datetime(2025, 1, 15, 8), h) for h in ("n7", "n8", "n9")]

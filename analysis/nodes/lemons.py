@@ -38,7 +38,8 @@ class LabelsError(ValueError):
 
 def excludes(con: duckdb.DuckDBPyConnection, max_hosts: int = 100_000, since: datetime | None = None) -> pl.DataFrame:
     """job_id, submit_time, host: each host a job excluded (of the jobs first submitted at or after ``since``,
-    None: all). An unreadable expression (a typo in a user's submit line) excludes nothing."""
+    None: all): Slurm's `--exclude` in submit lines, Kubernetes' hostname NotIn node affinity (jobs.excluded_hosts).
+    An unreadable expression (a typo in a user's submit line) excludes nothing."""
     exprs = sql.query(con, "models/lemon_exclude_expressions", {"since": since})
     hosts = []
     for expr in exprs["expr"].unique().to_list():
@@ -47,7 +48,9 @@ def excludes(con: duckdb.DuckDBPyConnection, max_hosts: int = 100_000, since: da
         except HostlistError:
             hosts.append((expr, []))
     expanded = pl.DataFrame(hosts, schema={"expr": pl.Utf8, "host": pl.List(pl.Utf8)}, orient="row").explode("host")
-    return exprs.join(expanded, on="expr").select("job_id", "submit_time", "host").drop_nulls("host").unique()
+    slurm = exprs.join(expanded, on="expr").select("job_id", "submit_time", "host")
+    kubernetes = sql.query(con, "models/lemon_excluded_hosts", {"since": since})  # node affinity NotIn, already hosts
+    return pl.concat([slurm, kubernetes.select(slurm.columns).cast(slurm.schema)]).drop_nulls("host").unique()
 
 
 def build_features(con: duckdb.DuckDBPyConnection, as_ofs: list[datetime], window_days: int = 28) -> pl.DataFrame:

@@ -152,7 +152,8 @@ class KubernetesLog:
                 "spec": {"suspend": suspended, "failurePolicy": {"maxRestarts": 100 if job.requeue else 0},
                          "replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {
                              "parallelism": job.nnodes, "completions": job.nnodes,
-                             "activeDeadlineSeconds": int(job.limit)}}}]},
+                             "activeDeadlineSeconds": int(job.limit),
+                             **({"template": {"spec": _avoiding(job.exclude)}} if job.exclude else {})}}}]},
                 "status": status}
 
     def _workload(self, job: Job, t: float, phase: str, state: str | None = None) -> dict:
@@ -229,9 +230,18 @@ class KubernetesLog:
         return {"apiVersion": "v1", "kind": "Pod",
                 "metadata": self._meta(job, f"{job_name}-{i}-{uid[-5:]}", uid, labels, owner, job.start),
                 "spec": {"nodeName": host, "containers": [{"name": "trainer", "image": "nvcr.io/nvidia/pytorch:24.03-py3",
-                         "resources": {"limits": {"nvidia.com/gpu": gpus}, "requests": {"nvidia.com/gpu": gpus}}}]},
+                         "resources": {"limits": {"nvidia.com/gpu": gpus}, "requests": {"nvidia.com/gpu": gpus}}}],
+                         **_avoiding(job.exclude)},
                 "status": {"phase": phase, "startTime": started, "conditions": conds,
                            "containerStatuses": [{"name": "trainer", "restartCount": 0, **container}]}}
+
+
+def _avoiding(hosts: tuple[str, ...]) -> dict:
+    """The pod spec part that keeps a pod off ``hosts``: what a Kubernetes user writes for `sbatch --exclude`."""
+    if not hosts:
+        return {}
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": list(hosts)}]}]}}}}
 
 
 def _container_end(state: str, exit_code: str, on_fault_host: bool, index: int) -> tuple[int, str, tuple | None]:

@@ -68,7 +68,14 @@ WITH objs AS (
            TRY_CAST(list_filter(conds, lambda c: c->>'type' = 'DisruptionTarget' AND c->>'status' = 'True')[1]
                     ->>'lastTransitionTime' AS TIMESTAMPTZ) AT TIME ZONE 'UTC' AS disrupted_at,
            CASE WHEN doc IS NOT NULL THEN doc->>'$.spec.priorityClassName' END AS priority_class,
-           CASE WHEN doc IS NOT NULL THEN TRY_CAST(doc->>'$.spec.priority' AS BIGINT) END AS pod_priority
+           CASE WHEN doc IS NOT NULL THEN TRY_CAST(doc->>'$.spec.priority' AS BIGINT) END AS pod_priority,
+           -- the hosts the pod may not run on (kubernetes.io/hostname NotIn in its required node affinity): how a
+           -- Kubernetes user excludes a node, as `sbatch --exclude` on Slurm (a NotIn in any of its terms counts)
+           CASE WHEN doc IS NOT NULL THEN flatten(list_transform(
+               list_filter(json_extract(doc, '$.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution'
+                                             || '.nodeSelectorTerms[*].matchExpressions[*]'),
+                           lambda e: e->>'key' = 'kubernetes.io/hostname' AND e->>'operator' = 'NotIn'),
+               lambda e: json_extract_string(e, '$.values[*]'))) END AS excluded
     FROM objs WHERE kind = 'Pod'
 ), member_pods AS (
     SELECT *, CASE WHEN created_at - lag(created_at) OVER (PARTITION BY namespace, job ORDER BY created_at, name)
@@ -97,6 +104,8 @@ WITH objs AS (
            bool_or(state IN ('Running', 'Pending', 'Unknown') AND NOT deleted) AS live,
            bool_or(started_at IS NOT NULL) AS started,
            list_sort(list_distinct(list(node_name))) AS nodes,
+           nullif(list_sort(list_distinct(flatten(list(excluded) FILTER (WHERE excluded IS NOT NULL)))), [])
+               AS excluded_hosts,
            -- the failing container: the first to end with a non-zero code
            arg_min(exit_code, finished_at) FILTER (WHERE exit_code <> 0) AS exit_code,
            arg_min(disruption_reason, disrupted_at) FILTER (WHERE disruption_reason IN (
@@ -183,5 +192,5 @@ SELECT namespace || '/' || job AS job_id, coalesce(uid, namespace || '/' || job)
             ELSE submit_time END AS eligible_time,
        start_time, end_time, date_diff('second', start_time, end_time) AS elapsed_s,
        len(nodes)::INTEGER AS n_nodes, gpus AS n_gpus, nodes, array_to_string(nodes, ',') AS node_list,
-       attempt AS restarts, NULL::VARCHAR AS submit_line, file, line_no
+       attempt AS restarts, NULL::VARCHAR AS submit_line, excluded_hosts, file, line_no
 FROM ended;

@@ -7,3 +7,6 @@ CREATE TABLE IF NOT EXISTS jobs (
     end_time TIMESTAMP, elapsed_s BIGINT, n_nodes INTEGER, n_gpus INTEGER, nodes VARCHAR[], node_list VARCHAR,
     restarts INTEGER, submit_line VARCHAR, file VARCHAR, line_no BIGINT
 );
+-- Added with Kubernetes: the hosts a job's pods excluded (kubernetes.io/hostname NotIn in their required node
+-- affinity, sql/derive/stage_k8s_jobs.sql); NULL for Slurm jobs, whose `--exclude` stays in submit_line.
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS excluded_hosts VARCHAR[];
