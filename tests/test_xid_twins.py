@@ -67,6 +67,19 @@ def test_classified_once_from_the_kernel_line(tmp_path):
     assert got == [("kernel", 1, "xid-79"), ("node_health", 3, "xid-79")] and stored == 3
 
 
+def test_the_window_is_the_operators(tmp_path):
+    """windows.xid_twin_minutes in a rules file: 0 merges only a copy stamped with the line's own second."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("windows: {xid_twin_minutes: 0}\n")
+    assert load().twin_s == 300 and load(rules).twin_s == 0
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    _events(con, [_ev(1, "kernel", "79", 0), _ev(2, "node_health", "79", 0), _ev(3, "node_health", "79", 8)])
+    attribution.classify_events(con, load(rules))
+    got = con.execute("SELECT line_no FROM classified_events ORDER BY line_no").fetchall()
+    con.close()
+    assert got == [(1,), (3,)]
+
+
 def _health_events(kernel_xids: pl.DataFrame) -> list[str]:
     """NVSentinel's SysLogsXIDError event for each dmesg XID, as its syslog monitor writes it: stamped by the poll
     that read the line (8 s later), every third reported again at the next poll."""
@@ -76,7 +89,8 @@ def _health_events(kernel_xids: pl.DataFrame) -> list[str]:
             out.append({"version": 1, "agent": "syslog-health-monitor", "componentClass": "GPU",
                         "checkName": "SysLogsXIDError", "isFatal": True, "isHealthy": False,
                         "message": f"XID {x['code']}; Resolution: RESTART_BM", "recommendedAction": "RESTART_BM",
-                        "errorCode": [x["code"]], "entitiesImpacted": [{"entityType": "PCI", "entityValue": x["device"]}],
+                        "errorCode": [x["code"]],
+                        "entitiesImpacted": [{"entityType": "PCI", "entityValue": x["device"]}],
                         "generatedTimestamp": (x["event_time"] + timedelta(seconds=8 + 15 * k)).isoformat() + "Z",
                         "nodeName": x["host"]})
     return [json.dumps(e) for e in out]
