@@ -12,7 +12,7 @@ import polars as pl
 
 from analysis import sql
 from analysis.derive import marks
-from analysis.derive.taxonomy import Taxonomy
+from analysis.derive.taxonomy import XID_KEPT, XID_TWIN, Taxonomy
 from analysis.settings import RunsConfig
 
 
@@ -27,16 +27,19 @@ def classify_events(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> int:
     rules run over each distinct operator text once (operator_reasons), not over the events.
     When classified_events holds a build by these statements and rules (its mark), only the events from the
     first day whose node events changed are classified again (classified_event_days): an event's rule
-    depends on itself, its copies (the same time) and the events a counting rule counts before it."""
+    depends on itself, its copies (the same time), the kernel XID it may copy (twin_s either way) and the events
+    a counting rule counts before it."""
     is_reason = pl.col("reason_order").is_not_null()
     rules = (taxonomy.rules.filter(pl.col("m_message").is_not_null() & ~is_reason)
              .select(list(MESSAGE_RULE)).rename(MESSAGE_RULE))
     causes = causes_frame(taxonomy)
-    mark = classify_mark(taxonomy.rules, causes)
+    mark = classify_mark(taxonomy.rules, causes, taxonomy.twin_s)
     sql.run_steps(con, [("schema/classified_event_days", None), ("derive/stage_classified_event_days", None)])
     extend = (sql.table_exists(con, "classified_events")
               and sql.query(con, "ops/derived_mark_get", {"step": mark}).height > 0)
     since, timeless = con.execute(sql.load("derive/classify_since")).fetchall()[0] if extend else (None, False)
+    # an event up to twin_s before that day may be the XID twin of a line in it (stage_xid_twins): from there on
+    since = since - timedelta(seconds=taxonomy.twin_s) if since is not None else None
     # the events without a time changed, or a line has events before and after the first day that changed:
     # all are classified again
     if timeless or (since is not None and sql.scalar(con, "derive/classify_straddles", {"since": since})):
@@ -46,9 +49,10 @@ def classify_events(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy) -> int:
         return sql.count(con, "classified_events")
     longest = taxonomy.rules["count_window_s"].drop_nulls().max() or 0
     scope = {"since": since, "scan_from": since - timedelta(seconds=int(longest)) if since else None}
+    twins = {**scope, "twin_s": taxonomy.twin_s, "kept_source": XID_KEPT, "twin_source": XID_TWIN}
     sql.run_staged(con, {"staged_rules": taxonomy.rules, "staged_causes": causes}, [
         ("derive/store_taxonomy_rules", None), ("derive/store_taxonomy_causes", None),
-        ("derive/stage_classified_events", scope),
+        ("derive/stage_classified_events", scope), ("derive/stage_xid_twins", twins),
         *[("derive/match_rule_message", {**rule, **scope}) for rule in rules.iter_rows(named=True)],
         ("derive/stage_reason_texts", None), *reason_steps(taxonomy),
         ("derive/store_operator_reasons", scope), ("derive/build_classified_events", scope),
@@ -71,6 +75,7 @@ def attribution_mark(window: dict) -> str:
 
 CLASSIFY_STATEMENTS = ("derive/stage_classified_event_days", "derive/classify_since", "derive/classify_straddles",
                        "derive/store_taxonomy_rules", "derive/store_taxonomy_causes", "derive/stage_classified_events",
+                       "derive/stage_xid_twins",
                        "derive/match_rule_message", "derive/stage_reason_texts", "derive/reason_words_macro",
                        "derive/reason_texts_of", "derive/match_reason_text", "derive/reason_winners",
                        "derive/store_operator_reasons", "derive/build_classified_events",
@@ -78,10 +83,12 @@ CLASSIFY_STATEMENTS = ("derive/stage_classified_event_days", "derive/classify_si
                        "schema/warehouse")  # its macro operator_text decides which texts the reason rules read
 
 
-def classify_mark(rules: pl.DataFrame, causes: pl.DataFrame) -> str:
-    """The derived_marks step of a classified_events build: the digest of its statements, rules and causes, so
-    that a build by other code or another taxonomy is never extended (every event is classified again)."""
-    text = "\n".join(sql.load(name) for name in CLASSIFY_STATEMENTS) + rules.write_ndjson() + causes.write_ndjson()
+def classify_mark(rules: pl.DataFrame, causes: pl.DataFrame, twin_s: int) -> str:
+    """The derived_marks step of a classified_events build: the digest of its statements, rules, causes and XID
+    twin window, so that a build by other code or another taxonomy is never extended (every event is classified
+    again)."""
+    text = ("\n".join(sql.load(name) for name in CLASSIFY_STATEMENTS) + rules.write_ndjson() + causes.write_ndjson()
+            + f"twin_s={twin_s}")
     return "classified_events " + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -32,7 +32,7 @@ XID_KEYS = {"cause", "severity", "transient", "priority"}
 CAUSE_KEYS = {"domain", "description", "label", "component", "family", "planned"}  # label: the readable name reports show
 # the part of the system a cause is in, as Llama 3's interruption table groups them (docs/methods.md)
 COMPONENTS = ("GPU", "Host", "Network", "Dependency", "Maintenance", "Software", "Facility", "User", "Unknown")
-WINDOW_KEYS = {"before_minutes", "after_minutes"}
+WINDOW_KEYS = {"before_minutes", "after_minutes", "xid_twin_minutes"}
 REASON_KEYS = {"id", "cause", "severity", "transient", "priority", "pattern", "description"}
 # The records whose free text the reason rules read (taxonomy/reasons.yaml): Slurm's drain/down reasons,
 # repair tickets, failing health checks. A reason rule outranks the generic health rules (a check no code rule
@@ -42,6 +42,10 @@ REASON_PRIORITY = 46
 # The sources whose kind 'xid' rows are NVIDIA XIDs, classified by the XID table: dmesg lines (kernel/) and the
 # XIDs Kubernetes health agents report (node_health/: NVSentinel's errorCode), so both get the same cause.
 XID_SOURCES = ("kernel", "node_health")
+# NVSentinel's syslog-health-monitor (and gpud) read the kernel log kernel/ holds: where both are collected, a
+# node_health XID with a kernel twin (same host and code, the same GPU when both name one, within
+# windows.xid_twin_minutes) is the same fault, classified once, from the kernel line (sql/derive/stage_xid_twins.sql).
+XID_KEPT, XID_TWIN = XID_SOURCES
 # Bounds on an override file: far above any real one, low enough that a hostile one costs little.
 MAX_FILE_BYTES = 1 << 20
 MAX_NESTING = 32
@@ -73,6 +77,7 @@ class Taxonomy:
     xids: dict[int, dict]  # code -> merged XID entry
     before_s: int
     after_s: int
+    twin_s: int = 300  # windows.xid_twin_minutes: how far apart a kernel XID and its node_health copy may be
 
     def labels(self) -> dict[str, str]:
         """cause id -> the words a report shows (see cause_label)."""
@@ -360,4 +365,5 @@ def _load(override: Path | str | None, base_dir: Path) -> Taxonomy:
         rows.pop(row["rule_id"], None)
         rows[row["rule_id"]] = row
     return Taxonomy(pl.DataFrame(list(rows.values()), schema=RULE_SCHEMA), causes, xids,
-                    int(windows.get("before_minutes", 10) * 60), int(windows.get("after_minutes", 5) * 60))
+                    int(windows.get("before_minutes", 10) * 60), int(windows.get("after_minutes", 5) * 60),
+                    int(windows.get("xid_twin_minutes", 5) * 60))
