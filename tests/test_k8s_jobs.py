@@ -86,7 +86,8 @@ def _jobs(con) -> list[dict]:
 
 
 def test_jobset_restart_attempts_are_instances(tmp_path):
-    """Attempt 0 fails on one pod and JobSet restarts it: two instances, the first REQUEUED, the second COMPLETED."""
+    """Attempt 0 fails on one pod (exit 1; its neighbour is stopped, 143) and JobSet restarts it: two instances, the
+    first FAILED (as Slurm writes an instance its requeue policy restarts), the second COMPLETED."""
     objects = [_jobset("train", terminal="Completed", restarts=1, finished="11:00:05"),
                _jobset_pod("train", 0, 0, "n1", phase="Failed", finished="08:30:00", code=1, reason="Error"),
                _jobset_pod("train", 0, 1, "n2", phase="Failed", finished="08:30:04", code=143, reason="Error"),
@@ -97,7 +98,7 @@ def test_jobset_restart_attempts_are_instances(tmp_path):
     con.close()
     assert (first["job_id"], first["instance"], first["user_name"], first["job_name"], first["partition"]) == (
         "team-a/train", 0, "team-a", "train", "gpu-queue")
-    assert (first["state"], first["exit_code"], first["exit_signal"], first["reason"]) == ("REQUEUED", 1, 0, "Error")
+    assert (first["state"], first["exit_code"], first["exit_signal"], first["reason"]) == ("FAILED", 1, 0, "Error")
     assert (first["submit_time"], first["start_time"], first["end_time"], first["elapsed_s"]) == (
         datetime(2025, 1, 15, 7, 59), datetime(2025, 1, 15, 8, 0, 10), datetime(2025, 1, 15, 8, 30, 4), 1794)
     assert (first["nodes"], first["n_nodes"], first["n_gpus"], first["restarts"]) == (["n1", "n2"], 2, 16, 0)
@@ -175,7 +176,7 @@ def test_pods_recreated_later_are_a_new_attempt_and_deadline_is_timeout(tmp_path
     bert0, bert1, timeout = _jobs(con)
     con.close()
     assert (bert0["job_id"], bert0["instance"], bert0["state"], bert0["end_time"]) == (
-        "team-a/bert", 0, "REQUEUED", datetime(2025, 1, 15, 8, 40))
+        "team-a/bert", 0, "FAILED", datetime(2025, 1, 15, 8, 40))  # exit 1: it failed, then was restarted
     assert (bert1["instance"], bert1["state"], bert1["end_time"], bert1["nodes"]) == (1, "RUNNING", None, ["n4"])
     assert (timeout["job_id"], timeout["state"]) == ("team-a/late", "TIMEOUT")
 

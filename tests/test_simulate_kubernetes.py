@@ -133,28 +133,3 @@ def test_cli_scheduler_option(tmp_path):
     assert (out / "kubernetes").is_dir() and not (out / "slurm").exists()
     bad = CliRunner().invoke(main, ["simulate", "--out", str(tmp_path / "x"), "--scheduler", "pbs"])
     assert bad.exit_code != 0 and "pbs" in bad.output
-
-
-def test_a_kubernetes_only_cluster_runs_and_its_jobs_are_the_truths_instances(tmp_path):
-    """No slurm/ folder: `goodput run` takes its jobs from kubernetes/, and every instance the simulator recorded
-    is a job instance with the state Slurm would have given it (the same history as the Slurm world)."""
-    src = tmp_path / "src"
-    simulate(preset("small", scheduler="kubernetes", nodes=32, days=6, seed=5), src)
-    assert not (src / "slurm").exists()
-    result = CliRunner().invoke(main, ["run", "--source", str(src), "--db", str(tmp_path / "w.duckdb"),
-                                       "--out", str(tmp_path / "out"), "-q"])
-    assert result.exit_code == 0, result.output
-    assert "no Slurm accounting" not in result.output
-    with warehouse.connect(tmp_path / "w.duckdb", read_only=True) as con:
-        pairs = _rows(con, """
-            WITH t AS (SELECT replace(job_id, '_', '-') AS jid, instance::INTEGER AS instance, state AS truth
-                       FROM read_csv($1, all_varchar = true)),
-                 j AS (SELECT regexp_extract(job_id, 'job-(.*)$', 1) AS jid, instance, state FROM jobs)
-            SELECT truth, state, count(*) FROM t FULL JOIN j USING (jid, instance) GROUP BY ALL ORDER BY ALL""",
-                      [str(src / "truth" / "job_instances.csv")])
-        # job names are the applications' (app.kubernetes.io/name), shared by reruns, so job_runs chains as on Slurm
-        names, ids, named_by_id = _rows(con, "SELECT count(DISTINCT job_name), count(DISTINCT job_id), "
-                                             "count(*) FILTER (WHERE starts_with(job_name, 'job-')) FROM jobs")[0]
-    assert names < ids and named_by_id == 0
-    assert pairs and all(truth == state for truth, state, _ in pairs), pairs
-    assert {"NODE_FAIL", "PREEMPTED", "COMPLETED", "FAILED"} <= {truth for truth, _, _ in pairs}

@@ -11,7 +11,8 @@
 -- DeletionByPodGC, a Kueue eviction for NodeFailures), PREEMPTED (DisruptionTarget PreemptionByScheduler, a Kueue
 -- eviction Preempted or Preempted InClusterQueue/InCohort*), OUT_OF_MEMORY (a container OOMKilled), TIMEOUT
 -- (DeadlineExceeded), COMPLETED (every pod Succeeded, or the workload completed and this is its last attempt),
--- REQUEUED (a later attempt follows), CANCELLED (a pod evicted through the Eviction API: a drain, an operator),
+-- FAILED (a container failed by itself: exit code neither 0 nor 143, no DisruptionTarget), REQUEUED (a later
+-- attempt follows), CANCELLED (a pod evicted through the Eviction API: a drain, an operator),
 -- FAILED (a pod or the workload failed), RUNNING / PENDING (a pod still live, started or not), CANCELLED (the pods
 -- were deleted before they ended). The infrastructure's states come first:
 -- when a node fails, its job's other pods fail too (their exit codes are collateral).
@@ -100,6 +101,9 @@ WITH objs AS (
            bool_or(disruption_reason = 'EvictionByEvictionAPI') AS evicted_by_api,  -- kubectl drain, an operator
            bool_or(reason = 'OOMKilled') AS oom, bool_or(reason = 'DeadlineExceeded') AS timed_out,
            bool_or(state = 'Failed' OR coalesce(exit_code, 0) <> 0) AS failed,
+           -- a container that failed by itself: not stopped (SIGTERM, 143, as a restart or deletion stops the
+           -- attempt's other pods) and not disrupted (evicted, preempted, its node tainted)
+           bool_or(coalesce(exit_code, 0) NOT IN (0, 143) AND disruption_reason IS NULL) AS failed_alone,
            bool_and(state = 'Succeeded') AS succeeded,
            bool_or(state IN ('Running', 'Pending', 'Unknown') AND NOT deleted) AS live,
            bool_or(started_at IS NOT NULL) AS started,
@@ -158,6 +162,9 @@ WITH objs AS (
                      OR (last AND top_reason = 'DeadlineExceeded') THEN 'TIMEOUT'
                 WHEN succeeded OR (last AND NOT live AND top_state IN ('Completed', 'Complete', 'Succeeded'))
                     THEN 'COMPLETED'
+                -- an attempt that failed and was restarted (JobSet, Job backoff) failed: as Slurm writes FAILED for
+                -- an instance its requeue policy restarts
+                WHEN failed_alone THEN 'FAILED'
                 WHEN NOT last THEN 'REQUEUED'
                 WHEN evicted_by_api THEN 'CANCELLED'
                 -- the workload deleted before it ended (kubectl delete, as scancel): its pods die of the SIGTERM
