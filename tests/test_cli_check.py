@@ -29,6 +29,20 @@ BROKEN = {
 }
 
 
+def test_a_folder_of_headers_only_is_a_warning_not_a_failure(tmp_path):
+    """A tickets export on a day without tickets is a header and nothing else: nothing is wrong with it."""
+    src = tmp_path / "src"
+    shutil.copytree(DEMO, src)
+    shutil.rmtree(src / "tickets", ignore_errors=True)
+    (src / "tickets").mkdir()
+    (src / "tickets" / "tickets-2024-03-02.csv").write_text("ticket_id,host,opened,closed,component,resolution\n")
+    out = CliRunner().invoke(main, ["check", "--source", str(src), "--json"])
+    assert out.exit_code == 0, out.output
+    tickets = next(c for c in json.loads(out.output)["folders"] if c["folder"] == "tickets")
+    assert (tickets["verdict"], tickets["rows"], tickets["rejects"]) == ("warning", 0, 0)
+    assert "no records" in tickets["warnings"][0]
+
+
 @pytest.fixture(scope="module")
 def half_broken(tmp_path_factory):
     src = tmp_path_factory.mktemp("check") / "src"

@@ -87,7 +87,13 @@ def _folders(con, outcomes, source_dir: Path, sample_rows: int) -> list[FolderCh
         sample = (sql.query(con, declared.sample, {"n": sample_rows}) if declared.sample else
                   sql.query(con, "ingest/check_sample_events" if events else "ingest/check_sample_rows", {**where, "n": sample_rows}))
         warned = [f"`goodput run` would be degraded: {rejecting[source]}"] if source in rejecting else []
-        verdict = "failed" if problems or rows == 0 else "warning" if warned or unmatched else "ok"
+        # files that are all header (a tickets export on a day without tickets) are no failure: nothing is wrong
+        # with them, and `goodput run` reads them; a folder whose lines all went to rejects fails above
+        quiet = rows == 0 and rejects == 0 and not problems
+        if quiet:
+            warned.append("no records in its files (a header or comments only): a quiet period, or an export "
+                          "that wrote nothing")
+        verdict = "failed" if problems or (rows == 0 and not quiet) else "warning" if warned or unmatched else "ok"
         out.append(FolderCheck(source, verdict, mine.height, lines, rows, rejects,
                                sorted(set(mine["format"].drop_nulls().to_list())), problems, warned, reasons,
                                [{k: (str(v) if v is not None else None) for k, v in r.items()}

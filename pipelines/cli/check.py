@@ -23,8 +23,8 @@ def check_command(source: Path, as_json: bool, sample_rows: int) -> None:
     in a source folder, it fails as the run would (exit 1, the same message); with no file in slurm/, which
     `goodput run` refuses, the other folders are read all the same and slurm/ is FAILED (exit 1). A
     folder is OK, WARNING (rejects that would degrade the run: over 2% of its lines and at least 20, the
-    counts printed; or hosts Slurm does not know) or FAILED (a file no parser reads or whose every line is
-    rejected, or no rows at all). Exit status 1 when the source or a folder failed."""
+    counts printed; hosts Slurm does not know; or files of headers only, no records) or FAILED (a file no
+    parser reads or whose every line is rejected). Exit status 1 when the source or a folder failed."""
     from datetime import datetime
 
     from analysis.commands import diagnose
