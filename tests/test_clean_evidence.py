@@ -47,7 +47,13 @@ def _three_long(host: str, start: datetime) -> list[dict]:
 
 
 HOSTS = ["a_jobs", "a_short", "a_across", "b_reboot", "b_stale", "b_resume", "down", "down_stale", "future",
-         "failed_check"]
+         "failed_check", "k8s_recovered", "k8s_info_xid"]
+
+
+def _node_health(host: str, t: datetime, kind: str, severity: str) -> dict:
+    """An NVSentinel event: a recovery (isHealthy, kind health_ok) or an XID 13, which NVSentinel calls info."""
+    return {"host": host, "event_time": t, "source": "node_health", "kind": kind,
+            "code": "GpuXidError" if kind == "health_ok" else "13", "severity": severity, "message": "m"}
 
 
 @pytest.fixture
@@ -63,9 +69,12 @@ def hand_made():
     events = [_check(h, E + 24 * H) for h in ("a_jobs", "a_short", "a_across", "down", "down_stale", "warning")]
     events += [_boot("b_reboot", E + H), _check("b_reboot", E + 2 * H),  # rebooted, then passed
                _check("b_stale", E + H), _boot("b_stale", E + 3 * H),  # passed, then rebooted: nothing since
-               _check("future", AS_OF + H), _check("failed_check", E + 24 * H, "critical")]
+               _check("future", AS_OF + H), _check("failed_check", E + 24 * H, "critical"),
+               _node_health("k8s_recovered", E + 24 * H, "health_ok", "ok"),
+               _node_health("k8s_info_xid", E + 24 * H, "xid", "info")]
     jobs = (_three_long("a_jobs", E + 2 * H) + _three_long("down", E + 2 * H) + _three_long("down_stale", E + 2 * H)
             + _three_long("failed_check", E + 2 * H) + _three_long("warning", E + 2 * H)
+            + _three_long("k8s_recovered", E + 2 * H) + _three_long("k8s_info_xid", E + 2 * H)
             + _jobs("a_short", (E + 2 * H, E + 5 * H), (E + 6 * H, E + 9 * H), (E + 10 * H, E + 11 * H))
             + _jobs("a_short", (E + 12 * H, E + 17 * H), state="FAILED")
             + _jobs("a_across", *[(E - H, E + 5 * H)] * 3)  # running when it happened
@@ -91,7 +100,7 @@ def test_the_rule_on_hand_made_evidence(hand_made):
     out = exports.clean_evidence(hand_made, AS_OF)
     assert sorted(out["host"]) == sorted(HOSTS)  # warnings and incidents before the window are not judged
     got = dict(out.select("host", "returned_to_service").iter_rows())
-    assert {h for h, ok in got.items() if ok} == {"a_jobs", "b_reboot", "b_resume", "down_stale"}, got
+    assert {h for h, ok in got.items() if ok} == {"a_jobs", "b_reboot", "b_resume", "down_stale", "k8s_recovered"}, got
     row = {r["host"]: r for r in out.iter_rows(named=True)}
     assert (row["a_jobs"]["checks_passed"], row["a_jobs"]["jobs_completed"], row["a_jobs"]["restarted_at"]) == (1, 3, None)
     # two of three long enough, a failed one never counts
@@ -105,6 +114,8 @@ def test_the_rule_on_hand_made_evidence(hand_made):
     # what comes at or after as_of is not known yet: a check, jobs still running, a drain ending later
     assert (row["future"]["checks_passed"], row["future"]["jobs_completed"], row["future"]["down_state"]) == (0, 0, "DRAIN")
     assert row["failed_check"]["checks_passed"] == 0  # a failing check is not a passing one
+    # a health agent's recovery passes; its other events do not, whatever their severity
+    assert row["k8s_recovered"]["checks_passed"] == 1 and row["k8s_info_xid"]["checks_passed"] == 0
 
 
 def test_the_rule_follows_its_settings(hand_made):
@@ -122,9 +133,10 @@ PASSING = ("ok", "pass", "passed", "info", "success")
 def _oracle(con: duckdb.DuckDBPyConnection, host: str, t: datetime, as_of: datetime, cfg: exports.LadderConfig) -> bool:
     """The rule again, from the raw tables, one node at a time (fine for a test)."""
     window = as_of - timedelta(days=cfg.expiry_days)
-    ev = con.sql("SELECT event_time, source, severity, message FROM node_events WHERE host = $h AND event_time > $t "
-                 "AND event_time < $a", params={"h": host, "t": t, "a": as_of}).pl()
-    checks = ev.filter((pl.col("source") == "health") & pl.col("severity").str.to_lowercase().is_in(PASSING))["event_time"]
+    ev = con.sql("SELECT event_time, source, kind, severity, message FROM node_events WHERE host = $h "
+                 "AND event_time > $t AND event_time < $a", params={"h": host, "t": t, "a": as_of}).pl()
+    checks = ev.filter(((pl.col("source") == "health") & pl.col("severity").str.to_lowercase().is_in(PASSING))
+                       | ((pl.col("source") == "node_health") & (pl.col("kind") == "health_ok")))["event_time"]
     boots = ev.filter((pl.col("source") == "kernel") & pl.col("message").str.starts_with("Linux version "))["event_time"]
     jobs = con.sql("SELECT state, start_time, end_time FROM jobs WHERE list_contains(nodes, $h) AND start_time >= $w "
                    "AND start_time < $a", params={"h": host, "w": window, "a": as_of}).pl()

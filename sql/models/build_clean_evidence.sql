@@ -11,7 +11,8 @@
 --       version ...') or Slurm brought it back from DRAIN/DOWN (a node_state_periods
 --       period ended, the node IDLE again) -- and since the latest restart at least
 --       $clean_checks health checks passed or one such job completed.
--- A health check passes with the severities health_check_first_seen calls passing.
+-- A health check passes with the severities health_check_first_seen calls passing; so does a Kubernetes health
+-- agent's recovery (node_health, kind health_ok).
 -- Tickets, when there are any, decide first (sql/models/build_node_actions.sql).
 CREATE OR REPLACE TEMP TABLE clean_evidence AS
 WITH crit AS (
@@ -28,8 +29,12 @@ WITH crit AS (
     SELECT host, start_time AS t FROM ran
     WHERE state = 'COMPLETED' AND end_time < $as_of AND end_time >= start_time + to_seconds($clean_job_s)
 ), checks AS (
+    -- a Kubernetes health agent's recovery (NVSentinel isHealthy, a gpud Healthy state, a node-problem-detector
+    -- condition back to normal: kind health_ok) passes as a health check does; its other events never do, whatever
+    -- their severity (an XID 13 is 'info')
     SELECT host, event_time AS t FROM node_events
-    WHERE source = 'health' AND lower(severity) IN ('ok', 'pass', 'passed', 'info', 'success')
+    WHERE ((source = 'health' AND lower(severity) IN ('ok', 'pass', 'passed', 'info', 'success'))
+           OR (source = 'node_health' AND kind = 'health_ok'))
       AND event_time >= $as_of - to_days($expiry_days) AND event_time < $as_of AND host IN (SELECT host FROM crit)
 ), out_of_service AS (
     SELECT host, time_start, time_end, state FROM node_states
