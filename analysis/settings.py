@@ -180,7 +180,9 @@ class RunsConfig:
 @dataclass(frozen=True)
 class ExportConfig:
     max_age_hours: int = 24  # drain.sh / kubectl.sh refuse to run on a node list older than this
-    platform: str = "slurm"  # the nodes' scheduler: slurm, kubernetes or both
+    # the nodes' scheduler: slurm, kubernetes, both, or auto: that of the jobs the warehouse holds (slurm/ or
+    # kubernetes/ read; both folders: both)
+    platform: str = "auto"
 
 
 # what a run could not use (analysis/commands/data_health.py) and where it is told (analysis/alerts/)

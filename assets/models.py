@@ -65,7 +65,7 @@ def drain_share_sane(warehouse: Warehouse, models: ModelSettings) -> AssetCheckR
 
 @asset(deps=[node_actions], group_name="models",
        description="OUT/exports/: blocklist.txt (Slurm hostlist), drain.sh (scontrol; kubectl.sh and "
-                   "node_conditions.json with ModelSettings.export_platform kubernetes or both; never run by goodput, "
+                   "node_conditions.json for Kubernetes nodes, ModelSettings.export_platform; never run by goodput, "
                    "each checks the live state before it acts: docs/node-exports.md), "
                    "blocklist.json (schemas/blocklist.schema.json), validation_plan.json (Anubis Selector).")
 @unless_unchanged
@@ -81,7 +81,8 @@ def node_exports(warehouse: Warehouse, models: ModelSettings, report_settings: R
         cluster = identity.cluster_of(con)
         fleet = node_models.fleet_size(con)
         resume = lifecycle.resume_candidates(con)  # repaired and validated since goodput drained them
+        platform = exports.resolve_platform(con, models.export_platform)
     paths = exports.write_exports(actions, Path(report_settings.out_dir) / "exports", as_of,
                                   made_by(warehouse.db_path), models.ladder(), plan, slurm, cluster,
-                                  resume=resume, platform=models.export_platform, fleet=fleet)
+                                  resume=resume, platform=platform, fleet=fleet)
     return MaterializeResult(metadata={name: MetadataValue.path(str(p)) for name, p in paths.items()})

@@ -137,7 +137,8 @@ class ModelSettings(ConfigurableResource):
     max_drain_share: float = analysis_default(LadderConfig, "max_drain_share")
     max_drain_floor: int = analysis_default(LadderConfig, "max_drain_floor")
     # the nodes' scheduler, which scripts node_exports writes: slurm (drain.sh), kubernetes (kubectl.sh and
-    # node_conditions.json) or both (`goodput export --platform`, docs/node-exports.md)
+    # node_conditions.json), both, or auto: the scheduler whose jobs the warehouse holds (`goodput export
+    # --platform`, docs/node-exports.md)
     export_platform: str = analysis_default(ExportConfig, "platform")
     # back in service after a critical incident no ticket closes (analysis.settings.LadderConfig)
     clean_checks: int = analysis_default(LadderConfig, "clean_checks")

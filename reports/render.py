@@ -20,7 +20,7 @@ from analysis.derive.metrics import PROJECTION_GPUS, fleet_gpus_per_node
 from analysis.derive.taxonomy import cause_label, load as load_taxonomy
 from analysis.fmt import fmt_num, fmt_pct  # the templates' `num` and `pct`, and the terminal's numbers
 from analysis.ingest.hosts import compress_hostlist
-from analysis.nodes.exports import DRAIN_ACTIONS, slurm_out_of_service, with_slurm
+from analysis.nodes.exports import DRAIN_ACTIONS, platform_of, slurm_out_of_service, with_slurm
 from analysis.settings import RunsConfig
 from reports import charts, cost, headline
 from reports.javascript import inline_javascript
@@ -303,6 +303,27 @@ def _headline(head: dict, split: dict | None) -> dict:
             for k, v in out.items() if v is not None}
 
 
+# The report speaks the cluster's scheduler (exports.platform_of: whose jobs the warehouse holds): what a node out of
+# service is called, which script leaves it alone, how a job keeps off a node.
+SCHEDULER_WORDS = {
+    "slurm": {"name": "Slurm", "out": "drained or down in Slurm", "script": "drain.sh",
+              "states": "Slurm's DOWN, DRAIN, FAIL, MAINT or REBOOT states"},
+    "kubernetes": {"name": "Kubernetes", "out": "cordoned", "script": "kubectl.sh",
+                   "states": "cordons (a Node unschedulable, its kubelet's NodeNotSchedulable event)"},
+    "both": {"name": "the scheduler", "out": "drained, down or cordoned", "script": "drain.sh and kubectl.sh",
+             "states": "Slurm's DOWN, DRAIN, FAIL, MAINT or REBOOT states and Kubernetes cordons"},
+}
+
+
+def keep_off(hosts: list[str], platform: str) -> str | None:
+    """How a job keeps off ``hosts``: a Slurm hostlist for sbatch, else Kubernetes' node affinity term."""
+    if not hosts:
+        return None
+    if platform == "kubernetes":
+        return f"kubernetes.io/hostname NotIn [{', '.join(sorted(hosts))}]"
+    return f"sbatch --exclude={compress_hostlist(hosts)}"
+
+
 def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:
     """Lemons, risk, evaluation and actions of the last `goodput models`; None before it ever ran."""
     present = set(sql.query(con, "report/node_models")["table_name"].to_list())
@@ -330,7 +351,7 @@ def node_models(con: duckdb.DuckDBPyConnection) -> dict | None:
         "actions_shown": shown.head(20).to_dicts(),
         "actions_zero": actions.filter((pl.col("action") == "watch") & (pl.col("score") == 0)).to_dicts(),
         "all_actions": actions.to_dicts(),
-        "drain_hostlist": compress_hostlist(drains),
+        "drain_hosts": drains,
         "plan": q("report/validation_plan").row(0, named=True) if "validation_plan" in present else None,
         "risk_nodes": risk.height,
         "chart": charts.risk_distribution(risk) if risk.height else None,
@@ -394,6 +415,10 @@ def render_with_headline(con: duckdb.DuckDBPyConnection, day: date, out_dir: Pat
     context = gather(con, day, u0_h, dt_h, window, crash_loop_min, labels)
     context["health"] = health.to_dicts() if health is not None else []
     context["models"] = node_models(con)
+    platform = platform_of(con)
+    context["sched"] = SCHEDULER_WORDS[platform]
+    if context["models"]:
+        context["models"]["keep_off"] = keep_off(context["models"]["drain_hosts"], platform)
     context["first"] = first_screen(con, day, context, labels)
     # money, when goodput.yaml prices a GPU-hour (reports/cost.py): per account and partition, and the weekly trend
     context["price"] = price

@@ -112,3 +112,22 @@ def test_a_kubernetes_only_cluster_runs_and_its_jobs_are_the_truths_instances(ru
     assert names < ids and named_by_id == 0
     assert pairs and all(truth == state for truth, state, _ in pairs), pairs
     assert {"NODE_FAIL", "PREEMPTED", "COMPLETED", "FAILED"} <= {truth for truth, _, _ in pairs}
+
+
+def test_each_world_exports_its_own_schedulers_scripts(runs):
+    """export_platform auto: the Slurm world's run wrote drain.sh, the Kubernetes world's kubectl.sh and
+    node_conditions.json, from the same node actions (the same hosts in the blocklist)."""
+    root, cons = runs
+    written = {w: {p.name for p in (root / w / "out" / "exports").iterdir()} for w in WORLDS}
+    assert "drain.sh" in written["slurm"] and not {"kubectl.sh", "node_conditions.json"} & written["slurm"]
+    assert {"kubectl.sh", "node_conditions.json"} <= written["kubernetes"] and "drain.sh" not in written["kubernetes"]
+    blocklists = {w: (root / w / "out" / "exports" / "blocklist.txt").read_text() for w in WORLDS}
+    assert blocklists["slurm"].strip() and blocklists["slurm"] == blocklists["kubernetes"]
+    assert "kubectl cordon" in (root / "kubernetes" / "out" / "exports" / "kubectl.sh").read_text()
+
+
+def test_each_report_speaks_its_schedulers_words(runs):
+    root, _ = runs
+    slurm, k8s = ((root / w / "out" / "reports" / "latest.html").read_text() for w in WORLDS)
+    assert "sbatch --exclude=" in slurm and "NotIn" not in slurm and "Slurm&#39;s DOWN, DRAIN" in slurm
+    assert "kubernetes.io/hostname NotIn [" in k8s and "sbatch" not in k8s and "in Slurm" not in k8s

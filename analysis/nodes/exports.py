@@ -28,6 +28,7 @@ from analysis.ingest.hosts import compress_hostlist
 from analysis.nodes import asof, lifecycle, offenders, scripts
 from analysis.nodes.scripts import CONDITION_TYPE, K8S_TAINT_KEY, SLURM_TAG
 from analysis.settings import ExportConfig, LadderConfig
+from analysis.sources import JOBS_FROM
 
 SCHEMA = package_files.schema("blocklist.schema.json")
 DRAIN_ACTIONS = ("drain_now", "drain_after_job")
@@ -38,6 +39,19 @@ _UNSAFE_REASON = re.compile(r"[^A-Za-z0-9 _.:=,/()+-]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a reason from the logs is quoted in a comment line: one line
 _UNSAFE_STATE = re.compile(r"[^A-Za-z0-9_+*]")
 PLATFORMS = ("slurm", "kubernetes", "both")
+AUTO = "auto"  # the platform of the jobs the warehouse holds (platform_of)
+
+
+def platform_of(con: duckdb.DuckDBPyConnection) -> str:
+    """The nodes' scheduler as the warehouse knows it: kubernetes when its jobs all came from kubernetes/, both
+    when from both folders, else slurm (also before any job was read: Slurm is the usual case)."""
+    found = set(sql.query(con, "ops/job_sources", {"sources": list(JOBS_FROM)})["source"])
+    return "both" if len(found) > 1 else "kubernetes" if found == {"kubernetes"} else "slurm"
+
+
+def resolve_platform(con: duckdb.DuckDBPyConnection, platform: str = ExportConfig.platform) -> str:
+    """``platform`` as set, or the warehouse's own for auto (the writers below take a resolved one)."""
+    return platform_of(con) if platform == AUTO else platform
 
 
 def drain_limit(cfg: LadderConfig, fleet: int) -> int:
@@ -184,7 +198,7 @@ def blocklist_json(actions: pl.DataFrame, as_of: datetime, made_by: str, cfg: La
                    slurm: pl.DataFrame | None = None, cluster: str | None = None, *,
                    resume: pl.DataFrame | None = None, fleet: int | None = None,
                    override: ExportOverride | None = None, generated: datetime | None = None,
-                   platform: str = ExportConfig.platform) -> dict:
+                   platform: str = "slurm") -> dict:
     entries = []
     for r in with_slurm(_safe(actions), slurm).iter_rows(named=True):
         entries.append({
@@ -260,7 +274,7 @@ def _meta(as_of: datetime, cfg: LadderConfig, fleet: int | None, created: dateti
 def drain_script(actions: pl.DataFrame, header: str, slurm: pl.DataFrame | None = None,
                  cluster: str | None = None, *, resume: pl.DataFrame | None = None, as_of: datetime | None = None,
                  cfg: LadderConfig = LadderConfig(), fleet: int | None = None, created: datetime | None = None,
-                 max_age_hours: int = scripts.DEFAULT_MAX_AGE_HOURS, platform: str = ExportConfig.platform,
+                 max_age_hours: int = scripts.DEFAULT_MAX_AGE_HOURS, platform: str = "slurm",
                  no_execute: bool = False) -> str:
     """drain.sh (platform slurm) or kubectl.sh (kubernetes): the plan (plan_steps) inside a script that checks
     before it acts, every time it is run (analysis/nodes/scripts.py). A comment line per node Slurm already has
@@ -313,7 +327,7 @@ def _write(path: Path, text: str, mode: int | None = None) -> None:
 def write_exports(actions: pl.DataFrame, out_dir: Path, as_of: datetime, made_by: str,
                   cfg: LadderConfig = LadderConfig(), plan: pl.DataFrame | None = None,
                   slurm: pl.DataFrame | None = None, cluster: str | None = None, *,
-                  resume: pl.DataFrame | None = None, platform: str = ExportConfig.platform, no_execute: bool = False,
+                  resume: pl.DataFrame | None = None, platform: str = "slurm", no_execute: bool = False,
                   fleet: int | None = None, override: ExportOverride | None = None,
                   max_age_hours: int = scripts.DEFAULT_MAX_AGE_HOURS,
                   created: datetime | None = None) -> dict[str, Path]:

@@ -181,9 +181,10 @@ def _print_models(result, db: Path) -> None:
                    "Needs --why: who (the OS user) and why are written in the export's header and blocklist.json, "
                    "and recorded in the warehouse (table export_overrides).")
 @click.option("--why", "why", default=None, metavar="TEXT", help="Why --force: recorded with it.")
-@setting_option("--platform", "platform", type=click.Choice(["slurm", "kubernetes", "both"]),
+@setting_option("--platform", "platform", type=click.Choice(["auto", "slurm", "kubernetes", "both"]),
                 setting=(ExportConfig, "platform"), help="The nodes' scheduler: slurm writes drain.sh (scontrol); kubernetes writes "
-                                      "kubectl.sh (cordon and taint) and node_conditions.json; both writes all.")
+                                      "kubectl.sh (cordon and taint) and node_conditions.json; both writes all; auto "
+                                      "is the scheduler whose jobs the warehouse holds (slurm/ or kubernetes/ read).")
 @click.option("--no-execute", "no_execute", is_flag=True,
               help="kubectl.sh: drain_now taints NoExecute (the pods that do not tolerate it are evicted) instead of "
                    "NoSchedule.")
@@ -206,7 +207,8 @@ def export_command(db: Path | None, out: Path, force: bool, why: str | None, pla
     from analysis.fleet import identity
     from analysis.nodes import lifecycle
     from analysis.nodes.exports import (ExportOverride, LadderConfig, drain_excess, latest_actions, latest_plan,
-                                        os_user, record_override, slurm_out_of_service, unsafe_hosts, write_exports)
+                                        os_user, record_override, resolve_platform, slurm_out_of_service, unsafe_hosts,
+                                        write_exports)
     from analysis.nodes.node_models import fleet_size
     from analysis.version import made_by
 
@@ -225,6 +227,7 @@ def export_command(db: Path | None, out: Path, force: bool, why: str | None, pla
         slurm = slurm_out_of_service(con, as_of)
         cluster = identity.cluster_of(con)
         resume = lifecycle.resume_candidates(con)  # goodput's drains repaired and validated since: drain.sh resumes them
+        platform = resolve_platform(con, platform)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     finally:

@@ -74,6 +74,15 @@ WITH history AS (
     FROM node_events
     WHERE source = 'health' AND event_time < $as_of
       AND lower(severity) IN ('ok', 'pass', 'passed', 'info', 'success', 'critical', 'error', 'fail', 'failed')
+    UNION ALL
+    -- a Kubernetes health agent (NVSentinel, gpud, node-problem-detector): its recovery passes, a critical event
+    -- fails; its other events (warnings, an XID 13 it calls info) are no verdict
+    SELECT host, event_time, kind = 'health_ok', 'health',
+           'health agent check ' || coalesce(code, kind) || CASE WHEN kind = 'health_ok' THEN ' recovered'
+                                                                 ELSE ' failed: ' || coalesce(message, severity) END
+    FROM node_events
+    WHERE source = 'node_health' AND event_time < $as_of
+      AND (kind = 'health_ok' OR lower(severity) IN ('critical', 'error', 'fail', 'failed', 'fatal'))
 ), validated AS (
     -- after the repair (the ticket's close, else the drain) while the node is out; a step where the verdict changes
     SELECT p.host, c.step_time, CASE WHEN c.passed THEN 'validated' ELSE 'failed_validation' END AS state, c.source,
