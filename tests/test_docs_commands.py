@@ -59,8 +59,9 @@ DOCUMENTED = {
     "scontrol": {"-M=", "--clusters"},  # scontrol(1): -M, --clusters=<string>: the cluster to issue commands to
     "gzip": set(), "perfquery": set(), "cat": set(),
     # kubectl get, kubernetes.io/docs/reference/kubectl/generated/kubectl_get: -A/--all-namespaces,
-    # -o/--output=json, -w/--watch, --watch-only, --output-watch-events
-    "kubectl": {"-A", "--all-namespaces", "-o=", "--output", "-w", "--watch", "--watch-only", "--output-watch-events"},
+    # -o/--output=json, -w/--watch, --watch-only, --output-watch-events, --field-selector
+    "kubectl": {"-A", "--all-namespaces", "-o=", "--output", "-w", "--watch", "--watch-only", "--output-watch-events",
+                "--field-selector"},
     "jq": {"-c", "--compact-output", "--arg", "-r", "--raw-output"},  # jq(1) manual, "Invoking jq"
 }
 # sacct(1) --helpformat, "Fields available" (the ones the docs name)

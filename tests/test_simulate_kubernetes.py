@@ -68,7 +68,8 @@ def test_every_line_ingests_but_the_malformed_ones(worlds):
     assert got == set(truth.select("file", "line_no").iter_rows())
     assert _rows(con, "SELECT count(*) FROM ingested_files WHERE status <> 'ok'")[0][0] == 0
     kinds = dict(_rows(con, "SELECT kind, count(*) FROM k8s_objects GROUP BY kind"))
-    assert set(kinds) == {"JobSet", "Workload", "Pod"}, kinds
+    # the workloads, and the drains as kubelet Events and a Node watch (tests/test_k8s_node_states.py)
+    assert set(kinds) == {"JobSet", "Workload", "Pod", "Event", "Node"}, kinds
     assert _rows(con, "SELECT count(*) FROM node_events WHERE source = 'node_health' AND kind = 'xid'")[0][0] > 0
 
 

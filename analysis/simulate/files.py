@@ -14,6 +14,7 @@ from analysis.simulate.benchmarks import write_benchmarks
 from analysis.simulate.cluster import Cluster
 from analysis.simulate.config import SimConfig
 from analysis.simulate.joblogs import JobLogWriter, write_counters
+from analysis.simulate.kubernetes import NodeStates
 from analysis.simulate.recorder import Recorder
 from analysis.simulate.telemetry import TelemetryJob, write_telemetry
 from analysis.simulate.writers import iso
@@ -32,7 +33,9 @@ def write_all(cfg: SimConfig, cluster: Cluster, rec: Recorder, out: Path, rng: n
     horizon = cfg.days * 86400
     (out / "goodput.yaml").write_text("# written by goodput simulate\ntz: UTC\n")
     _csv(out / "topology" / "cabling.csv", ["switch", "port", "host", "hca", "ip"], cluster.topology_rows())
-    if rec.sacct is not None:  # Slurm's node states; a Kubernetes cluster's drains are in no file here
+    if rec.k8s is not None:  # the same drains as kubelet Events and a Node watch
+        NodeStates(out, cfg.start, cluster.hosts, cfg.seed, horizon).write(rec.drains)
+    else:  # Slurm's node states
         (out / "slurm_events").mkdir(exist_ok=True)
         with (out / "slurm_events" / "sacctmgr-events.txt").open("w") as f:
             f.write("NodeName|TimeStart|TimeEnd|State|Reason|User\n")

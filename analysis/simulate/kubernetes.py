@@ -7,16 +7,19 @@ truth/. What changes is only how they are written (docs/simulator.md#kubernetes)
   a watch would have seen them change, at the time they changed: per job a JobSet and its Kueue Workload, per
   instance (restart attempt) one pod per node. Nothing here draws from a random stream: uids are hashes of the
   seed and the object, resourceVersions one counter (each object's increase with each change).
+- kubernetes/events-<date>.jsonl and nodes-<date>.jsonl: the drains as kubelet Events and a Node watch
+  (NodeStates, written at the end from the recorder's drains).
 - node_health/nvsentinel-<date>.jsonl: an NVSentinel HealthEvent for each kernel XID line (XidRouter), every
   third as a CloudEvent the way NVSentinel's event exporter wraps it.
 """
 from __future__ import annotations
 
+import calendar
 import hashlib
 import json
 import re
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from analysis.simulate.cluster import GPU_BUS
@@ -300,3 +303,119 @@ class XidRouter:
     def flush(self, now: float | None = None) -> None:
         self.kernel.flush(now)
         self.health.flush(now)
+
+
+class NodeStates:
+    """The drains as a Kubernetes cluster records them (the Slurm world's slurm_events/, written at the end):
+    - kubernetes/events-<date>.jsonl, event-exporter lines: the kubelet's NodeNotSchedulable when a node is
+      cordoned and NodeSchedulable when it is uncordoned; for a node that stopped answering (Slurm's DOWN) the
+      node controller's NodeNotReady and the kubelet's NodeReady when it is back.
+    - kubernetes/nodes-<date>.jsonl, a Node watch: each node ADDED at the start, then MODIFIED at each change
+      (spec.unschedulable and its taint; the Ready condition). A health check's drain is NVSentinel's
+      fault-quarantine cordon: the Node carries its quarantineHealthEvent annotation (the HealthEvent as Go's
+      encoding/json writes it: generatedTimestamp {seconds, nanos}) until the uncordon. The site's health checks
+      report to NVSentinel under their own names (its platform connector takes any agent's events), so the check
+      name and message are Slurm's. A maintenance drain is a cordon by hand: nothing says why.
+    A node is cordoned or not: a drain that starts while the node is drained (a second fault) adds its event to
+    the annotation and keeps the node cordoned until the later of the two ends."""
+
+    def __init__(self, out: Path, start: datetime, hosts: list[str], seed: int, horizon: float):
+        self.events = DailyLog(out / "kubernetes", "events-{date}.jsonl", start)
+        self.nodes = DailyLog(out / "kubernetes", "nodes-{date}.jsonl", start)
+        self.t0, self.hosts, self.seed, self.horizon = start, hosts, seed, horizon
+        self.rv = 1_000_000_000  # resourceVersions of the nodes and events, apart from the workloads'
+        self.written = 0
+        self.ready_since: dict[str, float] = {}  # host -> when its Ready condition last turned True
+
+    def write(self, drains: list[tuple]) -> None:
+        """``drains``: the recorder's (host, start, back, state, reason, user)."""
+        for host in self.hosts:
+            self._node(0.0, "ADDED", host, None, [], ready=True)
+        by_node: dict[tuple[str, str], list[tuple]] = {}
+        for d in sorted(drains, key=lambda d: (d[0], d[1])):
+            by_node.setdefault((d[0], "DOWN" if d[3] == "DOWN" else "DRAIN"), []).append(d)
+        changes = []  # (time, host, what, state, HealthEvents): written in time order, each node's versions rising
+        for (host, state), periods in sorted(by_node.items()):
+            end, health = -1.0, []
+            for _, start, back, _, reason, _ in periods:
+                if start >= end:  # the node was back: a new period
+                    if 0 <= end < self.horizon:
+                        changes.append((end, host, "back", state, []))
+                    health = []
+                    changes.append((start, host, "begin", state, []))
+                if reason.startswith("healthcheck: "):
+                    check, message = reason[len("healthcheck: "):].split(": ", 1)
+                    health = [*health, self._health_event(host, start, check, message)]
+                changes.append((start, host, "node", state, health))
+                end = max(end, back)
+            if end < self.horizon:
+                changes.append((end, host, "back", state, []))
+        for t, host, what, state, health in sorted(changes, key=lambda c: c[0]):  # stable: a begin before its node
+            if what == "begin":
+                self._event(t, host, "NodeNotReady" if state == "DOWN" else "NodeNotSchedulable")
+            elif what == "node":
+                self._node(t, "MODIFIED", host, state, health, ready=state != "DOWN")
+            else:
+                self._back(host, state, t)
+        self.events.flush()
+        self.nodes.flush()
+
+    def _back(self, host: str, state: str, t: float) -> None:
+        self._event(t, host, "NodeReady" if state == "DOWN" else "NodeSchedulable")
+        if state == "DOWN":
+            self.ready_since[host] = t
+        self._node(t, "MODIFIED", host, None, [], ready=True)
+
+    def _ts(self, t: float) -> str:
+        return iso(self.t0, t) + "Z"
+
+    def _uid(self, *key) -> str:
+        digest = hashlib.blake2b("/".join(map(str, (self.seed, *key))).encode(), digest_size=16).digest()
+        return str(uuid.UUID(bytes=digest, version=4))
+
+    def _event(self, t: float, host: str, reason: str) -> None:
+        """A core/v1 Event as the event exporter writes it (kubelet names a Node by its name, uid included)."""
+        self.rv += 1
+        self.written += 1
+        component = "node-controller" if reason == "NodeNotReady" else "kubelet"
+        at = self._ts(t)
+        event = {"metadata": {"name": f"{host}.{self.written:016x}", "namespace": "default",
+                              "uid": self._uid("event", self.written), "resourceVersion": str(self.rv),
+                              "creationTimestamp": at},
+                 "reason": reason, "message": f"Node {host} status is now: {reason}",
+                 "source": {"component": component, **({"host": host} if component == "kubelet" else {})},
+                 "firstTimestamp": at, "lastTimestamp": at, "count": 1, "type": "Normal", "eventTime": None,
+                 "reportingComponent": component, "reportingInstance": host if component == "kubelet" else "",
+                 "involvedObject": {"kind": "Node", "name": host, "uid": host, "apiVersion": "v1"}}
+        self.events.add(t, json.dumps(event, separators=(",", ":")))
+
+    def _health_event(self, host: str, t: float, check: str, message: str) -> dict:
+        return {"version": 1, "agent": "site-health-checks", "componentClass": "NODE", "checkName": check,
+                "isFatal": True, "message": message,
+                "generatedTimestamp": {"seconds": calendar.timegm((self.t0 + timedelta(seconds=t)).timetuple())},
+                "nodeName": host}
+
+    def _node(self, t: float, kind: str, host: str, state: str | None, health: list[dict], ready: bool) -> None:
+        self.rv += 1
+        at = self._ts(t)
+        meta: dict = {"name": host, "uid": self._uid("node", host), "resourceVersion": str(self.rv),
+                      "creationTimestamp": self._ts(0.0),
+                      "labels": {"kubernetes.io/hostname": host, "nvidia.com/gpu.present": "true"}}
+        spec: dict = {}
+        if state == "DRAIN":
+            spec = {"unschedulable": True, "taints": [{"key": "node.kubernetes.io/unschedulable",
+                                                        "effect": "NoSchedule", "timeAdded": at}]}
+            if health:  # NVSentinel's record of why (fault-quarantine's annotation keys)
+                meta["annotations"] = {"quarantineHealthEvent": json.dumps(health, separators=(",", ":")),
+                                       "quarantineHealthEventIsCordoned": "True",
+                                       "quarantineHealthEventAppliedTaints": "[]"}
+        elif state == "DOWN":
+            spec = {"taints": [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": at}]}
+        since = self._ts(self.ready_since.get(host, 0.0))
+        condition = ({"type": "Ready", "status": "True", "reason": "KubeletReady",
+                      "message": "kubelet is posting ready status", "lastTransitionTime": since} if ready else
+                     {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                      "message": "Kubelet stopped posting node status.", "lastTransitionTime": at})
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec,
+                "status": {"conditions": [condition]}}
+        self.nodes.add(t, json.dumps({"type": kind, "object": node}, separators=(",", ":")))

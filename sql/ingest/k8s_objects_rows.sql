@@ -30,7 +30,7 @@ WITH typed AS (
                '$.involvedObject.kind', '$.involvedObject.name', '$.involvedObject.uid']) AS s,          -- 29-31
            json_extract(obj, ['$.status.conditions', '$.metadata.ownerReferences', '$.status.containerStatuses',
                               '$.spec.containers', '$.metadata.labels', '$.items', '$.involvedObject',
-                              '$.status.schedulingStats.evictions']) AS p
+                              '$.status.schedulingStats.evictions', '$.metadata.annotations']) AS p
     FROM objects
 ), fields AS (
     SELECT line_no, text, jtype, watch, obj, s, p,
@@ -79,6 +79,7 @@ SELECT line_no,
        $snapshot::TIMESTAMP AS observed_at, coalesce(watch = 'DELETED', false) AS deleted,
        owner->>'kind' AS owner_kind, owner->>'name' AS owner_name, owner->>'uid' AS owner_uid,
        p[5]::VARCHAR AS labels,
+       CASE WHEN kind = 'Node' THEN p[9]::VARCHAR END AS annotations,
        CASE WHEN kind = 'Event' THEN s[9] ELSE s[8] END AS node_name,
        CASE WHEN kind = 'Pod' THEN coalesce(list_sum(list_transform(
             json_extract_string(p[4], '$[*].resources.limits."nvidia.com/gpu"'), lambda g: TRY_CAST(g AS BIGINT))), 0)

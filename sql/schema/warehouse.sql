@@ -116,13 +116,16 @@ CREATE OR REPLACE MACRO operator_text(source, severity) AS
     OR (source = 'health' AND lower(severity) IN ('critical', 'error', 'fail', 'failed', 'fatal', 'warning', 'warn',
                                                   'unhealthy', 'degraded'));
 -- node_state_periods keeps every dump's rows (file, line_no: every line accounted for), but sacctmgr lists every
--- event overlapping the window asked for, so an event open across midnight is in two daily dumps. node_states:
--- each event once (same host, start, state and reason), from the record that knows its end, else the newest
--- dump. Whatever counts or times node states reads this view, never the raw table.
-CREATE OR REPLACE VIEW node_states AS
+-- event overlapping the window asked for, so an event open across midnight is in two daily dumps.
+-- slurm_node_states: each event once (same host, start, state and reason), from the record that knows its end,
+-- else the newest dump. node_states is Slurm's and Kubernetes' cordons together (k8s_node_states): whatever
+-- counts or times node states reads it, never the raw table. sql/schema/k8s_objects.sql, run right after this
+-- file, defines it over both; the one here (Slurm's alone) is what the macro below binds to when it is created.
+CREATE OR REPLACE VIEW slurm_node_states AS
 SELECT p.* FROM node_state_periods p LEFT JOIN ingested_files f ON f.path = p.file
 QUALIFY row_number() OVER (PARTITION BY p.host, p.time_start, p.state, p.reason
                            ORDER BY p.time_end IS NULL, f.mtime_ns DESC NULLS LAST, p.file DESC, p.line_no) = 1;
+CREATE OR REPLACE VIEW node_states AS SELECT * FROM slurm_node_states;
 -- Nodes drained or down at the end of a day, with the state and reason Slurm recorded last: the one rule the
 -- report's card, its top-nodes table and ad-hoc SQL share (SELECT * FROM nodes_out_of_service(DATE '2024-03-01')).
 CREATE OR REPLACE MACRO nodes_out_of_service(day) AS TABLE

@@ -14,8 +14,8 @@ Three shapes, told apart by the file's first line:
   often drops ``kind``, so an object with an involvedObject is an Event.
 A file whose first line is ``{`` alone, or a List, is a document; any other file is JSON lines.
 
-Every kind is stored with the generic columns; pods, Jobs, JobSets, Kueue Workloads, PyTorchJobs and Events fill
-their own (sql/ingest/k8s_objects_rows.sql, which reads the JSON: no Python per object beyond cutting the items
+Every kind is stored with the generic columns; pods, Jobs, JobSets, Kueue Workloads, PyTorchJobs, Events and Nodes
+(their annotations: NVSentinel's quarantine record, read by the view k8s_node_states) fill their own (sql/ingest/k8s_objects_rows.sql, which reads the JSON: no Python per object beyond cutting the items
 out of a document). Rejects: a record that does not decode, is no object, has no kind or no metadata.uid.
 
 An object state (uid, resourceVersion, deleted) is stored once. A snapshot repeats every object that did not

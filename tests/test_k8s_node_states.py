@@ -1,0 +1,94 @@
+"""Kubernetes node states (sql/schema/k8s_objects.sql's k8s_node_states, part of node_states): cordons from the
+kubelet's Node Events, their reasons from NVSentinel's quarantineHealthEvent annotation on the Node objects, on
+hand-written real-shaped examples (tests/fixtures/kubernetes/SOURCES.md); and the simulator's Kubernetes world,
+whose node_states must be the Slurm world's drains."""
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from analysis import warehouse
+from analysis.ingest.engine import ingest_directory
+from analysis.simulate.config import preset
+from analysis.simulate.run import simulate
+
+FIXTURES = Path(__file__).parent / "fixtures" / "kubernetes"
+STATES = "SELECT host, time_start, time_end, state, reason FROM node_states ORDER BY host, time_start"
+
+
+def _warehouse(tmp_path: Path, names: list[str]):
+    folder = tmp_path / "src" / "kubernetes"
+    folder.mkdir(parents=True)
+    for name in names:
+        (folder / name).write_text((FIXTURES / name).read_text())
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    ingest_directory(con, tmp_path / "src")
+    return con
+
+
+def test_cordons_from_kubelet_events_with_nvsentinel_reasons(tmp_path):
+    con = _warehouse(tmp_path, ["node_events.jsonl", "nodes_list.json"])
+    t = datetime
+    assert con.execute(STATES).fetchall() == [
+        # cordoned again while cordoned (a kubelet restart) is one period; the newest HealthEvent at or before the
+        # cordon names it: the XID event generated after it does not
+        ("gpu-a", t(2025, 6, 2, 10, 0, 5), t(2025, 6, 2, 12, 5), "DRAIN",
+         "healthcheck: GpuNvlinkWatch: GPU NvLink link is currently down"),
+        ("gpu-b", t(2025, 6, 2, 9), None, "DRAIN", "cordoned"),  # still cordoned; by hand: no annotation
+        ("gpu-c", t(2025, 6, 2, 8), t(2025, 6, 2, 8, 30, 12), "DOWN", "NodeNotReady"),  # an uncordon alone: nothing
+        # the Event seen again (count 2) is a second cordon at its lastTimestamp; the annotation (one HealthEvent,
+        # protojson time) is a day too late for the first
+        ("gpu-d", t(2025, 6, 1, 6), t(2025, 6, 1, 7, 15), "DRAIN", "cordoned"),
+        ("gpu-d", t(2025, 6, 2, 9, 40), None, "DRAIN", "healthcheck: GpuMemWatch: Uncorrectable ECC error on GPU 5"),
+    ]
+    # the report's out-of-service card reads them like Slurm's
+    assert con.execute("SELECT host, reason FROM nodes_out_of_service(DATE '2025-06-02') ORDER BY host").fetchall() == [
+        ("gpu-b", "cordoned"), ("gpu-d", "healthcheck: GpuMemWatch: Uncorrectable ECC error on GPU 5")]
+    assert con.execute("SELECT file LIKE '%node_events.jsonl', line_no FROM node_states WHERE host = 'gpu-a'"
+                       ).fetchall() == [(True, 1)]
+
+
+def test_without_node_objects_every_cordon_is_plain(tmp_path):
+    con = _warehouse(tmp_path, ["node_events.jsonl"])
+    assert {r[4] for r in con.execute(STATES).fetchall()} == {"cordoned", "NodeNotReady"}
+
+
+def _merged(rows):
+    """A node is cordoned or not: Slurm's overlapping drains of a node (a second fault while drained) as one."""
+    out = []
+    for host, start, end, state, reason in rows:
+        last = out[-1] if out else None
+        if last and last[0] == host and last[3] == state and (last[2] is None or start <= last[2]):
+            out[-1] = (host, last[1], None if end is None or last[2] is None else max(end, last[2]), state, last[4])
+        else:
+            out.append((host, start, end, state, reason))
+    return out
+
+
+@pytest.fixture(scope="module")
+def worlds(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cordons")
+    got = {}
+    for scheduler, folder in (("slurm", "slurm_events"), ("kubernetes", "kubernetes")):
+        simulate(preset("small", nodes=32, days=6, seed=5, scheduler=scheduler), root / scheduler)
+        (root / f"{scheduler}-states").mkdir()
+        (root / scheduler / folder).rename(root / f"{scheduler}-states" / folder)  # only what node_states reads
+        con = warehouse.connect(root / f"{scheduler}.duckdb")
+        ingest_directory(con, root / f"{scheduler}-states")
+        got[scheduler] = con.execute(STATES).fetchall()
+        con.close()
+    return got
+
+
+def test_the_kubernetes_world_has_the_slurm_worlds_drains(worlds):
+    slurm, k8s = _merged(worlds["slurm"]), worlds["kubernetes"]
+    assert len(slurm) < len(worlds["slurm"])  # this seed has a node drained twice over
+    assert [r[:4] for r in k8s] == [r[:4] for r in slurm]
+    for (*_, state, reason), (*_, slurm_reason) in zip(k8s, slurm):
+        # a health check's drain is NVSentinel's cordon, named as Slurm named it; maintenance is a cordon by hand;
+        # a node that stopped answering is NotReady, whatever check Slurm's record names
+        assert reason == ("NodeNotReady" if state == "DOWN" else
+                          slurm_reason if slurm_reason.startswith("healthcheck:") else "cordoned")
+    assert ("gpu0028", "healthcheck: gpu_count: expected 8 GPUs, found 7") in {(r[0], r[4]) for r in k8s}
