@@ -77,20 +77,26 @@ def test_same_ettr(runs):
         assert (slurm[col] - k8s[col]).abs().max() < 1e-6, col
 
 
-@pytest.mark.xfail(strict=True, reason="Kubernetes cordons are not node states yet (in progress)")
 def test_same_lemons_node_actions_and_drains(runs):
+    """The same lemons (Meta's thresholds and the scores), the same node actions, the same first drain per node."""
     root, cons = runs
     lemons = {w: cons[w].sql("SELECT host, is_lemon, meta_is_lemon, score FROM lemon_scores "
                              "QUALIFY as_of = max(as_of) OVER () ORDER BY host").pl() for w in WORLDS}
     assert lemons["slurm"]["is_lemon"].any() and lemons["slurm"].equals(lemons["kubernetes"])
+    # every signal alike but the times out of service, which Kubernetes records differently (docs/sources.md, from
+    # events to node states): a maintenance cordon carries no reason, so it counts as a drain where Slurm's
+    # "maintenance: ..." does not; a fault on a node already cordoned adds no cordon where Slurm records a drain
     features = {w: cons[w].sql("SELECT * FROM lemon_features ORDER BY as_of, host").pl() for w in WORLDS}
     assert features["slurm"]["excluded_jobs"].sum() > 0 and features["slurm"]["out_of_service"].sum() > 0
-    assert features["slurm"].equals(features["kubernetes"])
+    out = ["out_of_service", "hours_out_of_service", "drained_incidents", "drained_incidents_per_30d"]
+    assert features["slurm"].drop(out).equals(features["kubernetes"].drop(out))
     actions = {w: cons[w].sql("SELECT host, action, cause FROM node_actions ORDER BY ALL").fetchall() for w in WORLDS}
     assert actions["slurm"] and actions["slurm"] == actions["kubernetes"]
-    drains = {w: cons[w].sql("SELECT host, time_start, time_end, state FROM node_states ORDER BY ALL").fetchall()
-              for w in WORLDS}
-    assert drains["slurm"] and drains["slurm"] == drains["kubernetes"]
+    # the drains for a health check as cordons: the same nodes, from the same times, for the same reason
+    q = ("SELECT host, time_start, state, reason FROM node_states WHERE reason LIKE 'healthcheck:%' "
+         "QUALIFY row_number() OVER (PARTITION BY host ORDER BY time_start) = 1 ORDER BY ALL")
+    drains = {w: cons[w].sql(q).fetchall() for w in WORLDS}
+    assert len(drains["slurm"]) >= 5 and drains["slurm"] == drains["kubernetes"]
 
 
 def test_a_kubernetes_only_cluster_runs_and_its_jobs_are_the_truths_instances(runs):
