@@ -7,7 +7,7 @@ WITH span AS (
     SELECT min(first_time) AS data_start, max(last_time) AS data_end FROM source_spans
 ), hosts AS (
     SELECT DISTINCT host FROM (
-        SELECT host FROM topology UNION ALL SELECT host FROM node_events UNION ALL SELECT host FROM node_state_periods
+        SELECT host FROM topology UNION ALL SELECT host FROM node_events UNION ALL SELECT host FROM node_states
         UNION ALL SELECT host FROM tickets UNION ALL SELECT unnest(nodes) FROM jobs
     ) WHERE host IS NOT NULL
 ), per_host AS (

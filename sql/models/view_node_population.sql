@@ -6,7 +6,7 @@ WITH seen AS (
     SELECT host, min(t) AS first_seen FROM (
         SELECT host, min(event_time) AS t FROM node_events WHERE host IS NOT NULL GROUP BY host
         UNION ALL SELECT host, min(opened) FROM tickets GROUP BY host
-        UNION ALL SELECT host, min(time_start) FROM node_state_periods GROUP BY host
+        UNION ALL SELECT host, min(time_start) FROM node_states GROUP BY host
         UNION ALL SELECT host, min(start_time) FROM (SELECT unnest(nodes) AS host, start_time FROM jobs) GROUP BY host
     ) WHERE host IS NOT NULL GROUP BY host
 )

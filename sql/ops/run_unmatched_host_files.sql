@@ -12,7 +12,7 @@ WITH run_files AS (
     UNION SELECT DISTINCT b.file FROM benchmark_results b JOIN run_files f ON b.file = f.path AND b.host = f.host_hint
 ), slurm_hosts AS (
     SELECT DISTINCT unnest(nodes) AS host FROM sacct_records WHERE step_id IS NULL
-    UNION SELECT DISTINCT host FROM node_state_periods
+    UNION SELECT DISTINCT host FROM node_states
 )
 SELECT f.source, f.path, f.host_hint
 FROM run_files f
