@@ -50,6 +50,37 @@ def test_cordons_from_kubelet_events_with_nvsentinel_reasons(tmp_path):
                        ).fetchall() == [(True, 1)]
 
 
+def test_goodputs_own_cordon_is_known_by_its_annotations(tmp_path):
+    """kubectl.sh cordons, then annotates the node with goodput's reason and the time (analysis/nodes/scripts.py):
+    read back, the cordon's reason is goodput's, which the node lifecycle knows its own drains by."""
+    import json
+
+    from analysis.nodes.scripts import K8S_DRAINED_AT_ANNOTATION, K8S_REASON_ANNOTATION
+
+    def event(reason, at, n):
+        return {"metadata": {"name": f"gpu-e.{n}", "namespace": "default", "uid": f"e-{n}", "resourceVersion": str(n)},
+                "reason": reason, "message": f"Node gpu-e status is now: {reason}", "type": "Normal", "count": 1,
+                "source": {"component": "kubelet", "host": "gpu-e"}, "firstTimestamp": at, "lastTimestamp": at,
+                "involvedObject": {"kind": "Node", "name": "gpu-e", "uid": "gpu-e", "apiVersion": "v1"}}
+
+    node = {"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "gpu-e", "uid": "gpu-e", "resourceVersion": "900", "annotations": {
+            K8S_REASON_ANNOTATION: "goodput: drain_now gpu_memory score=1.00",
+            K8S_DRAINED_AT_ANNOTATION: "2025-06-03T04:00:02Z"}}, "spec": {"unschedulable": True}}}
+    folder = tmp_path / "src" / "kubernetes"
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in [
+        event("NodeNotSchedulable", "2025-06-01T04:00:00Z", 1), event("NodeSchedulable", "2025-06-01T05:00:00Z", 2),
+        event("NodeNotSchedulable", "2025-06-03T04:00:01Z", 3)]))
+    (folder / "nodes.jsonl").write_text(json.dumps(node) + "\n")
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    ingest_directory(con, tmp_path / "src")
+    # the earlier cordon, two days before goodput's annotation, is someone else's
+    assert con.execute(STATES).fetchall() == [
+        ("gpu-e", datetime(2025, 6, 1, 4), datetime(2025, 6, 1, 5), "DRAIN", "cordoned"),
+        ("gpu-e", datetime(2025, 6, 3, 4, 0, 1), None, "DRAIN", "goodput: drain_now gpu_memory score=1.00")]
+
+
 def test_without_node_objects_every_cordon_is_plain(tmp_path):
     con = _warehouse(tmp_path, ["node_events.jsonl"])
     assert {r[4] for r in con.execute(STATES).fetchall()} == {"cordoned", "NodeNotReady"}

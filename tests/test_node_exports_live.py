@@ -197,13 +197,21 @@ def test_kubectl_sh_cordons_taints_and_uncordons_only_its_own(live, tmp_path):
     done = live.run(paths["kubectl.sh"], "--apply")
     assert done.returncode == 0, done.stderr
     assert live.calls()[0].startswith("kubectl get nodes -o jsonpath={range .items[*]}")
-    assert live.changes() == [
-        f"kubectl taint nodes gpu05 {taint}-", "kubectl annotate node gpu05 goodput.io/reason-",
+    # the time of a drain beside its reason (goodput.io/drained-at): what ties the cordon to goodput when the Node
+    # objects are read back (tests/test_k8s_node_states.py)
+    at = re.compile(r" goodput\.io/drained-at=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) ")
+    changes = live.changes()
+    stamps = [at.search(c) for c in changes if "drained-at=" in c]
+    assert len(stamps) == 2 and all(stamps)
+    assert [at.sub(" goodput.io/drained-at=T ", c) for c in changes] == [
+        f"kubectl taint nodes gpu05 {taint}-", "kubectl annotate node gpu05 goodput.io/reason- goodput.io/drained-at-",
         "kubectl uncordon gpu05",
         "kubectl cordon gpu01", f"kubectl taint nodes gpu01 {taint}=drain_now:NoSchedule --overwrite",
-        "kubectl annotate node gpu01 goodput.io/reason=goodput: drain_now xid score=0.93 --overwrite",
+        "kubectl annotate node gpu01 goodput.io/reason=goodput: drain_now xid score=0.93 goodput.io/drained-at=T "
+        "--overwrite",
         "kubectl cordon gpu02", f"kubectl taint nodes gpu02 {taint}=drain_after_job:NoSchedule --overwrite",
-        "kubectl annotate node gpu02 goodput.io/reason=goodput: drain_after_job risk score=0.60 --overwrite"]
+        "kubectl annotate node gpu02 goodput.io/reason=goodput: drain_after_job risk score=0.60 "
+        "goodput.io/drained-at=T --overwrite"]
     assert "left alone gpu03: already out now (cordoned)" in done.stdout
     assert "skip gpu04: live state schedulable,Ready=Unknown" in done.stdout
     assert "left alone gpu06: out (cordoned) but not under goodput's tag" in done.stdout

@@ -24,6 +24,9 @@ SLURM_TAG = "goodput:"
 K8S_TAINT_KEY = "goodput.io/drain"
 # Kubernetes: the annotation holding the reason text beside the taint (a taint value cannot hold it)
 K8S_REASON_ANNOTATION = "goodput.io/reason"
+# ... and the time kubectl.sh cordoned it: what ties the reason to the cordon's kubelet Event when the Node objects
+# are read back (sql/schema/k8s_objects.sql, k8s_node_states), so goodput knows its own drains on Kubernetes too
+K8S_DRAINED_AT_ANNOTATION = "goodput.io/drained-at"
 # node_conditions.json: the condition type goodput publishes per node (node-problem-detector's shape)
 CONDITION_TYPE = "GoodputDrainRecommended"
 
@@ -365,13 +368,14 @@ _K8S_DOC = r"""#
 # the node; the running ones run on.
 # drain_now: @DRAIN_NOW_DOC@
 # resume: taint @TAINT@- and kubectl uncordon, only for a node carrying goodput's taint (@TAINT@).
-# The reason text is kept in the annotation @ANNOTATION@.
+# The reason text is kept in the annotation @ANNOTATION@, the time of the drain in @AT_ANNOTATION@.
 # Run it with the kubeconfig of the cluster the export is for (KUBECONFIG, or kubectl's current context).
 """
 
 _K8S = r"""
 TAINT_KEY='@TAINT@'
 REASON_KEY='@ANNOTATION@'
+AT_KEY='@AT_ANNOTATION@'
 DRAIN_NOW_EFFECT=@EFFECT@
 KUBECTL=(kubectl)
 LIVE_TEXT="kubectl get nodes"
@@ -396,16 +400,16 @@ read_live() {  # out: cordoned or under goodput's taint; other: not Ready; tagge
 do_drain_after_job() {
   run "${KUBECTL[@]}" cordon "$1"
   run "${KUBECTL[@]}" taint nodes "$1" "$TAINT_KEY=drain_after_job:NoSchedule" --overwrite
-  run "${KUBECTL[@]}" annotate node "$1" "$REASON_KEY=$2" --overwrite
+  run "${KUBECTL[@]}" annotate node "$1" "$REASON_KEY=$2" "$AT_KEY=$(date -u +%Y-%m-%dT%H:%M:%SZ)" --overwrite
 }
 do_drain_now() {
   run "${KUBECTL[@]}" cordon "$1"
   run "${KUBECTL[@]}" taint nodes "$1" "$TAINT_KEY=drain_now:$DRAIN_NOW_EFFECT" --overwrite
-  run "${KUBECTL[@]}" annotate node "$1" "$REASON_KEY=$2" --overwrite
+  run "${KUBECTL[@]}" annotate node "$1" "$REASON_KEY=$2" "$AT_KEY=$(date -u +%Y-%m-%dT%H:%M:%SZ)" --overwrite
 }
 do_resume() {
   run "${KUBECTL[@]}" taint nodes "$1" "$TAINT_KEY-"
-  run "${KUBECTL[@]}" annotate node "$1" "$REASON_KEY-"
+  run "${KUBECTL[@]}" annotate node "$1" "$REASON_KEY-" "$AT_KEY-"
   run "${KUBECTL[@]}" uncordon "$1"
 }
 """
@@ -433,7 +437,7 @@ def render(backend: str, steps: list[Step], meta: Meta, header: list[str]) -> st
                   **{f"STATE_{action}": state for action, state in SLURM_STATE.items()}}
     elif backend == "kubernetes":
         script, log, doc, part = "kubectl.sh", "kubectl.log", _K8S_DOC, _K8S
-        values = {"TAINT": K8S_TAINT_KEY, "ANNOTATION": K8S_REASON_ANNOTATION,
+        values = {"TAINT": K8S_TAINT_KEY, "ANNOTATION": K8S_REASON_ANNOTATION, "AT_ANNOTATION": K8S_DRAINED_AT_ANNOTATION,
                   "TAG_TEXT": f"the taint {K8S_TAINT_KEY}", "LIVE": "kubectl get nodes -o jsonpath=...",
                   "EFFECT": "NoExecute" if meta.no_execute else "NoSchedule",
                   "DRAIN_NOW_DOC": (_DRAIN_NOW_EXECUTE if meta.no_execute else _DRAIN_NOW_SCHEDULE).format(

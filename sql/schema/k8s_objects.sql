@@ -80,10 +80,23 @@ WITH marks AS (
          unnest(CASE json_type(q::JSON) WHEN 'ARRAY' THEN json_extract(q, '$[*]')
                                         WHEN 'OBJECT' THEN [q::JSON] ELSE [] END) AS u(e)
     WHERE e->>'checkName' IS NOT NULL
+), goodput_drains AS (
+    -- goodput's own cordons: kubectl.sh annotates the node with its reason ('goodput: drain_now ...', the tag the
+    -- node lifecycle knows its drains by) and the time it cordoned it (analysis/nodes/scripts.py: the keys, which
+    -- a view cannot take as parameters)
+    SELECT DISTINCT name AS host, annotations->>'goodput.io/reason' AS reason,
+           TRY_CAST(annotations->>'goodput.io/drained-at' AS TIMESTAMPTZ) AT TIME ZONE 'UTC' AS drained_at
+    FROM k8s_objects
+    WHERE kind = 'Node' AND annotations IS NOT NULL AND json_valid(annotations)
+      AND annotations->>'goodput.io/reason' IS NOT NULL
 )
 SELECT p.host, p.t AS time_start, p.t_end AS time_end, p.state,
        CASE WHEN p.state = 'DOWN' THEN 'NodeNotReady'
-            ELSE coalesce((SELECT arg_max('healthcheck: ' || h.check_name || coalesce(': ' || h.message, ''),
+            ELSE coalesce((SELECT arg_min(g.reason, abs(epoch(g.drained_at) - epoch(p.t)))
+                           FROM goodput_drains g
+                           WHERE g.host = p.host AND g.drained_at BETWEEN p.t - INTERVAL 1 HOUR
+                                                                      AND p.t + INTERVAL 1 HOUR),
+                          (SELECT arg_max('healthcheck: ' || h.check_name || coalesce(': ' || h.message, ''),
                                           h.generated)
                            FROM health_events h
                            WHERE h.host = p.host AND h.generated <= p.t AND h.generated >= p.t - INTERVAL 1 HOUR),
