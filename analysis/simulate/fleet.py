@@ -58,10 +58,10 @@ def parse_fleet(spec: str) -> list[Entry]:
             raise ValueError(f"'{entry.strip()}' is not {SYNTAX} (e.g. rsc1:2000,rsc2:1000,lab:48:small,"
                              "k8s:64:rsc1:kubernetes)")
         name, nodes = parts.group(1), int(parts.group(2))
-        profile, scheduler = _extras(name, parts.group(3).split(":")[1:])
         if not NAME.fullmatch(name):  # the names a fleet run accepts (analysis/fleet/clusters.py)
             raise ValueError(f"cluster name '{name}' must match {NAME.pattern} (it names a folder and a SQL "
                              "identifier)")
+        profile, scheduler = _extras(name, parts.group(3).split(":")[1:])
         if not MIN_NODES <= nodes <= MAX_NODES:
             raise ValueError(f"cluster {name}: {nodes} nodes, expected {MIN_NODES} to {MAX_NODES:,}")
         if name in (n for n, *_ in members):
