@@ -1,6 +1,7 @@
 """The fleet report: every cluster side by side, as Meta's tables compare RSC-1 and RSC-2 (failure rate per cause,
 MTTF by job size, ETTR, the capacity split, lemons and drains, second-order preemptions), which cluster is getting
-worse, and a link to each cluster's own report.
+worse, and a link to each cluster's own report. Slurm and Kubernetes clusters compare alike: each one's scheduler is
+named by where its warehouse's jobs came from (sacct dumps or Kubernetes workloads).
 
 Each cluster is read from its own warehouse (read-only; its snapshot while its nightly writes) with the functions
 its own report uses (reports.render.gather and node_models), at the same day (the warehouse's last data day) and
@@ -39,6 +40,9 @@ class Cluster:
     by_cause: pl.DataFrame | None = None  # report/failure_rate_by_cause over the whole period
     trend: dict | None = None
     link: str | None = None  # its own report, relative to the fleet report
+    # the source folders its warehouse read: {source: {files, job_instances}} (report/sources_read): its scheduler
+    # is where its jobs came from, and whether Slurm's node states were read at all
+    sources: dict[str, dict] | None = None
 
 
 def cluster_reports(out: Path) -> dict[str, Path]:
@@ -72,11 +76,12 @@ def read_cluster(name: str, db: Path, u0_h: float, dt_h: float, labels: dict[str
         if day is None:
             return Cluster(name, None)
         models = node_models(con)
+        sources = {r["source"]: r for r in sql.query(con, "report/sources_read").iter_rows(named=True)}
         rate = lambda start, end: sql.query(con, "report/failure_rate_by_cause", {"start": start, "end": end})  # noqa: E731
         whole, recent, before = rate(None, day), rate(day - WINDOW + DAY, day), rate(day - 2 * WINDOW + DAY, day - WINDOW)
         return Cluster(name, day, gather(con, day, u0_h, dt_h, labels=labels), models,
                        sql.query(con, "report/lemon_count").row(0, named=True) if models else None,
-                       whole, trend(day, whole, recent, before))
+                       whole, trend(day, whole, recent, before), sources=sources)
     finally:
         con.close()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.derive.taxonomy import cause_label
+from analysis.sources import JOBS_FROM
 from analysis.fleet.trend import WINDOW_DAYS
 from reports.headline import loss_split
 from reports.charts import CAPACITY_PARTS
@@ -15,6 +16,8 @@ from reports.render import RUN_MIN_GPUS, RUN_MIN_HOURS, fmt_num, fmt_pct
 
 SECOND_ORDER = "second-order preemption"  # its kind in sql/report/loss_by_size.sql
 TOP_NODES = 5  # per cluster: every cluster is in the table, and a large cluster does not crowd a small one out
+SCHEDULERS = {"slurm": "Slurm", "kubernetes": "Kubernetes"}  # the source folder a cluster's jobs came from (JOBS_FROM)
+NODE_STATES = "slurm_events"  # the source of Slurm's drained and down nodes: a Kubernetes cluster has none
 
 
 def _cell(value, text: str) -> dict:
@@ -25,11 +28,28 @@ def _row(key: str, label: str, cells: dict, title: str | None = None) -> dict:
     return {"key": key, "label": label, "title": title, "cells": cells}
 
 
+def scheduler_cell(c) -> dict:
+    """The scheduler whose records the cluster's jobs were read from (value: the source folders, '+'-joined); a
+    warehouse holding both says both, with how many job instances each gave."""
+    jobs = {s: n for s in JOBS_FROM if (n := (c.sources or {}).get(s, {}).get("job_instances"))}
+    if not jobs:
+        return _cell(None, "not known: no job's file is recorded")
+    if len(jobs) == 1:
+        return _cell(next(iter(jobs)), SCHEDULERS.get(next(iter(jobs)), next(iter(jobs))))
+    return _cell("+".join(jobs), " and ".join(f"{SCHEDULERS.get(s, s)} ({fmt_num(n)} job instances)"
+                                              for s, n in jobs.items()))
+
+
+def reads_node_states(c) -> bool:
+    return NODE_STATES in (c.sources or {})
+
+
 def summary_rows(data: list) -> list[dict]:
     h = {c.name: c.report["head"] for c in data}
     num = lambda key, label, digits=0: _row(key, label, {n: _cell(v[key], fmt_num(v[key], digits)) for n, v in h.items()})  # noqa: E731
     return [
         _row("day", "report covers data up to", {c.name: _cell(c.day.isoformat(), f"{c.day:%Y-%m-%d}") for c in data}),
+        _row("scheduler", "scheduler (where its jobs were read from)", {c.name: scheduler_cell(c) for c in data}),
         _row("nodes", "nodes", {c.name: _cell(n, fmt_num(n)) for c in data
                                 for n in [sum(s["nodes"] for s in c.report["node_sizes"])]}),
         num("job_instances", "job instances"), num("gpu_hours", "GPU-hours of jobs"),
@@ -216,9 +236,15 @@ def node_rows(data: list) -> list[dict]:
             count("drain_now", "blocklist: drain now"), count("drain_after_job", "blocklist: drain after the job"),
             count("watch", "watch"),
             _row("left_alone", "of those to drain, already drained or down in Slurm",
-                 {c.name: _cell(c.models["left_alone"], fmt_num(c.models["left_alone"])) for c in modelled}),
+                 {c.name: _slurm_state(c, c.models["left_alone"]) for c in modelled}),
             _row("nodes_out_of_service", "drained or down in Slurm at the end of the report's day",
-                 {c.name: _cell(v, fmt_num(v)) for c in data for v in [c.report["head"]["nodes_out_of_service"]]})]
+                 {c.name: _slurm_state(c, c.report["head"]["nodes_out_of_service"]) for c in data})]
+
+
+def _slurm_state(c, value) -> dict:
+    """A count of nodes by their Slurm state: 0 would be a guess where no node state was read (a Kubernetes
+    cluster's cordons are on Node objects, which goodput does not read)."""
+    return _cell(value, fmt_num(value)) if reads_node_states(c) else _cell(None, "no node states read")
 
 
 def _window_cell(w) -> dict:
@@ -257,7 +283,9 @@ def notes(clusters: list) -> dict[str, list[str]]:
            "ettr": [f"{c.name}: no run of {RUN_MIN_GPUS}+ GPUs scheduled {RUN_MIN_HOURS} hours or more has ended yet"
                     for c in data if not c.report["runs"]],
            "capacity": [f"{c.name}: no capacity measured yet" for c in data if not c.report["capacity"]],
-           "nodes": [f"{c.name}: the node models have not run on its warehouse yet" for c in data if not c.models],
+           "nodes": [f"{c.name}: the node models have not run on its warehouse yet" for c in data if not c.models]
+           + [f"{c.name}: no Slurm node states (slurm_events/) read, so its drained or down nodes are not known"
+              for c in data if not reads_node_states(c)],
            "interruptions": [f"{c.name}: no node incident or planned outage recorded yet" for c in data
                              if not c.report.get("interruptions")]}
     return out

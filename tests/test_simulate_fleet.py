@@ -13,6 +13,7 @@ from analysis.sources import BUILT_IN
 # folders only a Kubernetes cluster has (issue 36): the Slurm simulator writes none of them
 KUBERNETES_ONLY = {"node_health", "kubernetes"}
 from analysis.simulate.config import preset
+from analysis.simulate.fleet import manifest, parse_fleet, plan
 from analysis.simulate.run import simulate
 from pipelines.cli import main
 from tests.conftest import parse_file
@@ -108,12 +109,25 @@ def test_the_same_command_writes_the_same_files(fleet):
     ("Rsc1:10", "must match"), ("1abc:10", "must match"), ("a" * 33 + ":10", "must match"),
     ("a b:10", "must match"), ("x;drop:10", "must match"), ("x:10,x:12", "given twice"),
     ("x", "is not NAME:NODES"), ("x:10,", "is not NAME:NODES"), ("x:ten", "is not NAME:NODES"),
-    ("x:2", "expected 4 to 100,000"),
+    ("x:2", "expected 4 to 100,000"), ("x:10:kubernetes:small", "one profile, then one scheduler"),
+    ("x:10:small:rsc1", "one profile, then one scheduler"), ("x:10:slurm:kubernetes", "one profile, then one"),
+    ("x:10:k8s", "'k8s' is no profile (rsc1, rsc2, small) nor scheduler (slurm, kubernetes)"),
+    ("x:10:small:kubernetes:slurm", "is not NAME:NODES[:PROFILE][:SCHEDULER]"),
 ])
 def test_a_bad_fleet_is_a_usage_error(tmp_path, spec, message):
     result = CliRunner().invoke(main, ["simulate", "--fleet", spec, "--out", str(tmp_path / "out")])
     assert result.exit_code == 2 and "Invalid value for '--fleet'" in result.output and message in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_each_cluster_names_its_scheduler_or_takes_the_option_s():
+    members = parse_fleet("a:8,b:8:kubernetes,c:8:small:slurm,rsc2:8:kubernetes")
+    assert members[1:] == [("b", 8, None, "kubernetes"), ("c", 8, "small", "slurm"), ("rsc2", 8, None, "kubernetes")]
+    assert [(m.profile, m.scheduler) for m in plan(members)] == [
+        ("rsc1", "slurm"), ("rsc2", "kubernetes"), ("small", "slurm"), ("rsc2", "kubernetes")]
+    assert [m.scheduler for m in plan(members, scheduler="kubernetes")] == [
+        "kubernetes", "kubernetes", "slurm", "kubernetes"]
+    assert [c.get("scheduler") for c in manifest(plan(members))["clusters"]] == [None, "kubernetes", None, "kubernetes"]
 
 
 @pytest.mark.parametrize("other", [["--preset", "rsc1"], ["--nodes", "16"]])

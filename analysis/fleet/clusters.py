@@ -42,7 +42,8 @@ def clusters_in(fleet_source: Path) -> list[Cluster]:
     found = [p for p in sorted(fleet_source.iterdir())
              if p.is_dir() and not p.name.startswith(".") and any((p / s).is_dir() for s in SOURCES)]
     if not found:
-        raise FleetError(f"{fleet_source} has no cluster folder (a folder per cluster, each with slurm/, kernel/, ...)")
+        raise FleetError(f"{fleet_source} has no cluster folder (a folder per cluster, each with slurm/ or "
+                         "kubernetes/, kernel/, ...)")
     return [Cluster(check_name(p.name), p) for p in found]
 
 
