@@ -41,8 +41,9 @@ class Cluster:
     trend: dict | None = None
     link: str | None = None  # its own report, relative to the fleet report
     # the source folders its warehouse read: {source: {files, job_instances}} (report/sources_read): its scheduler
-    # is where its jobs came from, and whether Slurm's node states were read at all
+    # is where its jobs came from
     sources: dict[str, dict] | None = None
+    node_states_known: bool = False  # report/node_states_known: Slurm's node events or Kubernetes' Node Events read
 
 
 def cluster_reports(out: Path) -> dict[str, Path]:
@@ -81,7 +82,8 @@ def read_cluster(name: str, db: Path, u0_h: float, dt_h: float, labels: dict[str
         whole, recent, before = rate(None, day), rate(day - WINDOW + DAY, day), rate(day - 2 * WINDOW + DAY, day - WINDOW)
         return Cluster(name, day, gather(con, day, u0_h, dt_h, labels=labels), models,
                        sql.query(con, "report/lemon_count").row(0, named=True) if models else None,
-                       whole, trend(day, whole, recent, before), sources=sources)
+                       whole, trend(day, whole, recent, before), sources=sources,
+                       node_states_known=bool(sql.scalar(con, "report/node_states_known")))
     finally:
         con.close()
 

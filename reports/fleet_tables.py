@@ -17,7 +17,6 @@ from reports.render import RUN_MIN_GPUS, RUN_MIN_HOURS, fmt_num, fmt_pct
 SECOND_ORDER = "second-order preemption"  # its kind in sql/report/loss_by_size.sql
 TOP_NODES = 5  # per cluster: every cluster is in the table, and a large cluster does not crowd a small one out
 SCHEDULERS = {"slurm": "Slurm", "kubernetes": "Kubernetes"}  # the source folder a cluster's jobs came from (JOBS_FROM)
-NODE_STATES = "slurm_events"  # the source of Slurm's drained and down nodes: a Kubernetes cluster has none
 
 
 def _cell(value, text: str) -> dict:
@@ -41,7 +40,7 @@ def scheduler_cell(c) -> dict:
 
 
 def reads_node_states(c) -> bool:
-    return NODE_STATES in (c.sources or {})
+    return c.node_states_known
 
 
 def summary_rows(data: list) -> list[dict]:
@@ -235,15 +234,15 @@ def node_rows(data: list) -> list[dict]:
                                                            f"of {fmt_num(c.lemons['scored'])}") for c in modelled}),
             count("drain_now", "blocklist: drain now"), count("drain_after_job", "blocklist: drain after the job"),
             count("watch", "watch"),
-            _row("left_alone", "of those to drain, already drained or down in Slurm",
+            _row("left_alone", "of those to drain, already drained, down or cordoned",
                  {c.name: _slurm_state(c, c.models["left_alone"]) for c in modelled}),
-            _row("nodes_out_of_service", "drained or down in Slurm at the end of the report's day",
+            _row("nodes_out_of_service", "drained, down or cordoned at the end of the report's day",
                  {c.name: _slurm_state(c, c.report["head"]["nodes_out_of_service"]) for c in data})]
 
 
 def _slurm_state(c, value) -> dict:
-    """A count of nodes by their Slurm state: 0 would be a guess where no node state was read (a Kubernetes
-    cluster's cordons are on Node objects, which goodput does not read)."""
+    """A count of nodes by their scheduler state: 0 would be a guess where no node state was read (neither Slurm's
+    node events nor Kubernetes' Node Events)."""
     return _cell(value, fmt_num(value)) if reads_node_states(c) else _cell(None, "no node states read")
 
 
@@ -284,7 +283,8 @@ def notes(clusters: list) -> dict[str, list[str]]:
                     for c in data if not c.report["runs"]],
            "capacity": [f"{c.name}: no capacity measured yet" for c in data if not c.report["capacity"]],
            "nodes": [f"{c.name}: the node models have not run on its warehouse yet" for c in data if not c.models]
-           + [f"{c.name}: no Slurm node states (slurm_events/) read, so its drained or down nodes are not known"
+           + [f"{c.name}: no node states read (Slurm's slurm_events/, or Kubernetes Events about Nodes in "
+              "kubernetes/), so its drained, down or cordoned nodes are not known"
               for c in data if not reads_node_states(c)],
            "interruptions": [f"{c.name}: no node incident or planned outage recorded yet" for c in data
                              if not c.report.get("interruptions")]}

@@ -90,8 +90,10 @@ def test_the_kubernetes_column_is_its_own_report(fleets):
               for (c, k) in cells if c == "ku" and k.startswith("rate:")}
     so_far = {r["cause"]: r["failures"] for r in own["report"]["failures_so_far"]}
     assert so_far and {k: int(v) for k, v in counts.items() if int(v)} == so_far
-    assert cells[("ku", "lemons")] is not None and cells[("ku", "nodes_out_of_service")] is None  # no node states
-    assert "ku: no Slurm node states" in fleets["html"] and "sl: no Slurm node states" not in fleets["html"]
+    # its cordons are node states (the kubelet's Node Events): counted as Slurm's drains are
+    assert cells[("ku", "lemons")] is not None
+    assert float(cells[("ku", "nodes_out_of_service")]) == head["nodes_out_of_service"]
+    assert "no node states read" not in fleets["html"]
 
 
 def test_the_slurm_column_is_the_all_slurm_fleet_s(fleets):
