@@ -241,7 +241,7 @@ def test_drain_sh_leaves_nodes_slurm_drained_alone(demo_warehouse, tmp_path):
     html = (demo_warehouse.parent / "out" / "reports" / "latest.html").read_text()
     table = html[html.index('<table id="node-actions">'):]
     rows = {r.split("</td>")[0]: r for r in table[:table.index("</table>")].split("<tr><td>")[1:]}
-    assert ("<td>left alone: already drained in Slurm (DRAIN: healthcheck: check_hw_ib mlx5_0 port 1 down); "
+    assert ("<td>left alone: already drained or down in Slurm (DRAIN: healthcheck: check_hw_ib mlx5_0 port 1 down); "
             "goodput would drain now</td>") in rows["gpu005"]
     assert not any("left alone" in r for h, r in rows.items() if h != "gpu005")
     assert "1 of them already drained or down in Slurm, which drain.sh leaves alone" in html
