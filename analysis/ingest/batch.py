@@ -147,6 +147,8 @@ def _parse_batch(con: duckdb.DuckDBPyConnection, pendings: list[one_file.Pending
         out.append(one_file.Prepared(one_file.FileOutcome(key, source, "ok", counts.lines, counts.rows, counts.rejects, ""),
                                    record, rows=counts.rows))
         shas.setdefault(p.twin_key, key)
+    if not files:  # every file of the batch is read alone
+        return out
     holder = out[max(files)]
     holder.tables, holder.rejects = tables, rejects
     holder.rows = sum(t.height for t in tables.values())

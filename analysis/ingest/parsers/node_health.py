@@ -19,7 +19,10 @@ as kernel.py writes it, else its UUID, else 'GPU<index>'. host: nodeName, else t
 folder); none -> reject.
 
 gpud (leptonai/gpud) /v1/states and /v1/events elements, one a line, are read by gpud.py into the same rows;
-Kubernetes Events about nodes (node-problem-detector's, through an event exporter) by npd.py.
+Kubernetes Events about nodes (node-problem-detector's, through an event exporter) by npd.py; kube-state-metrics'
+``kube_node_status_condition`` (a Prometheus range-query answer, or a text scrape) by ksm.py, an event where a
+condition changes. Those files are told by their first lines and read alone, not in a batch: a range-query
+answer is one JSON document of records (json_parts), and a scrape's changes need its samples in order.
 
 Every line: a row (or rows), a reject (bad JSON, no time, unparseable or out-of-range time, no host, not a
 health event), or skipped (blank, a gpud element with no states, an Event about no node).
@@ -27,12 +30,13 @@ health event), or skipped (blank, a gpud element with no states, an Event about 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 import polars as pl
 
 from analysis.ingest.contract import ParseContext, ParseResult
-from analysis.ingest.lines import make_rejects
-from analysis.ingest.parsers import batched, gpud, jsonlines, npd
+from analysis.ingest.lines import LineStream, make_rejects
+from analysis.ingest.parsers import batched, gpud, jsonlines, ksm, npd
 from analysis.ingest.parsers.csvlines import parse_time_any
 from analysis.ingest.parts import each_piece
 from analysis.ingest.timeutil import in_years, outside_years
@@ -78,17 +82,74 @@ NOT_NODE_HEALTH = ("not node-health output: expected NVSentinel HealthEvent JSON
 
 
 def stream_parts(chunks: Iterable[pl.DataFrame], ctx: ParseContext) -> Iterator[ParseResult]:
-    """A large file piece by piece (analysis/ingest/parts.py): each line is an event of its own."""
-    return each_piece(parse, chunks, ctx)
+    """A large file piece by piece (analysis/ingest/parts.py): each line is an event of its own, except in a
+    kube-state-metrics scrape (ksm.py: what a condition was in the pieces before is kept in ctx.state)."""
+    chunks = iter(chunks)
+    first = next(chunks, None)
+    if first is None:
+        return
+    pieces = chain([first], chunks)
+    if _shape(first) == "scrape":
+        return (_scrape(piece, ctx) for piece in pieces)
+    return each_piece(parse, pieces, ctx)
+
+
+def json_parts(chunks: Iterable[bytes], ctx: ParseContext) -> Iterator[ParseResult]:
+    """A file that starts with '{' (the engine hands those over as one JSON document): a Prometheus range-query
+    answer (ksm.py), else JSON lines, read line by line as any node-health file (the line reader's rules: its
+    over-long lines, control characters, cut-off gzip end are refused as they are for stream_parts)."""
+    head, chunks = ksm.head_chunks(chunks)
+    if ksm.is_answer(head):
+        yield from ksm.json_parts(chunks, ctx, _area)
+        return
+    from analysis.ingest.one_file import PIECE_BYTES  # the engine's piece size (one_file imports the parsers)
+
+    opts = ctx.options
+    stream, done = LineStream(ctx.path, opts.max_line_bytes, opts.max_file_bytes, PIECE_BYTES), 0
+    for part in stream_parts(stream.frames(), ctx):
+        refused = stream.rejects.filter(pl.col("line_no").is_between(done + 1, stream.n_lines))
+        part.rejects = pl.concat([part.rejects, refused]).sort("line_no")
+        part.records, done = stream.n_lines - done, stream.n_lines
+        yield part
+    # the lines of a last piece the line reader refused whole, and its notes (invalid UTF-8, ...)
+    yield ParseResult(tables={}, rejects=stream.rejects.filter(pl.col("line_no") > done),
+                      records=stream.n_lines - done, problems=stream.problems)
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+    if _shape(lines) == "scrape":
+        return _scrape(lines, ctx)
     return batched.single(parse_batch(batched.numbered(lines), [ctx]))
 
 
+def _shape(lines: pl.DataFrame) -> str | None:
+    """'scrape' (kube-state-metrics text), 'answer' (a Prometheus API answer) or None (JSON lines), by the first
+    non-blank lines (a collector's date line may come first)."""
+    head = lines.filter(pl.col("text").str.strip_chars() != "").head(3)["text"]
+    if head.len() and ksm.is_answer("\n".join(head)):
+        return "answer"
+    metric = head.str.extract(ksm.SAMPLE, 1).str.starts_with("kube_")
+    return "scrape" if (head.str.contains(ksm.HEAD) | metric.fill_null(False)).any() else None
+
+
+def _scrape(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
+    blank = lines["text"].str.strip_chars() == ""
+    samples, rejects, skipped = ksm.text_samples(lines.filter(~blank), ctx)
+    events, repeated = ksm.changes(samples, ctx, _area)
+    notes = [f"{n} lines: {why}" for why, n in skipped.items() if n and why == ksm.OTHER_SERIES]
+    return ParseResult(tables={"node_events": events}, rejects=rejects, format="kube-state-metrics-text",
+                       skipped=int(blank.sum()) + sum(skipped.values()) + repeated, problems=notes)
+
+
 def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchResult:
-    """Many node-health files at once (analysis.ingest.parsers.batched)."""
+    """Many node-health files at once (analysis.ingest.parsers.batched). kube-state-metrics files are left to
+    be read alone (the module's docstring)."""
     blank = pl.col("text").str.strip_chars() == ""
+    heads = lines.filter(~blank).group_by("fid", maintain_order=True).head(3)
+    alone = {fid: f"kube-state-metrics {shape}: read alone, not in a batch"
+             for (fid,), part in heads.group_by("fid") if (shape := _shape(part))}
+    if alone:
+        lines = lines.filter(~pl.col("fid").is_in(list(alone)))
     skipped = batched.counts(lines.filter(blank)["fid"])
     part = lines.filter(~blank).select("fid", "line_no", "text")
     rows, rejects, empty = _read(part, ctxs)
@@ -98,6 +159,7 @@ def parse_batch(lines: pl.DataFrame, ctxs: list[ParseContext]) -> batched.BatchR
     looks = batched.counts(part.filter(pl.col("text").str.contains(
         r'"(?:checkName|healthEvent|nodeName|component|involvedObject)"'))["fid"])
     unrecognised = {fid: NOT_NODE_HEALTH for fid, n in n_lines.items() if n_bad.get(fid, 0) == n and not looks.get(fid)}
+    unrecognised.update(alone)
     return batched.BatchResult(tables={"node_events": rows}, rejects=rejects,
                                skipped={fid: skipped.get(fid, 0) + empty.get(fid, 0) for fid in range(len(ctxs))},
                                formats={fid: "node-health-jsonl" for fid in n_lines}, unrecognised=unrecognised)
