@@ -283,3 +283,18 @@ def test_syslog_xid_check_names_are_xids_and_sxid_ones_are_not(tmp_path):
     result, counts = parse_file(node_health.parse, path, "node_health")
     assert result.tables["node_events"].select("kind", "code").rows() == [("xid", "79"), ("nvlink", "SysLogsSXIDError")]
     assert counts.rejects == 0
+
+
+def test_an_event_about_no_known_part_is_not_blamed_on_the_gpu(tmp_path):
+    """node-problem-detector's CorruptDockerOverlay2 (its kernel-monitor reason, no area of ours): recorded, never
+    blamed on a GPU; a fatal NVSentinel event about a part no area names is infrastructure, part unknown."""
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    t = datetime(2025, 4, 1, 9)
+    _events(con, [(t, "gpu-node-11", "node_health", "other", "CorruptDockerOverlay2", "warning", "m", None,
+                   "kernel-monitor", "f", 1),
+                  (t, "gpu-node-12", "node_health", "other", "BmcWatch", "critical", "m", None, "bmc", "f", 2),
+                  (t, "gpu-node-13", "node_health", "gpu", "GpuSomethingWatch", "warning", "m", None, "g", "f", 3)])
+    attribution.classify_events(con, load())
+    got = dict(con.execute("SELECT host, cause || '/' || rule FROM classified_events").fetchall())
+    con.close()
+    assert got == {"gpu-node-12": "unattributed/nh-other-fatal", "gpu-node-13": "gpu_hardware/nh-gpu-warning"}
