@@ -4,7 +4,7 @@ hand-written real-shaped examples (tests/fixtures/kubernetes/SOURCES.md); and th
 whose node_states must be the Slurm world's drains."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -123,3 +123,56 @@ def test_the_kubernetes_world_has_the_slurm_worlds_drains(worlds):
         assert reason == ("NodeNotReady" if state == "DOWN" else
                           slurm_reason if slurm_reason.startswith("healthcheck:") else "cordoned")
     assert ("gpu0028", "healthcheck: gpu_count: expected 8 GPUs, found 7") in {(r[0], r[4]) for r in k8s}
+
+
+def _unschedulable(values: dict[str, list[tuple[datetime, int]]]) -> str:
+    """A Prometheus range-query answer of kube_node_spec_unschedulable: {node: [(time, value)]}."""
+    import json
+
+    epoch = datetime(1970, 1, 1)
+    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"__name__": "kube_node_spec_unschedulable", "node": node, "job": "kube-state-metrics"},
+         "values": [[(t - epoch).total_seconds(), str(v)] for t, v in samples]} for node, samples in values.items()]}})
+
+
+def test_cordons_from_kube_state_metrics_alone_and_beside_the_kubelets_events(tmp_path):
+    """kube_node_spec_unschedulable scraped every 30 s: gpu-m cordoned from 10:01 to 10:30:30 (one DRAIN, read
+    twice: a second answer from inside the cordon, 10 s off, read in the next run, adds nothing), gpu-o cordoned
+    at 10:02 and still at the end (open); gpu-e's cordon also has the kubelet's Events, the metric's changes 25 s
+    and 20 s after them: one period, the Events' times."""
+    import json
+
+    t0 = datetime(2025, 6, 4, 10)
+    at = lambda s: t0 + timedelta(seconds=s)  # noqa: E731
+    ticks = range(0, 3600, 30)
+    nodes = {"gpu-m": [(at(s), int(60 <= s < 1830)) for s in ticks], "gpu-o": [(at(s), int(s >= 120)) for s in ticks],
+             "gpu-e": [(at(s), int(30 <= s < 1230)) for s in ticks]}
+    src = tmp_path / "src"
+    (src / "node_health").mkdir(parents=True)
+    (src / "node_health" / "ksm-a.json").write_text(_unschedulable(nodes))
+    (src / "kubernetes").mkdir()
+
+    def event(reason, when, n):
+        stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {"metadata": {"name": f"gpu-e.{n}", "namespace": "default", "uid": f"e-{n}", "resourceVersion": str(n)},
+                "reason": reason, "message": f"Node gpu-e status is now: {reason}", "type": "Normal", "count": 1,
+                "source": {"component": "kubelet", "host": "gpu-e"}, "firstTimestamp": stamp, "lastTimestamp": stamp,
+                "involvedObject": {"kind": "Node", "name": "gpu-e", "uid": "gpu-e", "apiVersion": "v1"}}
+    (src / "kubernetes" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in [
+        event("NodeNotSchedulable", at(5), 1), event("NodeSchedulable", at(1210), 2)]))
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    ingest_directory(con, src)
+    (src / "node_health" / "ksm-b.json").write_text(_unschedulable(
+        {"gpu-m": [(t + timedelta(seconds=10), v) for t, v in nodes["gpu-m"] if t >= at(900)]}))
+    assert [o.rows for o in ingest_directory(con, src).outcomes if o.path.endswith("ksm-b.json")] == [0]
+    assert con.execute("SELECT host, kind, count(*) FROM node_events GROUP BY ALL ORDER BY ALL").fetchall() == [
+        ("gpu-e", "cordon", 1), ("gpu-e", "uncordon", 1), ("gpu-m", "cordon", 1), ("gpu-m", "uncordon", 1),
+        ("gpu-o", "cordon", 1)]
+    assert con.execute(STATES).fetchall() == [
+        ("gpu-e", at(5), at(1210), "DRAIN", "cordoned"),
+        ("gpu-m", at(60), at(1830), "DRAIN", "cordoned"),
+        ("gpu-o", at(120), None, "DRAIN", "cordoned")]
+    began = con.execute("SELECT host, file FROM node_states ORDER BY host").fetchall()
+    con.close()
+    assert [(h, f.rsplit("/", 1)[-1]) for h, f in began] == [
+        ("gpu-e", "events.jsonl"), ("gpu-m", "ksm-a.json"), ("gpu-o", "ksm-a.json")]

@@ -28,29 +28,32 @@ def _ev(frame: pl.DataFrame) -> list[tuple]:
 
 def test_exposition_verbatim_lines(tmp_path):
     """kube-state-metrics' node_test.go exposition: node 127.0.0.3 is Ready=false (its first sample: an event),
-    its other conditions hold false (none); taints, unschedulable, capacity: skipped with their reason. No
-    timestamp in a scrape: the date in the file's name."""
+    its other conditions hold false (none); node 127.0.0.1 is unschedulable (a cordon); taints, capacity: skipped
+    with their reason. No timestamp in a scrape: the date in the file's name."""
     result, counts = parse_file(node_health.parse, FIXTURES / "ksm-node_test-2025-03-01.prom", "node_health")
     assert _ev(result.tables["node_events"]) == [
+        (datetime(2025, 3, 1), "127.0.0.1", "cordon", "unschedulable", "info"),
         (datetime(2025, 3, 1), "127.0.0.3", "node_not_ready", "Ready", "critical")]
-    assert result.tables["node_events"]["reporter"].to_list() == ["kube-state-metrics"]
-    assert result.tables["node_events"]["line_no"].to_list() == [9]  # status="false" 1
-    assert (counts.rows, counts.rejects, counts.skipped) == (1, 0, 18)  # 4 comments, 6 other series, 8 samples
-    assert result.problems == [f"6 lines: {ksm.OTHER_SERIES}"] and result.format == "kube-state-metrics-text"
+    assert result.tables["node_events"]["reporter"].to_list() == ["kube-state-metrics"] * 2
+    assert result.tables["node_events"]["line_no"].to_list() == [9, 17]  # status="false" 1; unschedulable 1
+    assert (counts.rows, counts.rejects, counts.skipped) == (2, 0, 17)  # 4 comments, 5 other series, 8 samples
+    assert result.problems == [f"5 lines: {ksm.OTHER_SERIES}"] and result.format == "kube-state-metrics-text"
 
 
 def test_range_query_answer_condition_true_then_false():
     """The answer's KernelDeadlock turns true at 10:01:30 (os_kernel, warning) and false at 10:03:00
-    (health_ok); Ready holds true (no event); 0 samples, the unschedulable series: skipped; NaN: a reject."""
+    (health_ok); Ready holds true (no event); 0 samples: skipped; the unschedulable series (1 at 10:00, the
+    answer's first sample: nothing known before it): a cordon; NaN: a reject."""
     path = FIXTURES / "ksm_range_query.json"
     ctx = ParseContext(path=path, source="node_health", host_hint=None)
     result = combine(node_health.json_parts(iter([path.read_bytes()]), ctx))
     assert _ev(result.tables["node_events"]) == [
+        (T0, "gpu-node-07", "cordon", "unschedulable", "info"),
         (T0 + timedelta(seconds=90), "gpu-node-07", "os_kernel", "KernelDeadlock", "warning"),
         (T0 + timedelta(seconds=180), "gpu-node-07", "health_ok", "KernelDeadlock", "ok")]
     assert result.rejects.select("line_no", "reason").rows() == [(21, "value is NaN (no reading)")]
-    assert (result.records, result.skipped) == (21, 18) and result.format == "kube-state-metrics-json"
-    assert f"1 samples: {ksm.OTHER_SERIES}" in result.problems
+    assert (result.records, result.skipped) == (21, 17) and result.format == "kube-state-metrics-json"
+    assert not any(ksm.OTHER_SERIES in p for p in result.problems)
 
 
 def _scrapes(states: list[dict], start: datetime, step: int = 30) -> str:
@@ -160,7 +163,8 @@ def test_json_lines_through_json_parts_read_as_before(tmp_path):
 
 def test_classified_not_ready_blames_the_node_custom_conditions_nothing(tmp_path):
     """NotReady: an infrastructure failure of unknown cause (nh-node-not-ready); KernelDeadlock, ReadonlyFilesystem,
-    MemoryPressure: the causes npd's Events of those names get; an unknown condition and a recovery: nothing."""
+    MemoryPressure: the causes npd's Events of those names get; an unknown condition, a recovery, a cordon and an
+    uncordon (kube_node_spec_unschedulable: node states, not faults): nothing."""
     con = warehouse.connect(tmp_path / "w.duckdb")
     ev = lambda host, kind, code, severity: {  # noqa: E731
         "event_time": T0, "host": host, "source": "node_health", "kind": kind, "code": code, "severity": severity,
@@ -169,7 +173,8 @@ def test_classified_not_ready_blames_the_node_custom_conditions_nothing(tmp_path
                   ev("b", "node_condition", "CustomizedType", "warning"),
                   ev("c", "filesystem", "ReadonlyFilesystem", "warning"),
                   ev("d", "os_kernel", "KernelDeadlock", "warning"),
-                  ev("e", "health_ok", "Ready", "ok"), ev("f", "oom", "MemoryPressure", "warning")])
+                  ev("e", "health_ok", "Ready", "ok"), ev("f", "oom", "MemoryPressure", "warning"),
+                  ev("g", "cordon", "unschedulable", "info"), ev("h", "uncordon", "unschedulable", "info")])
     attribution.classify_events(con, load())
     got = {h: (c, s, r) for h, c, s, r in con.execute(
         "SELECT host, cause, severity, rule FROM classified_events").fetchall()}

@@ -42,14 +42,18 @@ SELECT * FROM k8s_objects WHERE kind <> 'Event'
 QUALIFY row_number() OVER (PARTITION BY uid ORDER BY TRY_CAST(resource_version AS HUGEINT) DESC NULLS LAST,
                                                  observed_at DESC, deleted DESC, file DESC, line_no DESC) = 1;
 -- Kubernetes node states, as node_states has them (docs/sources.md#from-events-to-node-states): a cordon is a DRAIN, from the
--- kubelet's NodeNotSchedulable Event on the Node to its next NodeSchedulable; a node the node controller marked
--- NotReady is DOWN until the kubelet's NodeReady. Each occurrence of an Event counts once, at its lastTimestamp
--- (an Event seen again keeps its uid and firstTimestamp); a cordon repeated while cordoned changes nothing; an
--- open period has time_end NULL. A DRAIN's reason is the HealthEvent NVSentinel's fault-quarantine stored on the
--- Node when it cordoned it (annotation quarantineHealthEvent: one event, or a list of them), the newest generated
--- at most an hour before the cordon (it cordons within seconds), written the way a Slurm health check writes its
--- drain reason ('healthcheck: <check>: <message>') so the reason rules read both alike; 'cordoned' when no Node
--- object collected holds one (a cordon by hand records no reason). file, line_no: the Event that began it.
+-- kubelet's NodeNotSchedulable Event on the Node to its next NodeSchedulable, or from kube-state-metrics'
+-- kube_node_spec_unschedulable turning 1 to its turning 0 (node_events kinds cordon / uncordon, ksm.py: where no
+-- Event is collected); a node the node controller marked NotReady is DOWN until the kubelet's NodeReady. Each
+-- occurrence of an Event counts once, at its lastTimestamp (an Event seen again keeps its uid and firstTimestamp);
+-- a cordon repeated while cordoned changes nothing, so with both sources the Event and the metric's change (at
+-- the next scrape, some seconds apart) are one cordon, from the first of them; an open period has time_end NULL.
+-- A DRAIN's reason is the HealthEvent NVSentinel's fault-quarantine stored on the Node when it cordoned it
+-- (annotation quarantineHealthEvent: one event, or a list of them), the newest generated at most an hour before
+-- the cordon (it cordons within seconds), written the way a Slurm health check writes its drain reason
+-- ('healthcheck: <check>: <message>') so the reason rules read both alike; 'cordoned' when no Node object
+-- collected holds one (a cordon by hand records no reason). file, line_no: the Event (or the metric's sample)
+-- that began it.
 CREATE OR REPLACE VIEW k8s_node_states AS
 WITH marks AS (
     SELECT involved_name AS host, coalesce(finished_at, started_at) AS t,
@@ -60,6 +64,11 @@ WITH marks AS (
       AND reason IN ('NodeNotSchedulable', 'NodeSchedulable', 'NodeNotReady', 'NodeReady')
       AND coalesce(finished_at, started_at) IS NOT NULL
     QUALIFY row_number() OVER (PARTITION BY involved_name, t, reason ORDER BY file, line_no) = 1
+    UNION ALL
+    SELECT host, event_time AS t, 'DRAIN' AS state, kind = 'cordon' AS begins, file, line_no
+    FROM node_events
+    WHERE source = 'node_health' AND reporter = 'kube-state-metrics' AND kind IN ('cordon', 'uncordon')
+      AND host IS NOT NULL AND event_time IS NOT NULL
 ), turns AS (  -- the marks that change the state (a begin on a tie first: a cordon undone in its second is one)
     SELECT * FROM marks
     QUALIFY begins IS DISTINCT FROM lag(begins) OVER (PARTITION BY host, state ORDER BY t, begins DESC, file, line_no)

@@ -1,4 +1,4 @@
-"""kube-state-metrics node conditions: the fourth shape node_health/ reads (node_health.py).
+"""kube-state-metrics node conditions and cordons: the fourth shape node_health/ reads (node_health.py).
 
 ``kube_node_status_condition{node, condition, status="true|false|unknown"}`` is 1 on the status a Node
 condition holds and 0 on the others: the kubelet's (Ready, MemoryPressure, DiskPressure, PIDPressure,
@@ -17,9 +17,13 @@ condition is an event when it differs from what is known before it (the events o
 may have begun before this file), healthy when nothing is. Files covering overlapping windows: a change
 another file (stored, or read earlier in the batch) has recorded for the node and condition between this
 file's sample before it and the one after it is that change seen twice (the two files' samples need not
-fall at the same instants), and is skipped. Other kube-state-metrics series (kube_node_spec_taint,
-kube_node_spec_unschedulable, kube_pod_*) are skipped, counted in the file's message: a cordon is read
-from the kubelet's Node Events (kubernetes/ source, view k8s_node_states), and pods are not node health.
+fall at the same instants), and is skipped.
+
+``kube_node_spec_unschedulable{node}`` (1 while the node is cordoned) is read as one more condition, code
+'unschedulable', by the same rules: a cordon (kind 'cordon') and its end (kind 'uncordon'), both severity
+info, which no taxonomy rule blames and no health verdict counts (an uncordon is not a check passing). They
+are node states' cordons where no kubelet Node Event is collected (view k8s_node_states). Other
+kube-state-metrics series (kube_node_spec_taint, kube_pod_*) are skipped, counted in the file's message.
 """
 from __future__ import annotations
 
@@ -37,6 +41,9 @@ from analysis.ingest.parts import combine
 from analysis.ingest.timeutil import in_years, outside_years
 
 METRIC = "kube_node_status_condition"
+UNSCHEDULABLE = "kube_node_spec_unschedulable"
+CORDON = "unschedulable"  # its rows' code: the condition changes() reads it as (Kubernetes has none of that name)
+ENDS = ["health_ok", "uncordon"]  # the kinds of a change back to normal (ksm_known_conditions.sql says so too)
 REPORTER = "kube-state-metrics"  # node_events.reporter of these rows: what the look-up finds them by
 UNWRITTEN = "node_health/ksm"  # ctx.unwritten's key: the condition events of the batch's files not yet stored
 # the kubelet's own conditions: pressure is the workload's doing (MemoryPressure: the node ran short of memory,
@@ -47,8 +54,8 @@ KUBELET = {"MemoryPressure": "oom", "DiskPressure": "node_condition", "PIDPressu
 SAMPLE = r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(\{.*\})?\s+(\S+)(?:\s+(-?\d+))?\s*$"
 HEAD = r"^\s*#\s*(?:HELP|TYPE)\s+kube_"
 JSON_HEAD = r'^\s*\{\s*(?:"status"\s*:|"data"\s*:\s*\{\s*"result(?:Type)?"\s*:)'
-OTHER_SERIES = ("other kube-state-metrics series skipped (only kube_node_status_condition is node health: "
-                "cordons come from the kubelet's Node Events, pods are not nodes)")
+OTHER_SERIES = ("other kube-state-metrics series skipped (only kube_node_status_condition and "
+                "kube_node_spec_unschedulable are read: taints and pods are not node states)")
 EVENTS = ["event_time", "host", "source", "kind", "code", "severity", "message", "device", "reporter", "line_no"]
 
 
@@ -74,7 +81,7 @@ def text_samples(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, 
                                      pl.lit(ctx.state.get("ksm_stamp"), pl.Datetime("us")),  # a piece before
                                      pl.lit(_file_time(ctx), pl.Datetime("us"))),
                        host=_label("node"), condition=_label("condition"), status=_label("status"))
-    is_ours = pl.col("name") == METRIC
+    is_ours = pl.col("name").is_in([METRIC, UNSCHEDULABLE])
     why = (pl.when(pl.col("is_date")).then(pl.when(in_years(pl.col("stamp"))).then(None).otherwise(
         outside_years(pl.col("stamp"), text)))
         .when(text.str.strip_chars().str.starts_with("#")).then(None)
@@ -83,8 +90,9 @@ def text_samples(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, 
         .when(~is_ours).then(None)
         .when(pl.col("raw").cast(pl.Float64, strict=False).is_null()).then(
             pl.format("non-numeric value '{}'", pl.col("raw")))
-        .when(pl.col("host").replace("", None).is_null()).then(pl.lit(f"{METRIC} without a node label"))
-        .when(pl.col("condition").replace("", None).is_null()).then(pl.lit(f"{METRIC} without a condition label"))
+        .when(pl.col("host").replace("", None).is_null()).then(pl.format("{} without a node label", "name"))
+        .when((pl.col("name") == METRIC) & pl.col("condition").replace("", None).is_null()).then(
+            pl.lit(f"{METRIC} without a condition label"))
         .when(~in_years(pl.col("t"))).then(outside_years(pl.col("t"), pl.col("t").cast(pl.Utf8))))
     f = f.with_columns(why=why)
     last = f["stamp"].drop_nulls()
@@ -94,8 +102,8 @@ def text_samples(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, 
     ok = f.filter(pl.col("why").is_null())
     skipped = {"comment or date lines": ok.filter(~pl.col("name").is_not_null() | pl.col("is_date")).height,
                OTHER_SERIES: ok.filter(pl.col("name").is_not_null() & ~pl.col("is_date") & ~is_ours).height}
-    samples = ok.filter(is_ours & ~pl.col("is_date")).select(
-        "line_no", "t", "host", "condition", "status", value=pl.col("raw").cast(pl.Float64))
+    samples = _as_conditions(ok.filter(is_ours & ~pl.col("is_date")).select(
+        "line_no", "t", "host", "name", "condition", "status", value=pl.col("raw").cast(pl.Float64)))
     return samples, make_rejects(bad["line_no"], bad["text"], bad["why"]), skipped
 
 
@@ -113,10 +121,11 @@ def json_parts(chunks: Iterable[bytes], ctx: ParseContext, areas) -> Iterator[Pa
     rows = rows.with_columns(name=pl.col("metric").str.extract(r"^([^{]*)", 1),
                              condition=pl.col("metric").str.extract(condition, 1),
                              status=pl.col("metric").str.extract(r'[{,]status="([^"]*)"', 1))
-    ours = rows.filter(pl.col("name") == METRIC)
-    no_label = ours.filter(pl.col("condition").is_null())
-    samples = ours.filter(pl.col("condition").is_not_null()).select(
-        "line_no", t="time", host="host", condition="condition", status="status", value="value")
+    ours = rows.filter(pl.col("name").is_in([METRIC, UNSCHEDULABLE]))
+    unlabelled = (pl.col("name") == METRIC) & pl.col("condition").is_null()
+    no_label = ours.filter(unlabelled)
+    samples = _as_conditions(ours.filter(~unlabelled).select(
+        "line_no", t="time", host="host", name="name", condition="condition", status="status", value="value"))
     events, skipped = changes(samples, ctx, areas)
     other = rows.height - ours.height
     notes = [f"{other} samples: {OTHER_SERIES}"] if other else []
@@ -125,6 +134,19 @@ def json_parts(chunks: Iterable[bytes], ctx: ParseContext, areas) -> Iterator[Pa
     yield ParseResult(tables={"node_events": events}, rejects=rejects.sort("line_no"),
                       skipped=read.skipped + other + skipped, format="kube-state-metrics-json",
                       records=read.records, problems=[*read.problems, *notes])
+
+
+def _as_conditions(samples: pl.DataFrame) -> pl.DataFrame:
+    """Samples with their series' name -> (line_no, t, host, condition, status, value): a
+    kube_node_spec_unschedulable sample as condition CORDON holding status "true" (1) or "false" (0); another
+    value (NaN) holds none."""
+    spec = pl.col("name") == UNSCHEDULABLE
+    held = pl.when(pl.col("value") == 1).then(pl.lit("true")).when(pl.col("value") == 0).then(pl.lit("false"))
+    return samples.select(
+        "line_no", "t", "host",
+        condition=pl.when(spec).then(pl.lit(CORDON)).otherwise("condition"),
+        status=pl.when(spec).then(held).otherwise("status"),
+        value=pl.when(spec).then(held.is_not_null().cast(pl.Float64)).otherwise("value"))
 
 
 def condition_kind(condition: pl.Expr, areas) -> pl.Expr:
@@ -142,6 +164,7 @@ def changes(samples: pl.DataFrame, ctx: ParseContext, areas) -> tuple[pl.DataFra
     none). ``areas``: node_health._area."""
     status = pl.col("status").str.to_lowercase()
     ready = pl.col("condition") == "Ready"
+    cordon = pl.col("condition") == CORDON
     held = samples.filter((pl.col("value") == 1) & (ready | (status != "unknown")))
     carry = ctx.state.get("ksm_last")  # line_no 0: no line of this piece
     held = pl.concat([x for x in (carry, held.select(carry.columns) if carry is not None else held)
@@ -166,7 +189,8 @@ def changes(samples: pl.DataFrame, ctx: ParseContext, areas) -> tuple[pl.DataFra
         cand = cand.with_columns(known_problem=pl.lit(None, pl.Boolean))
     # nothing known before a file's first sample: healthy
     cand = cand.filter(pl.col("problem") != pl.coalesce("known_problem", "before", pl.lit(False)))
-    kind = (pl.when(~pl.col("problem")).then(pl.lit("health_ok")).when(ready).then(pl.lit("node_not_ready"))
+    kind = (pl.when(cordon).then(pl.when(pl.col("problem")).then(pl.lit("cordon")).otherwise(pl.lit("uncordon")))
+            .when(~pl.col("problem")).then(pl.lit("health_ok")).when(ready).then(pl.lit("node_not_ready"))
             .otherwise(condition_kind(pl.col("condition"), areas)))
     was = pl.when(pl.col("before").is_null()).then(pl.lit("first sample of the file")).otherwise(pl.format(
         "was {} at {}", pl.when(pl.col("before")).then(pl.lit("a problem")).otherwise(pl.lit("healthy")),
@@ -174,9 +198,12 @@ def changes(samples: pl.DataFrame, ctx: ParseContext, areas) -> tuple[pl.DataFra
     events = cand.sort("line_no").select(
         pl.col("t").alias("event_time"), "host", pl.lit("node_health").alias("source"), kind=kind,
         code="condition",
-        severity=pl.when(~pl.col("problem")).then(pl.lit("ok")).when(ready).then(pl.lit("critical"))
-        .otherwise(pl.lit("warning")),
-        message=pl.format("node condition {} is {} [{}; {}]", "condition", "status", pl.lit(METRIC), was),
+        severity=pl.when(cordon).then(pl.lit("info")).when(~pl.col("problem")).then(pl.lit("ok"))
+        .when(ready).then(pl.lit("critical")).otherwise(pl.lit("warning")),
+        message=pl.when(cordon).then(pl.format(
+            "node {} [{} {}; {}]", pl.when(pl.col("problem")).then(pl.lit("cordoned")).otherwise(pl.lit("uncordoned")),
+            pl.lit(UNSCHEDULABLE), pl.when(pl.col("problem")).then(pl.lit(1)).otherwise(pl.lit(0)), was))
+        .otherwise(pl.format("node condition {} is {} [{}; {}]", "condition", "status", pl.lit(METRIC), was)),
         device=pl.lit(None, pl.Utf8), reporter=pl.lit(REPORTER), line_no="line_no")
     _remember(events, ctx)
     return events, samples.height - events.height
@@ -204,7 +231,7 @@ def _remember(events: pl.DataFrame, ctx: ParseContext) -> None:
         return
     mine = str(ctx.path)
     rows = events.select("host", pl.col("code").alias("condition"), "event_time",
-                         problem=pl.col("kind") != "health_ok", file=pl.lit(mine))
+                         problem=~pl.col("kind").is_in(ENDS), file=pl.lit(mine))
     before = ctx.unwritten.get(UNWRITTEN)
     if before is not None:
         before = before.filter(pl.col("file") != mine)  # a file read again (alone, after its batch failed)
