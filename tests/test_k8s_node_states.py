@@ -173,6 +173,9 @@ def test_cordons_from_kube_state_metrics_alone_and_beside_the_kubelets_events(tm
         ("gpu-m", at(60), at(1830), "DRAIN", "cordoned"),
         ("gpu-o", at(120), None, "DRAIN", "cordoned")]
     began = con.execute("SELECT host, file FROM node_states ORDER BY host").fetchall()
+    said = dict(con.execute("SELECT kind, message FROM node_events WHERE host = 'gpu-m'").fetchall())
     con.close()
+    assert said["cordon"].startswith("node cordoned [kube_node_spec_unschedulable 1; was schedulable at ")
+    assert said["uncordon"].startswith("node uncordoned [kube_node_spec_unschedulable 0; was cordoned at ")
     assert [(h, f.rsplit("/", 1)[-1]) for h, f in began] == [
         ("gpu-e", "events.jsonl"), ("gpu-m", "ksm-a.json"), ("gpu-o", "ksm-a.json")]

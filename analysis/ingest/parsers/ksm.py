@@ -192,9 +192,11 @@ def changes(samples: pl.DataFrame, ctx: ParseContext, areas) -> tuple[pl.DataFra
     kind = (pl.when(cordon).then(pl.when(pl.col("problem")).then(pl.lit("cordon")).otherwise(pl.lit("uncordon")))
             .when(~pl.col("problem")).then(pl.lit("health_ok")).when(ready).then(pl.lit("node_not_ready"))
             .otherwise(condition_kind(pl.col("condition"), areas)))
+    # the state before, in the series' own words: a cordon is no problem, so its earlier state is cordoned or not
+    earlier = (pl.when(cordon).then(pl.when(pl.col("before")).then(pl.lit("cordoned")).otherwise(pl.lit("schedulable")))
+               .otherwise(pl.when(pl.col("before")).then(pl.lit("a problem")).otherwise(pl.lit("healthy"))))
     was = pl.when(pl.col("before").is_null()).then(pl.lit("first sample of the file")).otherwise(pl.format(
-        "was {} at {}", pl.when(pl.col("before")).then(pl.lit("a problem")).otherwise(pl.lit("healthy")),
-        pl.col("t_prev").dt.strftime("%Y-%m-%dT%H:%M:%SZ")))
+        "was {} at {}", earlier, pl.col("t_prev").dt.strftime("%Y-%m-%dT%H:%M:%SZ")))
     events = cand.sort("line_no").select(
         pl.col("t").alias("event_time"), "host", pl.lit("node_health").alias("source"), kind=kind,
         code="condition",
