@@ -89,7 +89,7 @@ def test_shapes_codes_and_rejects(tmp_path):
     assert counts.row_lines == 4 and counts.rejects == 5 and counts.skipped == 1
     assert ev.select("kind", "code", "severity").rows() == [
         ("xid", "79", "warning"), ("nvlink", "GpuNvlinkWatch", "info"), ("thermal", "GpuThermalWatch", "critical"),
-        ("nvlink", "SysLogsSXIDError", "critical")]
+        ("sxid", "20034", "critical")]  # an NVSwitch SXID, as the kernel's SXid line is
     assert "action NODE_REBOOT" in ev["message"][0] and "action CUSTOM call-vendor" in ev["message"][2]
     assert ev["device"][1] == "GPU-abc" and ev["event_time"][3] == datetime(2025, 1, 15, 11)  # the CloudEvent's time
     reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"]))
@@ -281,7 +281,7 @@ def test_syslog_xid_check_names_are_xids_and_sxid_ones_are_not(tmp_path):
              {**base, "checkName": "SysLogsSXIDError", "errorCode": ["20034"], "componentClass": "NVSWITCH"}]
     path = _write(tmp_path, "nvsentinel.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n")
     result, counts = parse_file(node_health.parse, path, "node_health")
-    assert result.tables["node_events"].select("kind", "code").rows() == [("xid", "79"), ("nvlink", "SysLogsSXIDError")]
+    assert result.tables["node_events"].select("kind", "code").rows() == [("xid", "79"), ("sxid", "20034")]
     assert counts.rejects == 0
 
 
@@ -298,3 +298,32 @@ def test_an_event_about_no_known_part_is_not_blamed_on_the_gpu(tmp_path):
     got = dict(con.execute("SELECT host, cause || '/' || rule FROM classified_events").fetchall())
     con.close()
     assert got == {"gpu-node-12": "unattributed/nh-other-fatal", "gpu-node-13": "gpu_hardware/nh-gpu-warning"}
+
+
+def test_nvsentinel_sxid_and_fallen_off_checks_read_as_the_kernel_reads_their_lines(tmp_path):
+    """SysLogsSXIDError, shaped as NVSentinel's platform-connector test builds it (errorCode ["12028"]; NVSWITCH,
+    PCI, NVLINK and GPU entities; componentClass GPU), is an 'sxid' row of that number, classified by the kernel's
+    nvswitch-sxid rule; SysLogsGPUFallenOff is XID 79, as kernel.py reads the 'has fallen off the bus' line."""
+    base = {"nodeName": "gpu-node-21", "generatedTimestamp": "2025-01-15T10:30:00Z", "agent": "syslog-health-monitor",
+            "componentClass": "GPU", "isFatal": True, "isHealthy": False, "recommendedAction": "RESTART_BM"}
+    lines = [{**base, "checkName": "SysLogsSXIDError", "message": "SXid 12028 detected", "errorCode": ["12028"],
+              "entitiesImpacted": [{"entityType": "NVSWITCH", "entityValue": "0"},
+                                   {"entityType": "PCI", "entityValue": "0000:c4:00.0"},
+                                   {"entityType": "NVLINK", "entityValue": "30"},
+                                   {"entityType": "GPU", "entityValue": "3"}]},
+             {**base, "checkName": "SysLogsGPUFallenOff", "message": "GPU has fallen off the bus", "errorCode": [],
+              "entitiesImpacted": [{"entityType": "PCI", "entityValue": "0000:ba:00.0"}]},
+             {**base, "checkName": "SysLogsSXIDError", "isHealthy": True, "isFatal": False, "message": "ok",
+              "errorCode": []}]
+    path = _write(tmp_path, "nvsentinel.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+    result, _ = parse_file(node_health.parse, path, "node_health")
+    ev = result.tables["node_events"]
+    assert ev.select("kind", "code", "device").rows() == [
+        ("sxid", "12028", "0000:c4:00"), ("xid", "79", "0000:ba:00"), ("health_ok", "SysLogsSXIDError", None)]
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    con.register("ev", ev.with_columns(file=pl.lit("f")))
+    con.execute("INSERT INTO node_events BY NAME SELECT * FROM ev")
+    attribution.classify_events(con, load())
+    got = con.execute("SELECT kind, cause, rule FROM classified_events ORDER BY line_no").fetchall()
+    con.close()
+    assert got == [("sxid", "nvlink", "nvswitch-sxid"), ("xid", "gpu_unavailable", "xid-79")]

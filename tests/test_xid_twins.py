@@ -22,8 +22,8 @@ from tests.test_taxonomy import _events
 T0 = datetime(2024, 3, 1, 10)
 
 
-def _ev(line, source, code, seconds, host="n1", device="0000:3b:00"):
-    return {"event_time": T0 + timedelta(seconds=seconds), "host": host, "source": source, "kind": "xid",
+def _ev(line, source, code, seconds, host="n1", device="0000:3b:00", kind="xid"):
+    return {"event_time": T0 + timedelta(seconds=seconds), "host": host, "source": source, "kind": kind,
             "code": code, "severity": None, "message": f"xid {code}", "device": device, "reporter": host,
             "file": source, "line_no": line}
 
@@ -55,6 +55,16 @@ def test_a_node_health_xid_with_a_kernel_twin_is_left_out():
     assert _dropped(rows, twin_s=600) == {10, 11, 12, 16}
     # an extended build stages the twins from scan_from on, their kernel lines from the window before it
     assert _dropped(rows, scan_from=T0 + timedelta(seconds=5)) == {10, 11}
+
+
+def test_an_nvswitch_sxid_twin_is_left_out_too():
+    """NVSentinel's SysLogsSXIDError is kind 'sxid' as the kernel's SXid line is: its copy is left out; an XID of
+    the same number is another fault (the kind is part of the twin)."""
+    rows = [_ev(1, "kernel", "12028", 0, device="0000:c4:00", kind="sxid"),
+            _ev(2, "node_health", "12028", 8, device="0000:c4:00.0", kind="sxid"),
+            _ev(3, "node_health", "12028", 9, device="0000:c4:00"),  # an XID 12028 (none exists): not its twin
+            _ev(4, "node_health", "24007", 9, device="0000:c4:00", kind="sxid")]  # another SXID
+    assert _dropped(rows) == {2}
 
 
 def test_classified_once_from_the_kernel_line(tmp_path):

@@ -1,5 +1,6 @@
--- classify_dropped (stage_classified_events), continued: the node_health XIDs ($twin_source) that copy a kernel
--- XID ($kept_source). NVSentinel's syslog-health-monitor (and gpud) read the kernel log that kernel/ holds, so
+-- classify_dropped (stage_classified_events), continued: the node_health XIDs and NVSwitch SXIDs ($twin_source)
+-- that copy a kernel XID or SXID ($kept_source; NVSentinel's fallen-off-the-bus check is XID 79, as the kernel's
+-- line is). NVSentinel's syslog-health-monitor (and gpud) read the kernel log that kernel/ holds, so
 -- where an operator collects both, each XID line arrives twice: once as the line, once as a health event
 -- stamped when the agent's poll read it (NVSentinel: generatedTimestamp = the time of its poll, every 15 s as
 -- its Helm chart runs it, and the same XID may be reported more than once). The twin is the same host and code,
@@ -12,18 +13,19 @@
 -- the same XID over months meet only their neighbours, not each other.
 INSERT INTO classify_dropped
 WITH xids AS (
-    SELECT rowid AS event_row, source, host, code, event_time,
+    SELECT rowid AS event_row, source, host, kind, code, event_time,
            floor(epoch(event_time) / greatest($twin_s, 1))::BIGINT AS bucket,
            nullif(regexp_extract(lower(device), '^(?:[0-9a-f]{4}:)?([0-9a-f]{2}:[0-9a-f]{2})(?:\.[0-7])?$', 1), '')
                AS pci
     FROM node_events
-    WHERE kind = 'xid' AND source IN ($kept_source, $twin_source) AND host IS NOT NULL AND event_time IS NOT NULL
+    WHERE kind IN ('xid', 'sxid') AND source IN ($kept_source, $twin_source) AND host IS NOT NULL
+      AND event_time IS NOT NULL
       AND ($scan_from IS NULL OR event_time >= $scan_from::TIMESTAMP - to_seconds($twin_s))
 ), twins AS (
     SELECT * FROM xids WHERE source = $twin_source AND ($scan_from IS NULL OR event_time >= $scan_from)
 )
 SELECT t.event_row FROM twins t
 SEMI JOIN (SELECT *, unnest([bucket - 1, bucket, bucket + 1]) AS near FROM xids WHERE source = $kept_source) k
-  ON k.host = t.host AND k.code = t.code AND k.near = t.bucket
+  ON k.host = t.host AND k.kind = t.kind AND k.code = t.code AND k.near = t.bucket
  AND k.event_time BETWEEN t.event_time - to_seconds($twin_s) AND t.event_time + to_seconds($twin_s)
  AND (k.pci IS NULL OR t.pci IS NULL OR k.pci = t.pci)

@@ -290,10 +290,22 @@ def _events(good: pl.DataFrame) -> pl.DataFrame:
         pl.element().str.extract(_XID_CODE, 1).filter(pl.element().is_not_null()))) \
         .with_columns(xid=pl.when(is_xid | pl.col("errorCode").str.contains(r"(?i)xid")).then(pl.col("xid")))
     xid = xid.with_columns(xid=pl.when(pl.col("xid").list.len() > 0).then(pl.col("xid")))
+    # NVSentinel's SysLogsSXIDError (NVSwitch SXIDs: errorCode the number) as kernel.py's 'sxid' rows, and its
+    # SysLogsGPUFallenOff as the XID 79 kernel.py makes of the same "has fallen off the bus" line: the rules and
+    # the twin check (a kernel line and the agent's copy of it) then treat both sources alike
+    is_sxid = pl.col("said").str.contains(r"(?:^|[^a-z])sxid")
+    fallen = pl.col("said").str.contains(r"fallen off")
+    xid = xid.with_columns(
+        sxid=pl.when(is_sxid & pl.col("xid").is_null()).then(pl.col("codes").list.eval(
+            pl.element().str.extract(r"(?i)^\s*(?:sxid[_ ]?)?(\d{1,6})\s*$", 1).filter(pl.element().is_not_null()))),
+        xid=pl.when(fallen & pl.col("xid").is_null() & ~is_sxid).then(pl.lit(["79"])).otherwise(pl.col("xid")))
+    xid = xid.with_columns(sxid=pl.when(pl.col("sxid").list.len() > 0).then(pl.col("sxid")))
     xids = xid.filter(pl.col("xid").is_not_null() & ~pl.col("healthy")).explode("xid").with_columns(
         kind=pl.lit("xid"), code=pl.col("xid").cast(pl.Int64).cast(pl.Utf8))
-    rest = xid.filter(pl.col("xid").is_null() | pl.col("healthy")).with_columns(
+    sxids = xid.filter(pl.col("xid").is_null() & pl.col("sxid").is_not_null() & ~pl.col("healthy")).explode(
+        "sxid").with_columns(kind=pl.lit("sxid"), code=pl.col("sxid").cast(pl.Int64).cast(pl.Utf8))
+    rest = xid.filter((pl.col("xid").is_null() & pl.col("sxid").is_null()) | pl.col("healthy")).with_columns(
         kind=pl.when(pl.col("healthy")).then(pl.lit("health_ok")).otherwise(pl.col("area")), code=pl.col("checkName"))
-    out = pl.concat([xids.drop("xid"), rest.drop("xid")]).sort("line_no")
+    out = pl.concat([x.drop("xid", "sxid") for x in (xids, sxids, rest)]).sort("line_no")
     return out.select(pl.col("t").alias("event_time"), "host", pl.lit("node_health").alias("source"), "kind", "code",
                       "severity", "message", "device", pl.coalesce("agent", "host").alias("reporter"), "line_no")
