@@ -297,8 +297,9 @@ class FileIdentity:
 
 
 # A source whose parser now writes more than it did: its files are read again once, on the first run after
-# an upgrade (tickets: each ticket is also a node event since the reason rules read its words).
-READ_AGAIN = {"tickets": "ticket-events"}
+# an upgrade (tickets: each ticket is also a node event since the reason rules read its words; node_health:
+# NVSentinel's SXID checks are 'sxid' rows and kube-state-metrics files are read, where they were not).
+READ_AGAIN = {"tickets": "ticket-events", "node_health": "sxid-ksm"}
 
 
 def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None, run_time: datetime | None = None,
