@@ -202,6 +202,28 @@ def test_a_snapshot_read_twice_changes_no_job_and_a_changed_object_updates_it(tm
     assert objects == 4  # each state once: the repeated snapshot stored nothing
 
 
+def test_a_nightly_stages_only_the_jobs_its_files_touch(tmp_path):
+    """Two JobSets; a later file holds one of them again, ended: only that job is staged again (the other's rows
+    are kept as they were), and the tables are what a build from scratch gives."""
+    first = [_jobset("train", rv="3"), _jobset_pod("train", 0, 0, "n1", finished=None, phase="Running", rv="10"),
+             _jobset("eval", rv="5"), _jobset_pod("eval", 0, 0, "n2", finished=None, phase="Running", rv="12")]
+    con, _ = _ingest(tmp_path, {"a.jsonl": _lines(*first)}, when=datetime(2025, 1, 15, 9))
+    _jobs(con)
+    con.execute("UPDATE jobs SET reason = 'untouched' WHERE job_id = 'team-a/eval'")  # a mark a restage would undo
+    con.close()
+    done = _jobset_pod("train", 0, 0, "n1", finished="11:00:00", rv="11")
+    con, _ = _ingest(tmp_path, {"b.jsonl": _lines(_jobset("train", terminal="Completed", rv="4"), done)},
+                     when=datetime(2025, 1, 15, 12))
+    assert set(con.execute("SELECT job_key FROM k8s_objects WHERE file LIKE '%b.jsonl'").fetchall()) == {("train",)}
+    nightly = {r["job_id"]: r for r in _jobs(con)}
+    con.execute("DELETE FROM derived_marks")  # the same warehouse built from scratch
+    scratch = {r["job_id"]: r for r in _jobs(con)}
+    con.close()
+    assert nightly["team-a/eval"]["reason"] == "untouched" and nightly["team-a/train"]["state"] == "COMPLETED"
+    assert {**nightly["team-a/eval"], "reason": scratch["team-a/eval"]["reason"]} == scratch["team-a/eval"]
+    assert nightly["team-a/train"] == scratch["team-a/train"]
+
+
 def test_goodput_run_blames_a_node_failed_attempt_on_an_nvsentinel_xid(tmp_path):
     """The same history as tests/test_node_health_parser.py's Slurm NODE_FAIL job 100 on gpu-node-[41-42]: here
     a JobSet whose pod on gpu-node-42 the taint manager deleted after NVSentinel saw XID 79 there."""

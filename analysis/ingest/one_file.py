@@ -298,8 +298,9 @@ class FileIdentity:
 
 # A source whose parser now writes more than it did: its files are read again once, on the first run after
 # an upgrade (tickets: each ticket is also a node event since the reason rules read its words; node_health:
-# NVSentinel's SXID checks are 'sxid' rows and kube-state-metrics files are read, where they were not).
-READ_AGAIN = {"tickets": "ticket-events", "node_health": "sxid-ksm"}
+# NVSentinel's SXID checks are 'sxid' rows and kube-state-metrics files are read, where they were not;
+# kubernetes: each object names its job, k8s_objects.job_key).
+READ_AGAIN = {"tickets": "ticket-events", "node_health": "sxid-ksm", "kubernetes": "job-key"}
 
 
 def _fingerprint(options: IngestOptions, path: Path, host_hint: str | None, run_time: datetime | None = None,

@@ -1,7 +1,7 @@
 -- changed_jobs: the jobs whose records must be chosen again. $all: every job; else those named by a sacct
 -- file ingested after $through, and the other records of their job arrays (a newer dump of an array drops
--- its stale pending range). Kubernetes jobs (staged_k8s_jobs: sql/derive/stage_k8s_jobs.sql) are staged whole
--- on every build, from each object's newest state: all of them are chosen again.
+-- its stale pending range). The Kubernetes jobs staged (staged_k8s_jobs: sql/derive/stage_k8s_jobs.sql, those
+-- the new kubernetes/ files touch) are chosen again.
 CREATE OR REPLACE TEMP TABLE changed_jobs AS
 WITH named AS (
     SELECT DISTINCT r.job_id, r.array_job_id FROM sacct_records r

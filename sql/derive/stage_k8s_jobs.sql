@@ -16,11 +16,23 @@
 -- FAILED (a pod or the workload failed), RUNNING / PENDING (a pod still live, started or not), CANCELLED (the pods
 -- were deleted before they ended). The infrastructure's states come first:
 -- when a node fails, its job's other pods fail too (their exit codes are collateral).
+-- $since (NULL: every job): only the jobs an object of a kubernetes/ file read after it belongs to (job_key, which
+-- the ingest names as this statement does), each from all its objects' newest states (k8s_latest's order).
 CREATE OR REPLACE TEMP TABLE staged_k8s_jobs AS
-WITH objs AS (
+WITH touched AS (
+    SELECT DISTINCT namespace, job_key FROM k8s_objects
+    WHERE $since IS NOT NULL AND job_key IS NOT NULL
+      AND file IN (SELECT path FROM ingested_files WHERE source = 'kubernetes' AND ingested_at > $since)
+), latest AS (
+    SELECT * FROM k8s_objects
+    WHERE $stage AND kind IN ('Pod', 'Job', 'JobSet', 'Workload', 'PyTorchJob', 'TrainJob')
+      AND ($since IS NULL OR (namespace, job_key) IN (SELECT (namespace, job_key) FROM touched))
+    QUALIFY row_number() OVER (PARTITION BY uid ORDER BY TRY_CAST(resource_version AS HUGEINT) DESC NULLS LAST,
+                                                     observed_at DESC, deleted DESC, file DESC, line_no DESC) = 1
+), objs AS (
     SELECT *, labels::JSON AS l, json_extract(conditions, '$[*]') AS conds,
            CASE WHEN json_valid(raw) THEN raw::JSON END AS doc  -- raw is clipped: a long object is not read
-    FROM k8s_latest WHERE $stage AND kind IN ('Pod', 'Job', 'JobSet', 'Workload', 'PyTorchJob', 'TrainJob')
+    FROM latest
 ), tops AS (
     -- the workload objects that are jobs (a JobSet's or a Kubeflow job's own Jobs are not), the newest of a name
     SELECT namespace, name AS job, uid, state AS top_state, reason AS top_reason, finished_at AS top_finished,

@@ -35,6 +35,11 @@ CREATE TABLE IF NOT EXISTS k8s_objects (
 -- cordoned the node), NULL for other kinds. Rows read before it have none until their files are forgotten and
 -- read again.
 ALTER TABLE k8s_objects ADD COLUMN IF NOT EXISTS annotations VARCHAR;
+-- Added with incremental Kubernetes jobs: the name of the job (the top workload) an object belongs to, as
+-- sql/derive/stage_k8s_jobs.sql names it (a pod's JobSet or Kubeflow job label, else its owning Job, else
+-- itself; a Workload's owner; a JobSet's or Kubeflow job's own name), NULL for other objects: a nightly stages
+-- again only the jobs its new files touch. kubernetes/ files are read again once to fill it (READ_AGAIN).
+ALTER TABLE k8s_objects ADD COLUMN IF NOT EXISTS job_key VARCHAR;
 -- The newest state of each object (by resourceVersion, which the API server raises on every change; the newest
 -- snapshot, then the newest record, among equal ones): what a derivation of jobs from workloads reads.
 CREATE OR REPLACE VIEW k8s_latest AS
