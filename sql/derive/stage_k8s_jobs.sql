@@ -1,7 +1,7 @@
 -- staged_k8s_jobs: job instances of Kubernetes workloads, from the newest state of each object (k8s_latest), in the
 -- columns of jobs; sql/derive/stage_jobs.sql adds them to sacct's (docs/sources.md#kubernetes says the mapping).
 -- $stage false (no kubernetes/ file read since the last build: analysis/derive/k8s_jobs.py): none.
--- The job is the top workload a pod belongs to: its JobSet (label jobset.sigs.k8s.io/jobset-name), else its
+-- The job is the top workload a pod belongs to (k8s_objects.job_key, named at ingest): its JobSet (label jobset.sigs.k8s.io/jobset-name), else its
 -- Kubeflow job (training.kubeflow.org/job-name), else its batch Job (owner), else the pod itself when it has no
 -- owner; pods of other controllers (ReplicaSet, DaemonSet, ...) are services, not jobs. job_id: namespace/name.
 -- An instance is a restart attempt: the JobSet's jobset.sigs.k8s.io/restart-attempt pod label, else the pods
@@ -48,7 +48,7 @@ WITH touched AS (
     QUALIFY row_number() OVER (PARTITION BY namespace, name ORDER BY created_at DESC, uid) = 1
 ), child_jobs AS (
     -- a JobSet's Jobs, by attempt: their Failed condition's reason (DeadlineExceeded) and time
-    SELECT namespace, l->>'jobset.sigs.k8s.io/jobset-name' AS job,
+    SELECT namespace, job_key AS job,
            TRY_CAST(l->>'jobset.sigs.k8s.io/restart-attempt' AS INTEGER) AS attempt,
            bool_or(reason = 'DeadlineExceeded') AS timed_out, max(finished_at) AS finished
     FROM objs WHERE kind = 'Job' AND l->>'jobset.sigs.k8s.io/jobset-name' IS NOT NULL
@@ -71,10 +71,7 @@ WITH touched AS (
     FROM workloads
 ), pods AS (
     SELECT *,
-           CASE WHEN l->>'jobset.sigs.k8s.io/jobset-name' IS NOT NULL THEN l->>'jobset.sigs.k8s.io/jobset-name'
-                WHEN l->>'training.kubeflow.org/job-name' IS NOT NULL THEN l->>'training.kubeflow.org/job-name'
-                WHEN owner_kind IN ('Job', 'PyTorchJob', 'TrainJob') THEN owner_name
-                WHEN owner_kind IS NULL THEN name END AS job,
+           job_key AS job,  -- named at ingest (sql/ingest/k8s_objects_rows.sql): its JobSet, Kubeflow job, Job or itself
            TRY_CAST(l->>'jobset.sigs.k8s.io/restart-attempt' AS INTEGER) AS attempt_label,
            -- a pod a Job replaced within the attempt holds the same completion index: its GPUs count once
            coalesce(owner_name || '#' || (l->>'batch.kubernetes.io/job-completion-index'), name) AS slot,

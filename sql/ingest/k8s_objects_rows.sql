@@ -79,10 +79,10 @@ SELECT line_no,
        $snapshot::TIMESTAMP AS observed_at, coalesce(watch = 'DELETED', false) AS deleted,
        owner->>'kind' AS owner_kind, owner->>'name' AS owner_name, owner->>'uid' AS owner_uid,
        p[5]::VARCHAR AS labels,
-       -- the job it belongs to, named as sql/derive/stage_k8s_jobs.sql names it (keep the two alike)
+       -- the job (top workload) it belongs to: what sql/derive/stage_k8s_jobs.sql groups pods and Jobs by
        CASE WHEN kind = 'Pod' THEN coalesce(p[5]->>'jobset.sigs.k8s.io/jobset-name', p[5]->>'training.kubeflow.org/job-name',
                                             CASE WHEN owner->>'kind' IN ('Job', 'PyTorchJob', 'TrainJob') THEN owner->>'name'
-                                                 WHEN owner IS NULL THEN s[4] END)
+                                                 WHEN owner->>'kind' IS NULL THEN s[4] END)
             WHEN kind = 'Job' THEN coalesce(p[5]->>'jobset.sigs.k8s.io/jobset-name',
                                             CASE WHEN owner->>'kind' IN ('JobSet', 'PyTorchJob', 'TrainJob')
                                                  THEN owner->>'name' END, s[4])
