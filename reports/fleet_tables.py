@@ -12,11 +12,10 @@ from analysis.sources import JOBS_FROM
 from analysis.fleet.trend import WINDOW_DAYS
 from reports.headline import loss_split
 from reports.charts import CAPACITY_PARTS
-from reports.render import RUN_MIN_GPUS, RUN_MIN_HOURS, fmt_num, fmt_pct
+from reports.render import RUN_MIN_GPUS, RUN_MIN_HOURS, SCHEDULER_WORDS, fmt_num, fmt_pct
 
 SECOND_ORDER = "second-order preemption"  # its kind in sql/report/loss_by_size.sql
 TOP_NODES = 5  # per cluster: every cluster is in the table, and a large cluster does not crowd a small one out
-SCHEDULERS = {"slurm": "Slurm", "kubernetes": "Kubernetes"}  # the source folder a cluster's jobs came from (JOBS_FROM)
 
 
 def _cell(value, text: str) -> dict:
@@ -33,14 +32,10 @@ def scheduler_cell(c) -> dict:
     jobs = {s: n for s in JOBS_FROM if (n := (c.sources or {}).get(s, {}).get("job_instances"))}
     if not jobs:
         return _cell(None, "not known: no job's file is recorded")
+    name = lambda s: SCHEDULER_WORDS[s]["name"]  # noqa: E731 - the name the cluster's own report uses
     if len(jobs) == 1:
-        return _cell(next(iter(jobs)), SCHEDULERS.get(next(iter(jobs)), next(iter(jobs))))
-    return _cell("+".join(jobs), " and ".join(f"{SCHEDULERS.get(s, s)} ({fmt_num(n)} job instances)"
-                                              for s, n in jobs.items()))
-
-
-def reads_node_states(c) -> bool:
-    return c.node_states_known
+        return _cell(next(iter(jobs)), name(next(iter(jobs))))
+    return _cell("+".join(jobs), " and ".join(f"{name(s)} ({fmt_num(n)} job instances)" for s, n in jobs.items()))
 
 
 def summary_rows(data: list) -> list[dict]:
@@ -243,7 +238,7 @@ def node_rows(data: list) -> list[dict]:
 def _slurm_state(c, value) -> dict:
     """A count of nodes by their scheduler state: 0 would be a guess where no node state was read (neither Slurm's
     node events nor Kubernetes' Node Events)."""
-    return _cell(value, fmt_num(value)) if reads_node_states(c) else _cell(None, "no node states read")
+    return _cell(value, fmt_num(value)) if c.node_states_known else _cell(None, "no node states read")
 
 
 def _window_cell(w) -> dict:
@@ -285,7 +280,7 @@ def notes(clusters: list) -> dict[str, list[str]]:
            "nodes": [f"{c.name}: the node models have not run on its warehouse yet" for c in data if not c.models]
            + [f"{c.name}: no node states read (Slurm's slurm_events/, or Kubernetes Events about Nodes in "
               "kubernetes/), so its drained, down or cordoned nodes are not known"
-              for c in data if not reads_node_states(c)],
+              for c in data if not c.node_states_known],
            "interruptions": [f"{c.name}: no node incident or planned outage recorded yet" for c in data
                              if not c.report.get("interruptions")]}
     return out
