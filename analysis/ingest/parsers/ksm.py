@@ -35,8 +35,7 @@ import polars as pl
 from analysis.ingest.contract import ParseContext, ParseResult
 from analysis.ingest.lines import make_rejects
 from analysis.ingest.parsers import promjson
-from analysis.ingest.parsers.csvlines import parse_time_any
-from analysis.ingest.parsers.network import _date_line, _file_time
+from analysis.ingest.parsers.network import file_time, stamp_line
 from analysis.ingest.parts import combine
 from analysis.ingest.timeutil import in_years, outside_years
 
@@ -69,17 +68,15 @@ def text_samples(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, 
     """A scrape's lines (line_no, text; blank ones taken out) -> (samples: line_no, t, host, condition,
     status, value; rejects; skipped lines by reason)."""
     text = pl.col("text")
-    iso = pl.when(text.str.contains(r"^\s*\d{4}-\d\d-\d\d[T ]\d\d:\d\d")).then(
-        parse_time_any(text.str.strip_chars(), ctx.options.tz))
     m = text.str.extract_groups(SAMPLE)
-    f = lines.with_columns(stamp=pl.coalesce(iso, _date_line(text, ctx.options.tz)),
+    f = lines.with_columns(stamp=stamp_line(text, ctx.options.tz),
                            name=m.struct.field("1"), labels=m.struct.field("2"), raw=m.struct.field("3"),
                            ms=m.struct.field("4").cast(pl.Int64, strict=False))
     f = f.with_columns(is_date=pl.col("stamp").is_not_null(),
                        t=pl.coalesce(pl.from_epoch(pl.col("ms"), time_unit="ms").cast(pl.Datetime("us")),
                                      pl.col("stamp").forward_fill(),
                                      pl.lit(ctx.state.get("ksm_stamp"), pl.Datetime("us")),  # a piece before
-                                     pl.lit(_file_time(ctx), pl.Datetime("us"))),
+                                     pl.lit(file_time(ctx), pl.Datetime("us"))),
                        host=_label("node"), condition=_label("condition"), status=_label("status"))
     is_ours = pl.col("name").is_in([METRIC, UNSCHEDULABLE])
     why = (pl.when(pl.col("is_date")).then(pl.when(in_years(pl.col("stamp"))).then(None).otherwise(

@@ -91,7 +91,7 @@ def json_parts(chunks: Iterable[bytes], ctx: ParseContext) -> Iterator[ParseResu
     return telemetry.json_parts(chunks, ctx)
 
 
-def _file_time(ctx: ParseContext) -> datetime:
+def file_time(ctx: ParseContext) -> datetime:
     """When a snapshot without a time was taken: a date(-time) in the file name, else its modification time."""
     m = re.search(r"(\d{4})-?(\d\d)-?(\d\d)(?:[T_ -]?(\d\d)[:-]?(\d\d)(?:[:-]?(\d\d))?)?", ctx.path.name)
     if m:
@@ -109,14 +109,12 @@ def _metric(counter: pl.Expr, device: pl.Expr, port: pl.Expr) -> pl.Expr:
 
 def _perfquery(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
     text = pl.col("text")
-    iso = pl.when(text.str.contains(r"^\s*\d{4}-\d\d-\d\d[T ]\d\d:\d\d")).then(
-        parse_time_any(text.str.strip_chars(), ctx.options.tz))
     frame = lines.with_columns(  # a `date` line reads like "Mon Mar  4 06:00:01 UTC 2024"
-        t=pl.coalesce(iso, _date_line(text, ctx.options.tz)), port=text.str.extract(HEADER, 2),
+        t=stamp_line(text, ctx.options.tz), port=text.str.extract(HEADER, 2),
         f=text.str.extract_groups(LOOSE_FIELD), strict=text.str.contains(FIELD))
     frame = frame.with_columns(is_time=pl.col("t").is_not_null(), t=pl.col("t").forward_fill(),
                                port=pl.col("port").forward_fill())
-    frame = frame.with_columns(time=pl.col("t").fill_null(pl.lit(_file_time(ctx), pl.Datetime("us"))),
+    frame = frame.with_columns(time=pl.col("t").fill_null(pl.lit(file_time(ctx), pl.Datetime("us"))),
                                name=pl.col("f").struct.field("1"), raw=pl.col("f").struct.field("2"))
     counter = pl.col("name").is_in(list(COUNTERS))
     count = pl.col("raw").cast(pl.UInt64, strict=False)  # an IB counter: unsigned, at most 64 bits
@@ -158,6 +156,14 @@ def _perfquery(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
                        skipped=lines.height - good.height - bad.height, format="perfquery")
 
 
+def stamp_line(text: pl.Expr, tz: str) -> pl.Expr:
+    """The time a collector's stamp line gives (an ISO time, or `date`'s "Mon Mar  4 06:00:01 UTC 2024"), else
+    null: perfquery's and kube-state-metrics' scrapes (ksm.py) carry no time of their own."""
+    iso = pl.when(text.str.contains(r"^\s*\d{4}-\d\d-\d\d[T ]\d\d:\d\d")).then(
+        parse_time_any(text.str.strip_chars(), tz))
+    return pl.coalesce(iso, _date_line(text, tz))
+
+
 def _date_line(text: pl.Expr, tz: str) -> pl.Expr:
     m = text.str.extract_groups(r"^\s*\w{3}\s+(\w{3})\s+(\d{1,2})\s+(\d\d:\d\d:\d\d)\s+(?:[A-Z]{2,5}\s+)?(\d{4})\s*$")
     months = {m: f"{i:02d}" for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep",
@@ -184,8 +190,8 @@ def _ibqueryerrors(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
                                      raw=pl.col("c").str.extract(r"== (\d+)", 1))
     readings = readings.filter(pl.col("name").is_in(list(COUNTERS))).with_columns(
         value=pl.col("raw").cast(pl.UInt64, strict=False).cast(pl.Float64))
-    file_time = _file_time(ctx)
-    time_ok = YEARS[0] <= file_time.year <= YEARS[1]
+    taken = file_time(ctx)
+    time_ok = YEARS[0] <= taken.year <= YEARS[1]
     per_line = readings.group_by("line_no").agg(
         big=pl.col("raw").filter(pl.col("value").is_null()).first(), node=pl.col("node").first())
     why = (pl.when(port.is_null() & stripped.str.contains(r"^GUID\b")).then(pl.lit(
@@ -199,7 +205,7 @@ def _ibqueryerrors(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
            .when(pl.col("has").fill_null(False) & pl.col("node").is_null()).then(pl.lit(
                "readings without an 'Errors for \"<node description>\"' line above them"))
            .when(pl.col("has").fill_null(False) & pl.lit(not time_ok)).then(pl.lit(
-               f"time {file_time} (from the file's name or modification time) is outside the years "
+               f"time {taken} (from the file's name or modification time) is outside the years "
                f"{YEARS[0]}-{YEARS[1]}"))
            .when(header | port.is_not_null() | (stripped == "") | stripped.str.starts_with("#")
                  | stripped.str.starts_with("Suppressing:")).then(None)
@@ -209,7 +215,7 @@ def _ibqueryerrors(lines: pl.DataFrame, ctx: ParseContext) -> ParseResult:
         .with_columns(why=why)
     bad = judged.filter(pl.col("why").is_not_null())
     good = readings.filter(~pl.col("line_no").is_in(bad["line_no"].implode()))
-    out = good.select(time=pl.lit(file_time, pl.Datetime("us")), host="node", metric=_metric(
+    out = good.select(time=pl.lit(taken, pl.Datetime("us")), host="node", metric=_metric(
         pl.col("name").replace_strict(COUNTERS), pl.lit(""), pl.col("port")),
         gpu=pl.lit(None, pl.Int32), value="value", line_no="line_no")
     return ParseResult(tables={"telemetry": out}, rejects=make_rejects(bad["line_no"], bad["text"], bad["why"]),
