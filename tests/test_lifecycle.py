@@ -105,15 +105,21 @@ def test_three_drains_of_one_component_escalate(run):
     assert "escalated" in why[why.index("lifecycle"):] and "drain_now (action score 1.00): escalated" in why
 
 
-def test_only_the_validated_node_goodput_drained_may_be_resumed(run):
+def now_and_resume(db, hosts: tuple[str, ...]):
+    """The lifecycle state of ``hosts`` now, and the resume candidates (tests/test_lifecycle_kubernetes.py too)."""
     from analysis.nodes import lifecycle
 
-    db, _ = run
     con = duckdb.connect(str(db), read_only=True)
     try:
-        states = dict(con.execute("SELECT host, state FROM node_lifecycle_now WHERE host IN ('gpu003', 'gpu004')").fetchall())
-        resume = lifecycle.resume_candidates(con)
+        states = dict(con.execute("SELECT host, state FROM node_lifecycle_now WHERE list_contains(?, host)",
+                                  [list(hosts)]).fetchall())
+        return states, lifecycle.resume_candidates(con)
     finally:
         con.close()
+
+
+def test_only_the_validated_node_goodput_drained_may_be_resumed(run):
+    db, _ = run
+    states, resume = now_and_resume(db, ("gpu003", "gpu004"))
     assert states == {"gpu003": "validated", "gpu004": "validated"}
     assert resume["host"].to_list() == ["gpu003"] and resume["evidence"][0] == "health check gpu_ecc passed"

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from analysis.nodes.scripts import K8S_DRAINED_AT_ANNOTATION, K8S_REASON_ANNOTATION
 from pipelines.cli import main
+from tests.test_lifecycle import now_and_resume
 
 REASON = "goodput: drain_now gpu_memory score=1.00"
 CORDONS = [  # host, cordoned, uncordoned (None: still), by goodput
@@ -117,13 +118,6 @@ def test_drain_ticket_validation_resume_on_kubernetes(run):
 
 
 def test_only_goodputs_validated_cordon_is_offered_back(run):
-    from analysis.nodes import lifecycle
-
-    con = duckdb.connect(str(run), read_only=True)
-    try:
-        now = dict(con.execute("SELECT host, state FROM node_lifecycle_now WHERE host IN ('gpu-b', 'gpu-c')").fetchall())
-        resume = lifecycle.resume_candidates(con)
-    finally:
-        con.close()
+    now, resume = now_and_resume(run, ("gpu-b", "gpu-c"))
     assert now == {"gpu-b": "validated", "gpu-c": "validated"}
     assert resume["host"].to_list() == ["gpu-b"]
